@@ -1,0 +1,63 @@
+"""Shared test configuration.
+
+Markers `postgres`, `redis` and `browser` name the real services a test needs. Locally a test whose
+service is missing is skipped with the reason; with TALLY_REQUIRE_SERVICES=1 (CI's full mode) it
+fails instead, so a missing service can never pass CI silently.
+"""
+
+import os
+import shutil
+
+import pytest
+from django.db import connection
+
+REQUIRE_SERVICES = os.environ.get("TALLY_REQUIRE_SERVICES") == "1"
+DB_TESTS_ONLY = os.environ.get("TALLY_DB_TESTS_ONLY") == "1"
+_DB_FIXTURES = {
+    "db",
+    "transactional_db",
+    "django_db_reset_sequences",
+    "django_db_serialized_rollback",
+}
+
+
+def _missing(reason: str) -> None:
+    if REQUIRE_SERVICES:
+        pytest.fail(f"required service missing: {reason}", pytrace=False)
+    pytest.skip(reason)
+
+
+def redis_url() -> str:
+    return os.environ.get("REDIS_URL") or "redis://127.0.0.1:6379/15"
+
+
+def _redis_reachable() -> bool:
+    import redis
+
+    try:
+        return bool(redis.Redis.from_url(redis_url(), socket_connect_timeout=1).ping())
+    except redis.RedisError:
+        return False
+
+
+def pytest_runtest_setup(item: pytest.Item) -> None:
+    if item.get_closest_marker("postgres") and connection.vendor != "postgresql":
+        _missing("needs PostgreSQL: set DATABASE_URL=postgres://...")
+    if item.get_closest_marker("redis") and not _redis_reachable():
+        _missing(f"needs Redis at {redis_url()}")
+    if item.get_closest_marker("browser") and not shutil.which("chromium"):
+        _missing("needs Debian's chromium at /usr/bin/chromium (apt-get install chromium)")
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    # The second CI pass re-runs only the database tests, on SQLite.
+    if not DB_TESTS_ONLY:
+        return
+    selected, deselected = [], []
+    for item in items:
+        uses_db = item.get_closest_marker("django_db") or _DB_FIXTURES & set(
+            getattr(item, "fixturenames", ())
+        )
+        (selected if uses_db else deselected).append(item)
+    config.hook.pytest_deselected(items=deselected)
+    items[:] = selected
