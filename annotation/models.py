@@ -1,0 +1,306 @@
+"""What the annotation data is: projects and their tag sets, members, corpora, tasks, observations.
+
+Writes go through `annotation.services` / `annotation.scheduler`, reads through
+`annotation.selectors`; nothing here has side effects beyond storing a row.
+
+Tags are referred to by their *index* (`Tag.position`, 0-based, the project's tag order) wherever
+arrays are stored (`Sentence.gold_tags`, `Task.tags`, `Observation.tags`), so the retraining job
+reads a project's observations as arrays in one query:
+
+    Observation.objects.filter(project=p).values_list(
+        "sentence_id", "start", "length", "tags", "counts", "annotator_id")
+
+A project's tag names and order are frozen once it has sentences (guidelines stay editable).
+"""
+
+import secrets
+
+from django.conf import settings
+from django.core.validators import MaxValueValidator, MinValueValidator
+from django.db import models
+from django.db.models import Q
+
+MAX_WINDOW = 50
+MAX_TAGS = 200
+MAX_REDUNDANCY = 100
+
+
+def new_invite_code() -> str:
+    return secrets.token_urlsafe(12)
+
+
+class Project(models.Model):
+    class Status(models.TextChoices):
+        ACTIVE = "active"
+        PAUSED = "paused"
+        ARCHIVED = "archived"
+
+    owner = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="owned_projects"
+    )
+    name = models.CharField(max_length=200)
+    description = models.TextField(blank=True, default="")
+    window_size = models.PositiveSmallIntegerField(
+        default=5, validators=[MinValueValidator(1), MaxValueValidator(MAX_WINDOW)]
+    )
+    # Tags per task: 1..K, or null for "all tags of the project".
+    tags_per_task = models.PositiveSmallIntegerField(
+        null=True, blank=True, validators=[MinValueValidator(1)]
+    )
+    redundancy = models.PositiveSmallIntegerField(
+        default=3,
+        validators=[MinValueValidator(1), MaxValueValidator(MAX_REDUNDANCY)],
+        help_text="Annotators per region (window + tag subset).",
+    )
+    gold_fraction = models.FloatField(
+        default=0.0,
+        validators=[MinValueValidator(0.0), MaxValueValidator(1.0)],
+        help_text="Fraction of served tasks that are gold check tasks.",
+    )
+    lease_seconds = models.PositiveIntegerField(
+        default=600, validators=[MinValueValidator(30), MaxValueValidator(86_400)]
+    )
+    status = models.CharField(max_length=10, choices=Status.choices, default=Status.ACTIVE)
+    invite_code = models.CharField(max_length=32, unique=True, default=new_invite_code)
+    # Scheduler bookkeeping, each claimed by a conditional UPDATE checked by its row count.
+    task_rounds = models.PositiveIntegerField(default=0)
+    leases_reclaimed_at = models.DateTimeField(null=True, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        ordering = ["id"]
+        constraints = [
+            models.CheckConstraint(
+                condition=Q(window_size__gte=1, window_size__lte=MAX_WINDOW), name="window_range"
+            ),
+            models.CheckConstraint(
+                condition=Q(redundancy__gte=1, redundancy__lte=MAX_REDUNDANCY),
+                name="redundancy_range",
+            ),
+            models.CheckConstraint(
+                condition=Q(gold_fraction__gte=0.0, gold_fraction__lte=1.0),
+                name="gold_fraction_range",
+            ),
+            models.CheckConstraint(
+                condition=Q(tags_per_task__isnull=True) | Q(tags_per_task__gte=1),
+                name="tags_per_task_positive",
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return self.name
+
+
+class Tag(models.Model):
+    """One tag of a project's ordered tag set, with what annotators are shown about it."""
+
+    project = models.ForeignKey(Project, on_delete=models.CASCADE, related_name="tags")
+    position = models.PositiveSmallIntegerField(help_text="0-based index in the tag order.")
+    name = models.CharField(max_length=32)
+    guideline = models.CharField(max_length=300, blank=True, default="")
+    examples = models.JSONField(default=list, blank=True, help_text="A few example strings.")
+
+    class Meta:
+        ordering = ["project", "position"]
+        constraints = [
+            models.UniqueConstraint(fields=["project", "position"], name="tag_position_unique"),
+            models.UniqueConstraint(fields=["project", "name"], name="tag_name_unique"),
+        ]
+
+    def __str__(self) -> str:
+        return self.name
+
+
+class Membership(models.Model):
+    class Role(models.TextChoices):
+        MANAGER = "manager"
+        ANNOTATOR = "annotator"
+
+    project = models.ForeignKey(Project, on_delete=models.CASCADE, related_name="memberships")
+    user = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="memberships"
+    )
+    role = models.CharField(max_length=10, choices=Role.choices)
+    joined_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["project", "id"]
+        constraints = [
+            models.UniqueConstraint(fields=["project", "user"], name="membership_unique"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.user} {self.role} of {self.project}"
+
+
+class CorpusImport(models.Model):
+    """One uploaded corpus file, imported whole or not at all."""
+
+    class Format(models.TextChoices):
+        CONLLU = "conllu"
+        TEXT = "text"
+        JSONL = "jsonl"
+
+    class TagColumn(models.TextChoices):
+        UPOS = "upos"
+        XPOS = "xpos"
+
+    project = models.ForeignKey(Project, on_delete=models.CASCADE, related_name="imports")
+    created_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, null=True, related_name="+"
+    )
+    filename = models.CharField(max_length=255, blank=True, default="")
+    format = models.CharField(max_length=10, choices=Format.choices)
+    tag_column = models.CharField(max_length=4, choices=TagColumn.choices, blank=True, default="")
+    sentences = models.PositiveIntegerField(default=0)
+    gold_sentences = models.PositiveIntegerField(default=0)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["project", "id"]
+
+    def __str__(self) -> str:
+        return f"{self.filename or self.format} ({self.sentences} sentences)"
+
+
+class Sentence(models.Model):
+    class Split(models.TextChoices):
+        TRAIN = "train"
+        EVALUATION = "evaluation"  # never served; used only for accuracy reports
+        GOLD_CHECK = "gold_check"  # served as gold check tasks
+
+    project = models.ForeignKey(Project, on_delete=models.CASCADE, related_name="sentences")
+    corpus_import = models.ForeignKey(
+        CorpusImport, on_delete=models.CASCADE, related_name="sentence_set"
+    )
+    position = models.PositiveIntegerField(help_text="Order of the sentence in its project.")
+    tokens = models.JSONField(help_text="List of token strings.")
+    length = models.PositiveIntegerField()
+    gold_tags = models.JSONField(
+        null=True, blank=True, help_text="Tag indices aligned with tokens, or null."
+    )
+    split = models.CharField(max_length=10, choices=Split.choices, default=Split.TRAIN)
+
+    class Meta:
+        ordering = ["project", "position"]
+        constraints = [
+            models.UniqueConstraint(fields=["project", "position"], name="sentence_position_uniq"),
+        ]
+        indexes = [models.Index(fields=["project", "split"], name="sentence_split_idx")]
+
+    def __str__(self) -> str:
+        return " ".join(self.tokens)[:80]
+
+
+class Task(models.Model):
+    """A region-count question: a window of a sentence and a subset of the tag set.
+
+    `open_slots` is how many more annotators may lease it (redundancy minus live leases and
+    submissions); the scheduler decrements it under a row lock and gives it back when a lease
+    expires. Gold check tasks are not slot-limited.
+    """
+
+    project = models.ForeignKey(Project, on_delete=models.CASCADE, related_name="tasks")
+    sentence = models.ForeignKey(Sentence, on_delete=models.CASCADE, related_name="tasks")
+    start = models.PositiveIntegerField()
+    length = models.PositiveSmallIntegerField()
+    tags = models.JSONField(help_text="Sorted tag indices asked in this task.")
+    is_gold = models.BooleanField(default=False)
+    open_slots = models.PositiveSmallIntegerField(default=0)
+    round = models.PositiveIntegerField(default=0)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["id"]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["sentence", "start", "length", "tags"], name="task_region_unique"
+            ),
+        ]
+        indexes = [
+            models.Index(
+                fields=["project", "id"],
+                condition=Q(open_slots__gt=0, is_gold=False),
+                name="task_open_idx",
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"task {self.pk}: sentence {self.sentence_id} [{self.start}:+{self.length}]"
+
+
+class Assignment(models.Model):
+    """A lease of a task to one annotator, until `expires_at`."""
+
+    class Status(models.TextChoices):
+        LEASED = "leased"
+        SUBMITTED = "submitted"
+        EXPIRED = "expired"
+
+    project = models.ForeignKey(Project, on_delete=models.CASCADE, related_name="assignments")
+    task = models.ForeignKey(Task, on_delete=models.CASCADE, related_name="assignments")
+    annotator = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="assignments"
+    )
+    status = models.CharField(max_length=10, choices=Status.choices, default=Status.LEASED)
+    leased_at = models.DateTimeField()
+    expires_at = models.DateTimeField()
+    submitted_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["id"]
+        constraints = [
+            models.UniqueConstraint(fields=["task", "annotator"], name="assignment_unique"),
+        ]
+        indexes = [
+            models.Index(
+                fields=["annotator", "project"],
+                condition=Q(status="leased"),
+                name="assignment_live_idx",
+            ),
+            models.Index(
+                fields=["project", "expires_at"],
+                condition=Q(status="leased"),
+                name="assignment_expiry_idx",
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"assignment {self.pk} ({self.status})"
+
+
+class Observation(models.Model):
+    """o = (r, B, N), append-only. `tags` are tag indices, `counts` aligned with them."""
+
+    project = models.ForeignKey(Project, on_delete=models.CASCADE, related_name="observations")
+    annotator = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="observations"
+    )
+    assignment = models.OneToOneField(
+        Assignment, on_delete=models.PROTECT, related_name="observation"
+    )
+    sentence = models.ForeignKey(Sentence, on_delete=models.CASCADE, related_name="observations")
+    start = models.PositiveIntegerField()
+    length = models.PositiveSmallIntegerField()
+    tags = models.JSONField()
+    counts = models.JSONField()
+    is_gold = models.BooleanField(default=False)
+    seconds_on_device = models.FloatField(null=True, blank=True)
+    idempotency_key = models.CharField(max_length=64)
+    submitted_at = models.DateTimeField()
+
+    class Meta:
+        ordering = ["id"]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["annotator", "idempotency_key"], name="observation_idempotency_unique"
+            ),
+        ]
+        indexes = [
+            models.Index(fields=["project", "id"], name="observation_project_idx"),
+            models.Index(fields=["project", "annotator"], name="observation_annotator_idx"),
+        ]
+
+    def __str__(self) -> str:
+        return f"observation {self.pk}"
