@@ -1,0 +1,27 @@
+"""Base classes of the API views: the error body, and project scoping."""
+
+from rest_framework.pagination import LimitOffsetPagination
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from annotation.api.errors import exception_handler
+from annotation.permissions import ProjectScope
+
+
+class ApiView(APIView):
+    def get_exception_handler(self):
+        return exception_handler
+
+
+class ProjectView(ProjectScope, ApiView):
+    """A view under /api/projects/{project_id}/: members only (others get 404)."""
+
+
+class ManagerView(ProjectView):
+    manager_only = True
+
+
+def paginated(view: APIView, queryset, shape) -> Response:
+    paginator = LimitOffsetPagination()
+    page = paginator.paginate_queryset(queryset, view.request, view=view)
+    return paginator.get_paginated_response([shape(item) for item in page])

@@ -1,0 +1,93 @@
+"""Corpus upload and browsing (managers)."""
+
+from django.conf import settings
+from django.core.files.uploadhandler import FileUploadHandler, StopUpload
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import extend_schema
+from rest_framework import status
+from rest_framework.parsers import MultiPartParser
+from rest_framework.response import Response
+
+from annotation import selectors, services
+from annotation.api.base import ManagerView, paginated
+from annotation.api.serializers import CorpusUploadSerializer, import_out
+from annotation.exceptions import PayloadTooLarge
+
+
+class _LimitUploadHandler(FileUploadHandler):
+    """Stop reading an upload as soon as it passes the limit, before it is written to disk."""
+
+    def __init__(self, request=None, max_bytes: int = 0):
+        super().__init__(request)
+        self.max_bytes = max_bytes
+        self.seen = 0
+        self.exceeded = False
+
+    def receive_data_chunk(self, raw_data, start):
+        self.seen += len(raw_data)
+        if self.seen > self.max_bytes:
+            self.exceeded = True
+            raise StopUpload(connection_reset=False)
+        return raw_data
+
+    def file_complete(self, file_size):
+        return None
+
+
+def _sentence_out(sentence, names):
+    return {
+        "id": sentence.pk,
+        "position": sentence.position,
+        "tokens": sentence.tokens,
+        "gold_tags": None if sentence.gold_tags is None else [names[i] for i in sentence.gold_tags],
+        "split": sentence.split,
+    }
+
+
+class CorpusView(ManagerView):
+    parser_classes = [MultiPartParser]
+
+    @extend_schema(responses={200: OpenApiTypes.OBJECT})
+    def get(self, request, project_id):
+        return paginated(self, selectors.imports_of_project(project=self.project), import_out)
+
+    def initial(self, request, *args, **kwargs):
+        # Before anything reads the body (the CSRF check of session auth parses it).
+        self.upload_guard = None
+        if request.method == "POST":
+            limit = settings.TALLY_MAX_UPLOAD_BYTES
+            declared = request.META.get("CONTENT_LENGTH") or "0"
+            if declared.isdigit() and int(declared) > limit + 64 * 1024:
+                raise PayloadTooLarge(f"The upload is larger than {limit} bytes.")
+            self.upload_guard = _LimitUploadHandler(request, max_bytes=limit)
+            request.upload_handlers.insert(0, self.upload_guard)
+        super().initial(request, *args, **kwargs)
+
+    @extend_schema(request=CorpusUploadSerializer, responses={201: OpenApiTypes.OBJECT})
+    def post(self, request, project_id):
+        limit = settings.TALLY_MAX_UPLOAD_BYTES
+        data = CorpusUploadSerializer(data=request.data)
+        if self.upload_guard.exceeded:
+            raise PayloadTooLarge(f"The upload is larger than {limit} bytes.")
+        data.is_valid(raise_exception=True)
+        upload = data.validated_data.pop("file")
+        record = services.corpus_import(
+            project=self.project,
+            user=request.user,
+            file=upload,
+            filename=upload.name or "",
+            max_bytes=limit,
+            **data.validated_data,
+        )
+        return Response(import_out(record), status=status.HTTP_201_CREATED)
+
+
+class SentenceListView(ManagerView):
+    @extend_schema(responses={200: OpenApiTypes.OBJECT})
+    def get(self, request, project_id):
+        names = selectors.project_tag_names(project=self.project)
+        return paginated(
+            self,
+            selectors.sentences_of_project(project=self.project),
+            lambda s: _sentence_out(s, names),
+        )

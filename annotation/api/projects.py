@@ -1,0 +1,102 @@
+"""Projects, invites, members and statistics."""
+
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import extend_schema
+from rest_framework import status
+from rest_framework.response import Response
+
+from annotation import selectors, services
+from annotation.api.base import ApiView, ManagerView, ProjectView, paginated
+from annotation.api.serializers import (
+    JoinSerializer,
+    ProjectWriteSerializer,
+    iso,
+    project_out,
+)
+from annotation.permissions import is_manager
+
+
+class ProjectListView(ApiView):
+    @extend_schema(responses={200: OpenApiTypes.OBJECT})
+    def get(self, request):
+        memberships = selectors.memberships_of_user(user=request.user)
+        return paginated(self, memberships, lambda m: project_out(m.project, m.role))
+
+    @extend_schema(request=ProjectWriteSerializer, responses={201: OpenApiTypes.OBJECT})
+    def post(self, request):
+        data = ProjectWriteSerializer(data=request.data)
+        data.is_valid(raise_exception=True)
+        fields = dict(data.validated_data)
+        fields.pop("status", None)
+        project = services.project_create(owner=request.user, **fields)
+        return Response(project_out(project, "manager"), status=status.HTTP_201_CREATED)
+
+
+class ProjectDetailView(ProjectView):
+    @extend_schema(responses={200: OpenApiTypes.OBJECT})
+    def get(self, request, project_id):
+        return Response(project_out(self.project, self.membership.role))
+
+    @extend_schema(request=ProjectWriteSerializer, responses={200: OpenApiTypes.OBJECT})
+    def patch(self, request, project_id):
+        if not is_manager(self.membership):
+            self.permission_denied(request, "Only the project's managers may do this.")
+        data = ProjectWriteSerializer(data=request.data, partial=True)
+        data.is_valid(raise_exception=True)
+        project = services.project_update(project=self.project, **data.validated_data)
+        return Response(project_out(project, self.membership.role))
+
+
+class InviteRotateView(ManagerView):
+    @extend_schema(request=None, responses={200: OpenApiTypes.OBJECT})
+    def post(self, request, project_id):
+        return Response({"invite_code": services.project_rotate_invite(project=self.project)})
+
+
+class JoinView(ApiView):
+    @extend_schema(request=JoinSerializer, responses={200: OpenApiTypes.OBJECT})
+    def post(self, request):
+        data = JoinSerializer(data=request.data)
+        data.is_valid(raise_exception=True)
+        membership, created = services.membership_join(
+            user=request.user, code=data.validated_data["code"]
+        )
+        return Response(
+            {"project": project_out(membership.project, membership.role), "role": membership.role},
+            status=status.HTTP_201_CREATED if created else status.HTTP_200_OK,
+        )
+
+
+def _member_out(membership) -> dict:
+    return {
+        "user": membership.user_id,
+        "username": membership.user.get_username(),
+        "role": membership.role,
+        "joined_at": iso(membership.joined_at),
+        "observations": membership.n_observations,
+    }
+
+
+class MemberListView(ManagerView):
+    @extend_schema(responses={200: OpenApiTypes.OBJECT})
+    def get(self, request, project_id):
+        return paginated(self, selectors.members_with_counts(project=self.project), _member_out)
+
+
+class MemberDetailView(ManagerView):
+    @extend_schema(responses={204: None})
+    def delete(self, request, project_id, user_id):
+        services.membership_remove(project=self.project, user_id=user_id)
+        return Response(status=status.HTTP_204_NO_CONTENT)
+
+
+class ProjectStatsView(ManagerView):
+    @extend_schema(responses={200: OpenApiTypes.OBJECT})
+    def get(self, request, project_id):
+        return Response(selectors.project_stats(project=self.project))
+
+
+class MyStatsView(ProjectView):
+    @extend_schema(responses={200: OpenApiTypes.OBJECT})
+    def get(self, request, project_id):
+        return Response(selectors.annotator_stats(project=self.project, user=request.user))

@@ -1,0 +1,170 @@
+"""Input validation (DRF serializers) and output shaping (plain functions returning dicts).
+
+Output is built by hand: it is what the contract in annotation/API.md says, it cannot leak a
+field by accident (no `fields = "__all__"`), and it is cheap on the annotator's hot path.
+"""
+
+from __future__ import annotations
+
+from django.conf import settings
+from rest_framework import serializers
+
+from annotation import selectors
+from annotation.models import (
+    MAX_REDUNDANCY,
+    MAX_WINDOW,
+    Assignment,
+    CorpusImport,
+    Membership,
+    Observation,
+    Project,
+)
+from annotation.tagsets import PRESETS
+
+# Input ------------------------------------------------------------------------------------------
+
+
+class CredentialsSerializer(serializers.Serializer):
+    username = serializers.RegexField(r"^[\w.@+-]+\Z", max_length=150)
+    password = serializers.CharField(max_length=128, trim_whitespace=False)
+
+
+class JoinSerializer(serializers.Serializer):
+    code = serializers.CharField(max_length=64)
+
+
+class TagSerializer(serializers.Serializer):
+    name = serializers.RegexField(r"^[^\s|]{1,32}\Z", max_length=32)
+    guideline = serializers.CharField(max_length=300, required=False, allow_blank=True, default="")
+    examples = serializers.ListField(
+        child=serializers.CharField(max_length=100), max_length=10, required=False, default=list
+    )
+
+
+class ProjectWriteSerializer(serializers.Serializer):
+    name = serializers.CharField(max_length=200)
+    description = serializers.CharField(max_length=5000, required=False, allow_blank=True)
+    status = serializers.ChoiceField(choices=Project.Status.choices, required=False)
+    window_size = serializers.IntegerField(min_value=1, max_value=MAX_WINDOW, required=False)
+    tags_per_task = serializers.IntegerField(min_value=1, allow_null=True, required=False)
+    redundancy = serializers.IntegerField(min_value=1, max_value=MAX_REDUNDANCY, required=False)
+    gold_fraction = serializers.FloatField(min_value=0.0, max_value=1.0, required=False)
+    lease_seconds = serializers.IntegerField(min_value=30, max_value=86_400, required=False)
+    tags = TagSerializer(many=True, required=False)
+    tag_preset = serializers.ChoiceField(choices=sorted(PRESETS), required=False)
+
+    def validate(self, attrs):
+        if not self.partial and ("tags" in attrs) == ("tag_preset" in attrs):
+            raise serializers.ValidationError("Give either `tags` or `tag_preset`.")
+        if self.partial and "tag_preset" in attrs:
+            raise serializers.ValidationError({"tag_preset": ["Only at creation."]})
+        return attrs
+
+
+class CorpusUploadSerializer(serializers.Serializer):
+    file = serializers.FileField(allow_empty_file=False)
+    format = serializers.ChoiceField(choices=CorpusImport.Format.choices)
+    tag_column = serializers.ChoiceField(choices=CorpusImport.TagColumn.choices, default="upos")
+    evaluation_fraction = serializers.FloatField(min_value=0.0, max_value=1.0, default=0.0)
+    gold_check_fraction = serializers.FloatField(min_value=0.0, max_value=1.0, default=0.0)
+    seed = serializers.IntegerField(required=False, allow_null=True, default=None)
+
+    def validate_file(self, value):
+        if value.size > settings.TALLY_MAX_UPLOAD_BYTES:
+            raise serializers.ValidationError("The file is too large.")
+        return value
+
+
+class ObservationSubmitSerializer(serializers.Serializer):
+    """Documents the submission body; the view validates the same rules without DRF fields."""
+
+    assignment = serializers.IntegerField()
+    counts = serializers.DictField(child=serializers.IntegerField(min_value=0))
+    seconds_on_device = serializers.FloatField(required=False, allow_null=True, min_value=0)
+    idempotency_key = serializers.CharField(max_length=64)
+
+
+# Output -----------------------------------------------------------------------------------------
+
+
+def iso(value) -> str | None:
+    return value.isoformat().replace("+00:00", "Z") if value is not None else None
+
+
+def user_out(user) -> dict:
+    return {"id": user.pk, "username": user.get_username()}
+
+
+def project_out(project: Project, role: str) -> dict:
+    data = {
+        "id": project.pk,
+        "name": project.name,
+        "description": project.description,
+        "status": project.status,
+        "window_size": project.window_size,
+        "tags_per_task": project.tags_per_task,
+        "role": role,
+        "tags": selectors.project_tags(project=project),
+        "created_at": iso(project.created_at),
+        "updated_at": iso(project.updated_at),
+    }
+    if role == Membership.Role.MANAGER:
+        data |= {
+            "redundancy": project.redundancy,
+            "gold_fraction": project.gold_fraction,
+            "lease_seconds": project.lease_seconds,
+            "invite_code": project.invite_code,
+        }
+    return data
+
+
+def task_out(assignment: Assignment, tags: list[dict]) -> dict:
+    task = assignment.task
+    return {
+        "assignment": assignment.pk,
+        "expires_at": iso(assignment.expires_at),
+        "tokens": task.sentence.tokens,
+        "window": {"start": task.start, "length": task.length},
+        "tags": [tags[i] for i in task.tags],
+        "max_count": task.length,
+    }
+
+
+def observation_out(observation: Observation, names: list[str], *, replayed: bool) -> dict:
+    return {
+        "id": observation.pk,
+        "assignment": observation.assignment_id,
+        "counts": {names[i]: c for i, c in zip(observation.tags, observation.counts, strict=True)},
+        "seconds_on_device": observation.seconds_on_device,
+        "idempotency_key": observation.idempotency_key,
+        "submitted_at": iso(observation.submitted_at),
+        "replayed": replayed,
+    }
+
+
+def observation_row_out(observation: Observation, names: list[str]) -> dict:
+    return {
+        "id": observation.pk,
+        "annotator": observation.annotator_id,
+        "sentence": observation.sentence_id,
+        "start": observation.start,
+        "length": observation.length,
+        "tags": [names[i] for i in observation.tags],
+        "counts": observation.counts,
+        "is_gold": observation.is_gold,
+        "seconds_on_device": observation.seconds_on_device,
+        "submitted_at": iso(observation.submitted_at),
+    }
+
+
+def import_out(record: CorpusImport) -> dict:
+    return {
+        "id": record.pk,
+        "filename": record.filename,
+        "format": record.format,
+        "tag_column": record.tag_column,
+        "sentences": record.sentences,
+        "gold_sentences": record.gold_sentences,
+        "splits": selectors.import_splits(corpus_import=record),
+        "created_at": iso(record.created_at),
+    }

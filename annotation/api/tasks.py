@@ -1,0 +1,71 @@
+"""The annotator's hot path: lease the next task, submit its counts.
+
+Kept lean on purpose (the benchmark drives it): one membership query, the scheduler's lease
+transaction, plain dicts in and out.
+"""
+
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import extend_schema
+from rest_framework import status
+from rest_framework.response import Response
+
+from annotation import scheduler, selectors, services
+from annotation.api.base import ApiView, ProjectView
+from annotation.api.serializers import ObservationSubmitSerializer, observation_out, task_out
+from annotation.exceptions import InvalidInput
+
+_MAX_KEY = 64
+
+
+class NextTaskView(ProjectView):
+    @extend_schema(request=None, responses={200: OpenApiTypes.OBJECT, 204: None})
+    def post(self, request, project_id):
+        assignment = scheduler.task_lease_next(project=self.project, annotator=request.user)
+        if assignment is None:
+            return Response(status=status.HTTP_204_NO_CONTENT)
+        return Response(task_out(assignment, selectors.project_tags(project=self.project)))
+
+
+def _submission(data) -> dict:
+    """Validate the shape of a submission (the service checks it against the lease)."""
+    errors: dict[str, list[str]] = {}
+    if not isinstance(data, dict):
+        raise InvalidInput("Expected a JSON object.")
+    assignment = data.get("assignment")
+    if isinstance(assignment, bool) or not isinstance(assignment, int):
+        errors["assignment"] = ["An assignment id (integer) is required."]
+    key = data.get("idempotency_key")
+    if not isinstance(key, str) or not 1 <= len(key) <= _MAX_KEY:
+        errors["idempotency_key"] = [f"A string of 1 to {_MAX_KEY} characters is required."]
+    counts = data.get("counts")
+    if not isinstance(counts, dict):
+        errors["counts"] = ["An object mapping tag names to counts is required."]
+    seconds = data.get("seconds_on_device")
+    if seconds is not None and (
+        isinstance(seconds, bool) or not isinstance(seconds, int | float) or not 0 <= seconds < 1e7
+    ):
+        errors["seconds_on_device"] = ["A non-negative number of seconds, or null."]
+    if errors:
+        raise InvalidInput("The submission is not valid.", fields=errors)
+    return {
+        "assignment_id": assignment,
+        "idempotency_key": key,
+        "counts": counts,
+        "seconds_on_device": None if seconds is None else float(seconds),
+    }
+
+
+class ObservationSubmitView(ApiView):
+    @extend_schema(
+        request=ObservationSubmitSerializer,
+        responses={200: OpenApiTypes.OBJECT, 201: OpenApiTypes.OBJECT},
+    )
+    def post(self, request):
+        observation, replayed = services.observation_submit(
+            annotator=request.user, **_submission(request.data)
+        )
+        names = selectors.project_tag_names(project=observation.project)
+        return Response(
+            observation_out(observation, names, replayed=replayed),
+            status=status.HTTP_200_OK if replayed else status.HTTP_201_CREATED,
+        )

@@ -1,0 +1,127 @@
+"""Streamed exports of a project: observations as JSONL or CSV, the corpus as CoNLL-U.
+
+Each function returns an iterator of text chunks for a `StreamingHttpResponse`; rows are read
+with a server-side cursor in chunks, so memory stays flat whatever the project's size.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+from collections.abc import Iterator
+
+from annotation import selectors
+from annotation.models import Observation, Project, Sentence
+
+_CHUNK = 2000
+CSV_COLUMNS = [
+    "id",
+    "annotator",
+    "annotator_username",
+    "sentence",
+    "start",
+    "length",
+    "tags",
+    "counts",
+    "is_gold",
+    "seconds_on_device",
+    "submitted_at",
+]
+
+
+def _observation_rows(project: Project) -> Iterator[dict]:
+    names = selectors.project_tag_names(project=project)
+    rows = (
+        Observation.objects.filter(project=project)
+        .order_by("id")
+        .values_list(
+            "id",
+            "assignment_id",
+            "annotator_id",
+            "annotator__username",
+            "sentence_id",
+            "start",
+            "length",
+            "tags",
+            "counts",
+            "is_gold",
+            "seconds_on_device",
+            "submitted_at",
+        )
+    )
+    for row in rows.iterator(chunk_size=_CHUNK):
+        (
+            pk,
+            assignment,
+            annotator,
+            username,
+            sentence,
+            start,
+            length,
+            tags,
+            counts,
+            gold,
+            sec,
+            at,
+        ) = row
+        yield {
+            "id": pk,
+            "assignment": assignment,
+            "annotator": annotator,
+            "annotator_username": username,
+            "sentence": sentence,
+            "start": start,
+            "length": length,
+            "tags": [names[i] for i in tags],
+            "counts": counts,
+            "is_gold": gold,
+            "seconds_on_device": sec,
+            "submitted_at": at.isoformat().replace("+00:00", "Z"),
+        }
+
+
+def observations_jsonl(*, project: Project) -> Iterator[str]:
+    for row in _observation_rows(project):
+        yield json.dumps(row, ensure_ascii=False) + "\n"
+
+
+def _csv_safe(value: str) -> str:
+    # Spreadsheet formula injection: a cell starting with = + - @ is text, not a formula.
+    return "'" + value if value[:1] in ("=", "+", "-", "@", "\t", "\r") else value
+
+
+def observations_csv(*, project: Project) -> Iterator[str]:
+    buffer = io.StringIO()
+    writer = csv.writer(buffer)
+    writer.writerow(CSV_COLUMNS)
+    for i, row in enumerate(_observation_rows(project)):
+        row["tags"] = "|".join(row["tags"])
+        row["counts"] = "|".join(str(c) for c in row["counts"])
+        row["annotator_username"] = _csv_safe(row["annotator_username"])
+        row["is_gold"] = int(row["is_gold"])
+        row["seconds_on_device"] = (
+            "" if row["seconds_on_device"] is None else row["seconds_on_device"]
+        )
+        writer.writerow([row[column] for column in CSV_COLUMNS])
+        if i % 200 == 199:
+            yield buffer.getvalue()
+            buffer.seek(0)
+            buffer.truncate()
+    yield buffer.getvalue()
+
+
+def corpus_conllu(*, project: Project) -> Iterator[str]:
+    """Every sentence with its gold tags in the UPOS column (`_` when it has none)."""
+    names = selectors.project_tag_names(project=project)
+    rows = (
+        Sentence.objects.filter(project=project)
+        .order_by("position")
+        .values_list("id", "split", "tokens", "gold_tags")
+    )
+    for pk, split, tokens, gold in rows.iterator(chunk_size=_CHUNK):
+        lines = [f"# sent_id = {pk}", f"# split = {split}", f"# text = {' '.join(tokens)}"]
+        for i, token in enumerate(tokens):
+            tag = names[gold[i]] if gold is not None else "_"
+            lines.append(f"{i + 1}\t{token}\t_\t{tag}\t_\t_\t_\t_\t_\t_")
+        yield "\n".join(lines) + "\n\n"

@@ -1,0 +1,150 @@
+"""Parse uploaded corpora into sentences, streaming, with the line number of the first problem.
+
+Nothing here touches the database: `services.corpus_import` stores what these parsers yield,
+inside one transaction, so a file that fails half-way imports nothing. CoNLL-U is read by
+`learning.core.conllu` (the one CoNLL-U reader of the code base).
+"""
+
+from __future__ import annotations
+
+import gzip
+import json
+import zlib
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
+from typing import BinaryIO
+
+from learning.core.conllu import ConlluError, iter_conllu
+
+MAX_SENTENCE_TOKENS = 500
+MAX_TOKEN_CHARS = 100
+_GZIP_MAGIC = b"\x1f\x8b"
+
+
+class CorpusError(ValueError):
+    """A malformed corpus. `line_number` is 1-based; `str(error)` starts with `line N:`."""
+
+    def __init__(self, line_number: int, message: str) -> None:
+        self.line_number = line_number
+        self.message = message
+        super().__init__(f"line {line_number}: {message}")
+
+
+class CorpusTooLarge(ValueError):
+    def __init__(self, max_bytes: int) -> None:
+        self.max_bytes = max_bytes
+        super().__init__(f"the corpus is larger than {max_bytes} bytes")
+
+
+@dataclass(frozen=True, slots=True)
+class ParsedSentence:
+    tokens: list[str]
+    tags: list[str] | None  # gold tag names aligned with tokens, or None
+    line_number: int
+
+
+def read_lines(binary: BinaryIO, *, max_bytes: int) -> Iterator[str]:
+    """Decode a binary stream (plain or gzip, detected by content) into text lines.
+
+    At most `max_bytes` of (decompressed) text are read; beyond that `CorpusTooLarge`.
+    Bytes that are not UTF-8 raise `CorpusError` with their line number.
+    """
+    head = binary.read(2)
+    binary.seek(0)
+    stream: BinaryIO = gzip.GzipFile(fileobj=binary) if head == _GZIP_MAGIC else binary
+    total = 0
+    line_number = 0
+    try:
+        for raw in stream:
+            line_number += 1
+            total += len(raw)
+            if total > max_bytes:
+                raise CorpusTooLarge(max_bytes)
+            try:
+                yield raw.decode("utf-8")
+            except UnicodeDecodeError as exc:
+                raise CorpusError(line_number, "not valid UTF-8 text") from exc
+    except (OSError, EOFError, zlib.error) as exc:  # corrupt or truncated gzip stream
+        raise CorpusError(line_number + 1, f"cannot decompress: {exc}") from exc
+
+
+def _check_tokens(tokens: list[str], line_number: int) -> None:
+    if not tokens:
+        raise CorpusError(line_number, "sentence has no tokens")
+    if len(tokens) > MAX_SENTENCE_TOKENS:
+        raise CorpusError(
+            line_number, f"sentence has {len(tokens)} tokens, more than {MAX_SENTENCE_TOKENS}"
+        )
+    for token in tokens:
+        if not token or len(token) > MAX_TOKEN_CHARS:
+            raise CorpusError(line_number, f"tokens must be 1 to {MAX_TOKEN_CHARS} characters long")
+        if not token.isprintable():
+            raise CorpusError(line_number, f"token {token[:20]!r} contains control characters")
+
+
+def parse_conllu(lines: Iterable[str], *, tag_column: str = "upos") -> Iterator[ParsedSentence]:
+    """CoNLL-U; gold tags from `tag_column`; a sentence whose tags are all `_` has none."""
+    try:
+        for sentence in iter_conllu(lines):
+            _check_tokens(sentence.tokens, sentence.line_number)
+            tags = sentence.tags(tag_column)
+            missing = sum(tag == "_" for tag in tags)
+            if missing == len(tags):
+                yield ParsedSentence(sentence.tokens, None, sentence.line_number)
+                continue
+            if missing:
+                raise CorpusError(
+                    sentence.line_number,
+                    f"sentence has {tag_column.upper()} tags on some tokens and `_` on others",
+                )
+            yield ParsedSentence(sentence.tokens, tags, sentence.line_number)
+    except ConlluError as exc:
+        raise CorpusError(exc.line_number, exc.message) from exc
+
+
+def parse_text(lines: Iterable[str]) -> Iterator[ParsedSentence]:
+    """One sentence per line, tokens separated by whitespace; blank lines are skipped."""
+    for line_number, line in enumerate(lines, start=1):
+        tokens = line.removeprefix("\ufeff").split()
+        if tokens:
+            _check_tokens(tokens, line_number)
+            yield ParsedSentence(tokens, None, line_number)
+
+
+def parse_jsonl(lines: Iterable[str]) -> Iterator[ParsedSentence]:
+    """One JSON object per line: `{"tokens": [...], "tags": [...] | null}`; blank lines skipped."""
+    for line_number, line in enumerate(lines, start=1):
+        text = line.removeprefix("\ufeff").strip()
+        if not text:
+            continue
+        try:
+            record = json.loads(text)
+        except json.JSONDecodeError as exc:
+            raise CorpusError(line_number, f"not valid JSON ({exc.msg})") from exc
+        if not isinstance(record, dict):
+            raise CorpusError(line_number, "expected a JSON object")
+        tokens = record.get("tokens")
+        if not isinstance(tokens, list) or not all(isinstance(t, str) for t in tokens):
+            raise CorpusError(line_number, '"tokens" must be a list of strings')
+        _check_tokens(tokens, line_number)
+        tags = record.get("tags")
+        if tags is not None:
+            if not isinstance(tags, list) or not all(isinstance(t, str) for t in tags):
+                raise CorpusError(line_number, '"tags" must be a list of strings or null')
+            if len(tags) != len(tokens):
+                raise CorpusError(
+                    line_number, f"{len(tags)} tags for {len(tokens)} tokens; they must align"
+                )
+        yield ParsedSentence(tokens, tags, line_number)
+
+
+def parse(
+    lines: Iterable[str], *, format: str, tag_column: str = "upos"
+) -> Iterator[ParsedSentence]:
+    if format == "conllu":
+        return parse_conllu(lines, tag_column=tag_column)
+    if format == "text":
+        return parse_text(lines)
+    if format == "jsonl":
+        return parse_jsonl(lines)
+    raise ValueError(f"unknown corpus format {format!r}")

@@ -1,0 +1,250 @@
+"""Which region-count task an annotator gets next, and the leases that hold them.
+
+Sampling follows the paper's uniform supervision distribution S(o | y): for a sentence of length L
+and window size w, the window start is uniform over the L - w + 1 positions (the whole sentence
+when L <= w) and the tag subset is uniform over the subsets of the project's `tags_per_task` size.
+Tasks are generated a *round* at a time (one region per training sentence) and each is leased to
+at most `redundancy` distinct annotators. Task rows are unique per (sentence, window, tags) and an
+annotator leases a task at most once, so nobody is asked the same window and tags twice.
+
+Concurrency: `Task.open_slots` is decremented while the task row is locked with
+`SELECT ... FOR UPDATE SKIP LOCKED` (PostgreSQL; SQLite serializes write transactions), so two
+annotators asking at once never get more leases on a region than its redundancy. Rounds and the
+lease reclaim are claimed by a conditional UPDATE on the project row, checked by its row count.
+"""
+
+from __future__ import annotations
+
+import random
+from collections import Counter
+from collections.abc import Iterable
+from datetime import datetime, timedelta
+
+from django.db import IntegrityError, transaction
+from django.db.models import Exists, F, OuterRef, Q
+from django.utils import timezone
+
+from annotation.exceptions import ProjectNotActive
+from annotation.models import Assignment, Project, Sentence, Task
+
+RECLAIM_INTERVAL = timedelta(seconds=30)
+GOLD_ATTEMPTS = 5
+_BATCH = 2000
+_system_random = random.SystemRandom()
+
+
+def draw_region(
+    *,
+    length: int,
+    window_size: int,
+    n_tags: int,
+    tags_per_task: int | None,
+    rng: random.Random,
+) -> tuple[int, int, list[int]]:
+    """Draw (start, window length, sorted tag indices) uniformly, as S(o | y)."""
+    width = min(window_size, length)
+    start = rng.randrange(length - width + 1)
+    k = n_tags if tags_per_task is None else min(tags_per_task, n_tags)
+    return start, width, sorted(rng.sample(range(n_tags), k))
+
+
+def tasks_generate(
+    *,
+    project: Project,
+    sentences: Iterable[tuple[int, int]],
+    n_tags: int,
+    rng: random.Random,
+    round: int,
+) -> int:
+    """Create one training task per (sentence id, length); regions that exist already are skipped.
+
+    Returns the number of tasks created.
+    """
+    created = 0
+    batch: list[Task] = []
+
+    def flush() -> int:
+        before = Task.objects.filter(project=project).count() if batch else 0
+        Task.objects.bulk_create(batch, ignore_conflicts=True)
+        after = Task.objects.filter(project=project).count() if batch else 0
+        batch.clear()
+        return after - before
+
+    for sentence_id, length in sentences:
+        start, width, tags = draw_region(
+            length=length,
+            window_size=project.window_size,
+            n_tags=n_tags,
+            tags_per_task=project.tags_per_task,
+            rng=rng,
+        )
+        batch.append(
+            Task(
+                project=project,
+                sentence_id=sentence_id,
+                start=start,
+                length=width,
+                tags=tags,
+                open_slots=project.redundancy,
+                round=round,
+            )
+        )
+        if len(batch) >= _BATCH:
+            created += flush()
+    created += flush()
+    return created
+
+
+def task_lease_next(
+    *,
+    project: Project,
+    annotator,
+    now: datetime | None = None,
+    rng: random.Random | None = None,
+) -> Assignment | None:
+    """Lease the caller's next task in `project` (or return their live lease); None if none.
+
+    The returned assignment has `task` and `task.sentence` loaded.
+    """
+    if project.status != Project.Status.ACTIVE:
+        raise ProjectNotActive("This project is not active; it serves no new tasks.")
+    now = now or timezone.now()
+    rng = rng or _system_random
+    live = (
+        Assignment.objects.select_related("task__sentence")
+        .filter(annotator=annotator, project=project, status=Assignment.Status.LEASED)
+        .filter(expires_at__gt=now)
+        .first()
+    )
+    if live is not None:
+        return live
+    if project.leases_reclaimed_at is None or project.leases_reclaimed_at < now - RECLAIM_INTERVAL:
+        assignments_expire(project=project, now=now)
+    if project.gold_fraction > 0 and rng.random() < project.gold_fraction:
+        assignment = _lease_gold(project=project, annotator=annotator, now=now, rng=rng)
+        if assignment is not None:
+            return assignment
+    assignment = _lease_open(project=project, annotator=annotator, now=now)
+    if assignment is None and tasks_replenish(project=project, rng=rng):
+        assignment = _lease_open(project=project, annotator=annotator, now=now)
+    return assignment
+
+
+def _new_assignment(*, project: Project, task: Task, annotator, now: datetime) -> Assignment:
+    return Assignment.objects.create(
+        project=project,
+        task=task,
+        annotator=annotator,
+        leased_at=now,
+        expires_at=now + timedelta(seconds=project.lease_seconds),
+    )
+
+
+def _lease_open(*, project: Project, annotator, now: datetime) -> Assignment | None:
+    done_by_me = Assignment.objects.filter(task=OuterRef("pk"), annotator=annotator)
+    with transaction.atomic():
+        task = (
+            Task.objects.filter(project=project, is_gold=False, open_slots__gt=0)
+            .filter(~Exists(done_by_me))
+            .select_related("sentence")
+            .select_for_update(skip_locked=True, of=("self",))
+            .order_by("id")
+            .first()
+        )
+        if task is None:
+            return None
+        Task.objects.filter(pk=task.pk).update(open_slots=F("open_slots") - 1)
+        return _new_assignment(project=project, task=task, annotator=annotator, now=now)
+
+
+def _lease_gold(
+    *, project: Project, annotator, now: datetime, rng: random.Random
+) -> Assignment | None:
+    gold = Sentence.objects.filter(project=project, split=Sentence.Split.GOLD_CHECK)
+    n_gold = gold.count()
+    if not n_gold:
+        return None
+    n_tags = project.tags.count()
+    for _ in range(GOLD_ATTEMPTS):
+        sentence = gold.order_by("position")[rng.randrange(n_gold)]
+        start, width, tags = draw_region(
+            length=sentence.length,
+            window_size=project.window_size,
+            n_tags=n_tags,
+            tags_per_task=project.tags_per_task,
+            rng=rng,
+        )
+        task, _ = Task.objects.get_or_create(
+            sentence=sentence,
+            start=start,
+            length=width,
+            tags=tags,
+            defaults={"project": project, "is_gold": True, "open_slots": 0},
+        )
+        task.sentence = sentence
+        try:
+            with transaction.atomic():
+                return _new_assignment(project=project, task=task, annotator=annotator, now=now)
+        except IntegrityError:
+            continue  # this annotator has had this region already; draw another
+    return None
+
+
+def tasks_replenish(*, project: Project, rng: random.Random) -> bool:
+    """Generate the next round of training tasks. False if it produced nothing new.
+
+    Only one caller generates a given round (conditional UPDATE on `task_rounds`); a caller that
+    loses the race returns True so that it looks again at the round the winner made.
+    """
+    with transaction.atomic():
+        claimed = Project.objects.filter(pk=project.pk, task_rounds=project.task_rounds).update(
+            task_rounds=F("task_rounds") + 1
+        )
+        if not claimed:
+            project.refresh_from_db(fields=["task_rounds"])
+            return True
+        project.task_rounds += 1
+        sentences = (
+            Sentence.objects.filter(project=project, split=Sentence.Split.TRAIN)
+            .order_by("position")
+            .values_list("id", "length")
+        )
+        created = tasks_generate(
+            project=project,
+            sentences=sentences.iterator(chunk_size=_BATCH),
+            n_tags=project.tags.count(),
+            rng=rng,
+            round=project.task_rounds,
+        )
+    return created > 0
+
+
+def assignments_expire(*, project: Project, now: datetime | None = None) -> int:
+    """Mark the project's overdue leases expired and give their slots back. Returns how many.
+
+    A late answer to an expired lease is still accepted (see `observation_submit`).
+    """
+    now = now or timezone.now()
+    last = project.leases_reclaimed_at
+    claim = Q(leases_reclaimed_at__isnull=True) if last is None else Q(leases_reclaimed_at=last)
+    if not Project.objects.filter(claim, pk=project.pk).update(leases_reclaimed_at=now):
+        return 0  # another request is doing it
+    project.leases_reclaimed_at = now
+    with transaction.atomic():
+        overdue = list(
+            Assignment.objects.filter(
+                project=project, status=Assignment.Status.LEASED, expires_at__lte=now
+            )
+            .select_for_update(skip_locked=True)
+            .values_list("id", "task_id")
+        )
+        if not overdue:
+            return 0
+        Assignment.objects.filter(
+            id__in=[assignment_id for assignment_id, _ in overdue],
+            status=Assignment.Status.LEASED,
+        ).update(status=Assignment.Status.EXPIRED)
+        per_task = Counter(task_id for _, task_id in overdue)
+        for task_id, n in per_task.items():
+            Task.objects.filter(pk=task_id, is_gold=False).update(open_slots=F("open_slots") + n)
+    return len(overdue)

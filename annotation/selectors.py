@@ -1,0 +1,156 @@
+"""Every read of the annotation app, scoped to what the caller may see.
+
+`membership_for` is the gate of every project endpoint: a project the caller is not a member of
+does not exist for them.
+"""
+
+from __future__ import annotations
+
+from django.db.models import Count, Q, QuerySet, Sum
+from django.utils import timezone
+
+from annotation.exceptions import NotFound
+from annotation.models import (
+    Assignment,
+    CorpusImport,
+    Membership,
+    Observation,
+    Project,
+    Sentence,
+    Tag,
+    Task,
+)
+
+_TAG_CACHE_SIZE = 256
+_tag_cache: dict[tuple[int, object], list[dict]] = {}
+
+
+def membership_for(*, user, project_id: int) -> Membership:
+    """The caller's membership of a project, with the project loaded; NotFound if none."""
+    membership = (
+        Membership.objects.select_related("project")
+        .filter(project_id=project_id, user=user)
+        .first()
+        if user.is_authenticated
+        else None
+    )
+    if membership is None:
+        raise NotFound("Not found.")
+    return membership
+
+
+def memberships_of_user(*, user) -> QuerySet[Membership]:
+    return Membership.objects.filter(user=user).select_related("project").order_by("project_id")
+
+
+def project_tags(*, project: Project) -> list[dict]:
+    """The ordered tag set as dicts (index, name, guideline, examples).
+
+    Cached per process, keyed by the project's `updated_at` (every tag change saves the project).
+    """
+    key = (project.pk, project.updated_at)
+    tags = _tag_cache.get(key)
+    if tags is None:
+        tags = [
+            {"index": t.position, "name": t.name, "guideline": t.guideline, "examples": t.examples}
+            for t in Tag.objects.filter(project=project).order_by("position")
+        ]
+        if len(_tag_cache) >= _TAG_CACHE_SIZE:
+            _tag_cache.clear()
+        _tag_cache[key] = tags
+    return tags
+
+
+def project_tag_names(*, project: Project) -> list[str]:
+    return [tag["name"] for tag in project_tags(project=project)]
+
+
+def members_with_counts(*, project: Project) -> QuerySet[Membership]:
+    return (
+        Membership.objects.filter(project=project)
+        .select_related("user")
+        .annotate(
+            n_observations=Count(
+                "user__observations", filter=Q(user__observations__project=project)
+            )
+        )
+        .order_by("id")
+    )
+
+
+def imports_of_project(*, project: Project) -> QuerySet[CorpusImport]:
+    return CorpusImport.objects.filter(project=project).order_by("id")
+
+
+def import_splits(*, corpus_import: CorpusImport) -> dict[str, int]:
+    counts = dict(
+        corpus_import.sentence_set.values_list("split").annotate(n=Count("id")).order_by()
+    )
+    return {split: counts.get(split, 0) for split in Sentence.Split.values}
+
+
+def sentences_of_project(*, project: Project) -> QuerySet[Sentence]:
+    return Sentence.objects.filter(project=project).order_by("position")
+
+
+def observations_of_project(*, project: Project) -> QuerySet[Observation]:
+    return Observation.objects.filter(project=project).order_by("id")
+
+
+def observation_by_key(*, annotator, idempotency_key: str) -> Observation | None:
+    return Observation.objects.filter(annotator=annotator, idempotency_key=idempotency_key).first()
+
+
+def project_stats(*, project: Project) -> dict:
+    splits = dict(
+        Sentence.objects.filter(project=project)
+        .values_list("split")
+        .annotate(n=Count("id"))
+        .order_by()
+    )
+    tokens = Sentence.objects.filter(project=project).aggregate(n=Sum("length"))["n"] or 0
+    tasks = Task.objects.filter(project=project, is_gold=False).aggregate(
+        total=Count("id"),
+        complete=Count("id", filter=Q(open_slots=0)),
+    )
+    observations = Observation.objects.filter(project=project).aggregate(
+        total=Count("id"),
+        gold=Count("id", filter=Q(is_gold=True)),
+        annotators=Count("annotator", distinct=True),
+    )
+    live = Assignment.objects.filter(
+        project=project, status=Assignment.Status.LEASED, expires_at__gt=timezone.now()
+    ).count()
+    return {
+        "sentences": {split: splits.get(split, 0) for split in Sentence.Split.values},
+        "tokens": tokens,
+        "tasks": tasks["total"],
+        "regions_complete": tasks["complete"],
+        "leases_live": live,
+        "observations": observations["total"],
+        "gold_observations": observations["gold"],
+        "annotators": observations["annotators"],
+    }
+
+
+def annotator_stats(*, project: Project, user) -> dict:
+    now = timezone.now()
+    since = now.replace(hour=0, minute=0, second=0, microsecond=0)  # start of the UTC day
+    mine = Observation.objects.filter(project=project, annotator=user).aggregate(
+        total=Count("id"),
+        today=Count("id", filter=Q(submitted_at__gte=since)),
+        seconds=Sum("seconds_on_device"),
+    )
+    live = (
+        Assignment.objects.filter(
+            project=project, annotator=user, status=Assignment.Status.LEASED, expires_at__gt=now
+        )
+        .values_list("id", flat=True)
+        .first()
+    )
+    return {
+        "observations": mine["total"],
+        "observations_today": mine["today"],
+        "seconds_on_device": round(mine["seconds"] or 0.0, 1),
+        "live_lease": live,
+    }

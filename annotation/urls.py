@@ -1,0 +1,43 @@
+"""URLs of the annotation API, included under /api/ (see annotation/API.md)."""
+
+from django.http import JsonResponse
+from django.urls import path
+
+from annotation.api import auth, corpus, exports, projects, tasks
+
+
+def ping(request):
+    """Trivial view: no auth, no database. The benchmark's ceiling."""
+    return JsonResponse({"ok": True})
+
+
+P = "projects/<int:project_id>/"
+
+urlpatterns = [
+    path("ping/", ping, name="ping"),
+    path("auth/register/", auth.RegisterView.as_view(), name="register"),
+    path("auth/login/", auth.LoginView.as_view(), name="login"),
+    path("auth/logout/", auth.LogoutView.as_view(), name="logout"),
+    path("me/", auth.MeView.as_view(), name="me"),
+    path("join/", projects.JoinView.as_view(), name="join"),
+    path("projects/", projects.ProjectListView.as_view(), name="project-list"),
+    path(P, projects.ProjectDetailView.as_view(), name="project-detail"),
+    path(P + "invite/", projects.InviteRotateView.as_view(), name="project-invite"),
+    path(P + "members/", projects.MemberListView.as_view(), name="member-list"),
+    path(P + "members/<int:user_id>/", projects.MemberDetailView.as_view(), name="member-detail"),
+    path(P + "stats/", projects.ProjectStatsView.as_view(), name="project-stats"),
+    path(P + "stats/me/", projects.MyStatsView.as_view(), name="my-stats"),
+    path(P + "corpus/", corpus.CorpusView.as_view(), name="corpus"),
+    path(P + "sentences/", corpus.SentenceListView.as_view(), name="sentence-list"),
+    path(P + "tasks/next/", tasks.NextTaskView.as_view(), name="task-next"),
+    path("observations/", tasks.ObservationSubmitView.as_view(), name="observation-submit"),
+    path(P + "observations/", exports.ObservationListView.as_view(), name="observation-list"),
+    *(
+        path(
+            P + f"exports/{name}",
+            exports.ExportView.as_view(export=name),
+            name=f"export-{name.replace('.', '-')}",
+        )
+        for name in exports.EXPORT_NAMES
+    ),
+]
