@@ -29,6 +29,7 @@ from annotation.models import Assignment, Project, Sentence, Task
 
 RECLAIM_INTERVAL = timedelta(seconds=30)
 GOLD_ATTEMPTS = 5
+REPLENISH_DRAWS = 3
 _BATCH = 2000
 _system_random = random.SystemRandom()
 
@@ -209,14 +210,18 @@ def tasks_replenish(*, project: Project, rng: random.Random) -> bool:
             .order_by("position")
             .values_list("id", "length")
         )
-        created = tasks_generate(
-            project=project,
-            sentences=sentences.iterator(chunk_size=_BATCH),
-            n_tags=project.tags.count(),
-            rng=rng,
-            round=project.task_rounds,
-        )
-    return created > 0
+        n_tags = project.tags.count()
+        for _ in range(REPLENISH_DRAWS):  # small region spaces: redraw before giving up
+            created = tasks_generate(
+                project=project,
+                sentences=sentences.iterator(chunk_size=_BATCH),
+                n_tags=n_tags,
+                rng=rng,
+                round=project.task_rounds,
+            )
+            if created:
+                return True
+    return False
 
 
 def assignments_expire(*, project: Project, now: datetime | None = None) -> int:

@@ -1,5 +1,6 @@
 """Base classes of the API views: the error body, and project scoping."""
 
+from rest_framework.authentication import SessionAuthentication, TokenAuthentication
 from rest_framework.pagination import LimitOffsetPagination
 from rest_framework.response import Response
 from rest_framework.views import APIView
@@ -9,6 +10,10 @@ from annotation.permissions import ProjectScope
 
 
 class ApiView(APIView):
+    # Token first, so that an anonymous request is answered 401 with `WWW-Authenticate: Token`.
+    # Session auth (browsers) enforces CSRF on unsafe methods.
+    authentication_classes = [TokenAuthentication, SessionAuthentication]
+
     def get_exception_handler(self):
         return exception_handler
 

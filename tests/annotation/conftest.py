@@ -34,6 +34,11 @@ def jsonl_bytes(sentences=SENTENCES) -> bytes:
 
 
 @pytest.fixture(autouse=True)
+def _fast_password_hashing(settings):
+    settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
+
+
+@pytest.fixture(autouse=True)
 def _clear_throttles():
     cache.clear()
     yield

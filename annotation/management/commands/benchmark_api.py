@@ -1,0 +1,419 @@
+"""Benchmark the annotator cycle against the platform served the production way.
+
+    python manage.py benchmark_api --clients 50 --seconds 20 --json
+
+It creates a scratch PostgreSQL database (and drops it at the end), migrates it, seeds a project
+from a slice of UD English EWT with one annotator account per client, starts gunicorn with several
+workers on a free 127.0.0.1 port, and then drives, with asyncio over keep-alive HTTP/1.1:
+
+1. the trivial view `/api/ping/` (no auth, no database) for a few seconds: the ceiling;
+2. `--clients` simulated annotators, each looping "lease the next task, submit counts".
+
+It prints one JSON object (`cycles_per_second`, `p99_ms`, `trivial_view_requests_per_second`, ...)
+and stops everything it started. Only 127.0.0.1 is touched.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import gzip
+import itertools
+import json
+import os
+import secrets
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+
+import psycopg
+from django.conf import settings
+from django.core.management.base import BaseCommand, CommandError
+
+EWT = Path("/work/shared/data/ud-english-ewt/en_ewt-ud-train.conllu.gz")
+ADMIN_URL_DEFAULT = "postgres://postgres@127.0.0.1:5432/postgres"
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def _percentile(values: list[float], q: float) -> float:
+    if not values:
+        return 0.0
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
+
+
+class _Connection:
+    """One keep-alive HTTP/1.1 connection; just enough HTTP for our own server's answers."""
+
+    def __init__(self, port: int, headers: str) -> None:
+        self.port = port
+        self.headers = headers
+        self.reader: asyncio.StreamReader | None = None
+        self.writer: asyncio.StreamWriter | None = None
+
+    async def request(self, method: str, path: str, body: bytes = b"") -> tuple[int, bytes]:
+        head = (
+            f"{method} {path} HTTP/1.1\r\nHost: 127.0.0.1\r\n{self.headers}"
+            f"Content-Length: {len(body)}\r\n\r\n"
+        ).encode()
+        for attempt in range(2):
+            if self.writer is None:
+                self.reader, self.writer = await asyncio.open_connection("127.0.0.1", self.port)
+            try:
+                self.writer.write(head + body)
+                status_line = await self.reader.readline()
+                if not status_line:
+                    raise ConnectionResetError("server closed the connection")
+                status = int(status_line.split(b" ", 2)[1])
+                length, close = 0, False
+                while True:
+                    line = await self.reader.readline()
+                    if line in (b"\r\n", b""):
+                        break
+                    name, _, value = line.partition(b":")
+                    name = name.strip().lower()
+                    if name == b"content-length":
+                        length = int(value)
+                    elif name == b"connection" and value.strip().lower() == b"close":
+                        close = True
+                payload = await self.reader.readexactly(length) if length else b""
+                if close:
+                    self.close()
+                return status, payload
+            except (ConnectionError, asyncio.IncompleteReadError):
+                self.close()
+                if attempt:
+                    raise
+        raise AssertionError("unreachable")
+
+    def close(self) -> None:
+        if self.writer is not None:
+            self.writer.close()
+        self.reader = self.writer = None
+
+
+class _Stats:
+    def __init__(self) -> None:
+        self.latencies: dict[str, list[float]] = {"next": [], "submit": [], "ping": []}
+        self.errors: dict[str, int] = {}
+        self.cycles = 0
+        self.no_task = 0
+
+    def error(self, what: str) -> None:
+        self.errors[what] = self.errors.get(what, 0) + 1
+
+
+async def _ping_client(port: int, deadline: float, stats: _Stats) -> None:
+    connection = _Connection(port, "")
+    try:
+        while time.perf_counter() < deadline:
+            started = time.perf_counter()
+            try:
+                status, _ = await connection.request("GET", "/api/ping/")
+            except (OSError, asyncio.IncompleteReadError):
+                stats.error("ping: connection")
+                continue
+            stats.latencies["ping"].append(time.perf_counter() - started)
+            if status != 200:
+                stats.error(f"ping: {status}")
+    finally:
+        connection.close()
+
+
+async def _annotator(
+    port: int, token: str, project_id: int, deadline: float, stats: _Stats, seed: int
+) -> None:
+    connection = _Connection(
+        port, f"Authorization: Token {token}\r\nContent-Type: application/json\r\n"
+    )
+    next_path = f"/api/projects/{project_id}/tasks/next/"
+    keys = itertools.count()
+    rng = __import__("random").Random(seed)
+    try:
+        while time.perf_counter() < deadline:
+            started = time.perf_counter()
+            status, payload = await connection.request("POST", next_path)
+            stats.latencies["next"].append(time.perf_counter() - started)
+            if status == 204:
+                stats.no_task += 1
+                await asyncio.sleep(0.05)
+                continue
+            if status != 200:
+                stats.error(f"next: {status}")
+                continue
+            task = json.loads(payload)
+            budget = task["max_count"]
+            counts = {}
+            for tag in task["tags"]:
+                value = rng.randint(0, budget)
+                counts[tag["name"]] = value
+                budget -= value
+            body = json.dumps(
+                {
+                    "assignment": task["assignment"],
+                    "counts": counts,
+                    "seconds_on_device": 3.0,
+                    "idempotency_key": f"{seed}-{next(keys)}",
+                }
+            ).encode()
+            started = time.perf_counter()
+            status, payload = await connection.request("POST", "/api/observations/", body)
+            stats.latencies["submit"].append(time.perf_counter() - started)
+            if status == 201:
+                stats.cycles += 1
+            else:
+                stats.error(f"submit: {status} {payload[:120]!r}")
+    except (OSError, asyncio.IncompleteReadError) as exc:
+        stats.error(f"connection: {type(exc).__name__}")
+    finally:
+        connection.close()
+
+
+class Command(BaseCommand):
+    help = "Benchmark the annotator cycle (next task + submit) on PostgreSQL behind gunicorn."
+
+    def add_arguments(self, parser):
+        parser.add_argument("--clients", type=int, default=50)
+        parser.add_argument("--seconds", type=float, default=20.0)
+        parser.add_argument("--ping-seconds", type=float, default=None)
+        parser.add_argument("--sentences", type=int, default=5000)
+        parser.add_argument("--workers", type=int, default=None, help="gunicorn workers")
+        parser.add_argument("--threads", type=int, default=1, help="gunicorn threads per worker")
+        parser.add_argument(
+            "--admin-database-url",
+            default=os.environ.get("BENCHMARK_ADMIN_DATABASE_URL", ADMIN_URL_DEFAULT),
+            help="PostgreSQL URL of a database to connect to while creating the scratch one",
+        )
+        parser.add_argument("--corpus", default=str(EWT))
+        parser.add_argument("--json", action="store_true", help="print only the JSON result")
+        parser.add_argument(
+            "--seed-only",
+            action="store_true",
+            # internal
+            help="(internal) seed the database of DATABASE_URL and print JSON",
+        )
+
+    # The parent process ---------------------------------------------------------------------
+
+    def handle(self, *args, **options):
+        if options["seed_only"]:
+            return self._seed(options)
+        quiet = options["json"]
+        log = (lambda message: None) if quiet else (lambda message: self.stderr.write(message))
+        admin_url = options["admin_database_url"]
+        if not admin_url.startswith(("postgres://", "postgresql://")):
+            raise CommandError("--admin-database-url must be a postgres:// URL")
+        name = f"tally_bench_{os.getpid()}_{secrets.token_hex(3)}"
+        scratch_url = admin_url.rsplit("/", 1)[0] + "/" + name
+        env = {
+            **os.environ,
+            "DATABASE_URL": scratch_url,
+            "TALLY_ENV": "production",
+            "DJANGO_DEBUG": "0",
+            "SECRET_KEY": secrets.token_urlsafe(64),
+            "ALLOWED_HOSTS": "127.0.0.1",
+            "SECURE_SSL_REDIRECT": "0",
+            "TALLY_LOG_LEVEL": "WARNING",
+            "DB_CONN_MAX_AGE": "600",
+            "TALLY_DATA_DIR": str(Path(settings.DATA_DIR) / "benchmark"),
+        }
+        env.pop("REDIS_URL", None)
+        workers = options["workers"] or 2 * (os.cpu_count() or 1) + 1
+        server = None
+        with psycopg.connect(admin_url, autocommit=True) as admin:
+            admin.execute(f'CREATE DATABASE "{name}"')
+        try:
+            log(f"scratch database {name}: migrating and seeding…")
+            python = sys.executable
+            subprocess.run(
+                [python, "manage.py", "migrate", "--noinput", "-v0"],
+                cwd=settings.BASE_DIR,
+                env=env,
+                check=True,
+            )
+            seeded = subprocess.run(
+                [
+                    python,
+                    "manage.py",
+                    "benchmark_api",
+                    "--seed-only",
+                    "--clients",
+                    str(options["clients"]),
+                    "--sentences",
+                    str(options["sentences"]),
+                    "--corpus",
+                    options["corpus"],
+                ],
+                cwd=settings.BASE_DIR,
+                env=env,
+                check=True,
+                capture_output=True,
+                text=True,
+            )
+            seed = json.loads(seeded.stdout.strip().splitlines()[-1])
+            port = _free_port()
+            log(f"gunicorn: {workers} workers × {options['threads']} threads on 127.0.0.1:{port}")
+            server = subprocess.Popen(
+                [
+                    python,
+                    "-m",
+                    "gunicorn",
+                    "config.wsgi",
+                    "--bind",
+                    f"127.0.0.1:{port}",
+                    "--workers",
+                    str(workers),
+                    "--threads",
+                    str(options["threads"]),
+                    "--worker-class",
+                    "gthread",
+                    "--keep-alive",
+                    "30",
+                    "--backlog",
+                    "2048",
+                    "--log-level",
+                    "warning",
+                ],
+                cwd=settings.BASE_DIR,
+                env=env,
+                start_new_session=True,
+            )
+            self._wait_ready(port, server)
+            result = asyncio.run(self._drive(port, seed, options, log))
+            result |= {
+                "clients": options["clients"],
+                "seconds": options["seconds"],
+                "gunicorn_workers": workers,
+                "gunicorn_threads": options["threads"],
+                "cpus": os.cpu_count(),
+            }
+        finally:
+            if server is not None and server.poll() is None:
+                os.killpg(server.pid, signal.SIGTERM)
+                try:
+                    server.wait(timeout=20)
+                except subprocess.TimeoutExpired:
+                    os.killpg(server.pid, signal.SIGKILL)
+                    server.wait()
+            with psycopg.connect(admin_url, autocommit=True) as admin:
+                admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+            log(f"dropped {name}")
+        self.stdout.write(json.dumps(result, indent=None if quiet else 2))
+
+    def _wait_ready(self, port: int, server: subprocess.Popen) -> None:
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            if server.poll() is not None:
+                raise CommandError("gunicorn exited during start-up")
+            try:
+                with urllib.request.urlopen(f"http://127.0.0.1:{port}/api/ping/", timeout=1):  # noqa: S310
+                    return
+            except OSError:
+                time.sleep(0.2)
+        raise CommandError("gunicorn did not answer within 60 s")
+
+    async def _drive(self, port: int, seed: dict, options: dict, log) -> dict:
+        clients, seconds = options["clients"], options["seconds"]
+        ping_seconds = options["ping_seconds"] or max(3.0, min(10.0, seconds / 2))
+        # Warm up every worker's connections and caches.
+        warm = _Stats()
+        await asyncio.gather(
+            *(
+                _annotator(
+                    port, token, seed["project"], time.perf_counter() + 1.0, warm, 10_000 + i
+                )
+                for i, token in enumerate(seed["tokens"])
+            )
+        )
+        log(f"trivial view: {clients} clients for {ping_seconds:.0f} s…")
+        ping = _Stats()
+        started = time.perf_counter()
+        await asyncio.gather(
+            *(_ping_client(port, started + ping_seconds, ping) for _ in range(clients))
+        )
+        ping_elapsed = time.perf_counter() - started
+        log(f"annotator cycle: {clients} clients for {seconds:.0f} s…")
+        stats = _Stats()
+        started = time.perf_counter()
+        await asyncio.gather(
+            *(
+                _annotator(port, token, seed["project"], started + seconds, stats, i)
+                for i, token in enumerate(seed["tokens"])
+            )
+        )
+        elapsed = time.perf_counter() - started
+        both = stats.latencies["next"] + stats.latencies["submit"]
+        ping_rate = len(ping.latencies["ping"]) / ping_elapsed
+        requests_rate = len(both) / elapsed
+        ms = 1000.0
+        return {
+            "cycles_per_second": round(stats.cycles / elapsed, 1),
+            "requests_per_second": round(requests_rate, 1),
+            "p99_ms": round(_percentile(both, 0.99) * ms, 1),
+            "p50_ms": round(_percentile(both, 0.50) * ms, 1),
+            "next_p99_ms": round(_percentile(stats.latencies["next"], 0.99) * ms, 1),
+            "submit_p99_ms": round(_percentile(stats.latencies["submit"], 0.99) * ms, 1),
+            "trivial_view_requests_per_second": round(ping_rate, 1),
+            "trivial_view_p99_ms": round(_percentile(ping.latencies["ping"], 0.99) * ms, 1),
+            "ratio_to_trivial_view": round(requests_rate / ping_rate, 3) if ping_rate else None,
+            "cycles": stats.cycles,
+            "no_task_answers": stats.no_task,
+            "errors": {**stats.errors, **{f"ping {k}": v for k, v in ping.errors.items()}},
+        }
+
+    # The seeding child process (runs with DATABASE_URL = the scratch database) ----------------
+
+    def _seed(self, options) -> None:
+        from django.contrib.auth import get_user_model
+        from rest_framework.authtoken.models import Token
+
+        from annotation import services
+        from annotation.models import Membership
+
+        User = get_user_model()
+        manager = User.objects.create_user("bench-manager", password=secrets.token_urlsafe(16))
+        project = services.project_create(
+            owner=manager,
+            name="Benchmark",
+            tag_preset="ud_upos",
+            window_size=5,
+            tags_per_task=2,
+            redundancy=3,
+            gold_fraction=0.0,
+        )
+        tmp = Path(settings.DATA_DIR) / f"bench-{os.getpid()}.conllu"
+        with gzip.open(options["corpus"], "rt", encoding="utf-8") as source, tmp.open("w") as out:
+            sentences = 0
+            for line in source:
+                out.write(line)
+                if not line.strip():
+                    sentences += 1
+                    if sentences >= options["sentences"]:
+                        break
+        try:
+            with tmp.open("rb") as handle:
+                services.corpus_import(
+                    project=project,
+                    user=manager,
+                    file=handle,
+                    filename=tmp.name,
+                    format="conllu",
+                    max_bytes=settings.TALLY_MAX_UPLOAD_BYTES,
+                    seed=0,
+                )
+        finally:
+            tmp.unlink(missing_ok=True)
+        tokens = []
+        for i in range(options["clients"]):
+            user = User.objects.create_user(f"bench-{i}")
+            Membership.objects.create(project=project, user=user, role="annotator")
+            tokens.append(Token.objects.create(user=user).key)
+        self.stdout.write(json.dumps({"project": project.pk, "tokens": tokens}))

@@ -1,0 +1,178 @@
+"""The scheduler: S(o|y) sampling, redundancy, no repeats, leases, gold tasks, rounds."""
+
+import io
+import random
+from collections import Counter
+from datetime import timedelta
+
+import pytest
+from django.utils import timezone
+
+from annotation import scheduler, services
+from annotation.exceptions import ProjectNotActive
+from annotation.models import Assignment, Membership, Project, Sentence, Task
+from tests.annotation.conftest import jsonl_bytes
+from tests.annotation.factories import UserFactory
+
+
+def annotators(project, n):
+    users = UserFactory.create_batch(n)
+    for user in users:
+        Membership.objects.create(project=project, user=user, role="annotator")
+    return users
+
+
+def test_draw_region_is_uniform_over_starts_and_subsets():
+    rng = random.Random(0)
+    starts, subsets = Counter(), Counter()
+    for _ in range(6000):
+        start, width, tags = scheduler.draw_region(
+            length=7, window_size=3, n_tags=4, tags_per_task=2, rng=rng
+        )
+        assert width == 3 and 0 <= start <= 4 and len(tags) == 2 and tags == sorted(tags)
+        starts[start] += 1
+        subsets[tuple(tags)] += 1
+    assert set(starts) == {0, 1, 2, 3, 4} and len(subsets) == 6  # C(4, 2)
+    assert max(starts.values()) / min(starts.values()) < 1.25
+    assert max(subsets.values()) / min(subsets.values()) < 1.25
+
+
+def test_short_sentence_window_is_the_whole_sentence_and_all_tags_when_none():
+    start, width, tags = scheduler.draw_region(
+        length=2, window_size=5, n_tags=4, tags_per_task=None, rng=random.Random(1)
+    )
+    assert (start, width, tags) == (0, 2, [0, 1, 2, 3])
+
+
+def test_import_generates_one_task_per_training_sentence(project, corpus):
+    tasks = Task.objects.filter(project=project)
+    assert tasks.count() == Sentence.objects.filter(project=project, split="train").count()
+    assert all(t.open_slots == project.redundancy for t in tasks)
+
+
+def test_redundancy_is_honoured_and_nobody_gets_a_task_twice(project, corpus):
+    project = services.project_update(project=project, tags_per_task=1)
+    users = annotators(project, 5)
+    leased = Counter()
+    seen = {user.pk: set() for user in users}
+    for _ in range(8):
+        for user in users:
+            assignment = scheduler.task_lease_next(project=project, annotator=user)
+            assert assignment is not None
+            region = (
+                assignment.task.sentence_id,
+                assignment.task.start,
+                tuple(assignment.task.tags),
+            )
+            assert region not in seen[user.pk]
+            seen[user.pk].add(region)
+            leased[assignment.task_id] += 1
+            Assignment.objects.filter(pk=assignment.pk).update(status="submitted")
+    assert max(leased.values()) <= project.redundancy
+    assert Task.objects.filter(open_slots__lt=0).count() == 0
+
+
+def test_live_lease_is_returned_again(project, corpus, annotator):
+    first = scheduler.task_lease_next(project=project, annotator=annotator)
+    again = scheduler.task_lease_next(project=project, annotator=annotator)
+    assert first.pk == again.pk
+
+
+def test_expired_lease_gives_its_slot_back(project, corpus):
+    project.redundancy = 1
+    project.save()
+    Task.objects.filter(project=project).update(open_slots=1)
+    first, second = annotators(project, 2)
+    now = timezone.now()
+    lease = scheduler.task_lease_next(project=project, annotator=first, now=now)
+    later = now + timedelta(seconds=project.lease_seconds + 1)
+    project.refresh_from_db()
+    assert scheduler.assignments_expire(project=project, now=later) == 1
+    lease.refresh_from_db()
+    assert lease.status == Assignment.Status.EXPIRED
+    assert Task.objects.get(pk=lease.task_id).open_slots == 1
+    # The freed region can now go to someone else.
+    task_ids = set()
+    for _ in range(Task.objects.filter(project=project).count()):
+        got = scheduler.task_lease_next(project=project, annotator=second, now=later)
+        task_ids.add(got.task_id)
+        Assignment.objects.filter(pk=got.pk).update(status="submitted")
+    assert lease.task_id in task_ids
+
+
+def test_reclaim_is_claimed_by_one_caller(project, corpus):
+    now = timezone.now()
+    project.leases_reclaimed_at = None
+    assert scheduler.assignments_expire(project=project, now=now) == 0
+    stale = Project.objects.get(pk=project.pk)
+    stale.leases_reclaimed_at = None  # a caller that read the row before the first claim
+    assert scheduler.assignments_expire(project=stale, now=now) == 0
+
+
+def test_new_round_when_the_annotator_has_done_everything(project, corpus, annotator):
+    n_tasks = Task.objects.filter(project=project).count()
+    for _ in range(n_tasks + 3):
+        assignment = scheduler.task_lease_next(project=project, annotator=annotator)
+        assert assignment is not None
+        Assignment.objects.filter(pk=assignment.pk).update(status="submitted")
+    project.refresh_from_db()
+    assert project.task_rounds >= 1
+    assert Task.objects.filter(project=project).count() > n_tasks
+
+
+def test_paused_project_serves_nothing(project, corpus, annotator):
+    project.status = Project.Status.PAUSED
+    with pytest.raises(ProjectNotActive):
+        scheduler.task_lease_next(project=project, annotator=annotator)
+
+
+def test_no_sentences_no_task(project, annotator):
+    assert scheduler.task_lease_next(project=project, annotator=annotator) is None
+
+
+def test_gold_tasks_at_the_project_rate(project, manager):
+    services.corpus_import(
+        project=project,
+        user=manager,
+        file=io.BytesIO(jsonl_bytes() * 4),
+        format="jsonl",
+        gold_check_fraction=0.5,
+        max_bytes=10**6,
+        seed=3,
+    )
+    project = services.project_update(project=project, gold_fraction=0.3, tags_per_task=1)
+    project.refresh_from_db()
+    (user,) = annotators(project, 1)
+    rng = random.Random(5)
+    gold = 0
+    for _ in range(100):
+        assignment = scheduler.task_lease_next(project=project, annotator=user, rng=rng)
+        assert assignment is not None
+        gold += assignment.task.is_gold
+        assert assignment.task.sentence.split == (
+            "gold_check" if assignment.task.is_gold else "train"
+        )
+        Assignment.objects.filter(pk=assignment.pk).update(status="submitted")
+    assert 15 <= gold <= 45
+
+
+def test_evaluation_sentences_are_never_served(project, manager, annotator):
+    services.corpus_import(
+        project=project,
+        user=manager,
+        file=io.BytesIO(jsonl_bytes()),
+        format="jsonl",
+        evaluation_fraction=0.5,
+        max_bytes=10**6,
+        seed=2,
+    )
+    evaluation = set(
+        Sentence.objects.filter(project=project, split="evaluation").values_list("id", flat=True)
+    )
+    assert evaluation
+    for _ in range(40):
+        assignment = scheduler.task_lease_next(project=project, annotator=annotator)
+        if assignment is None:
+            break
+        assert assignment.task.sentence_id not in evaluation
+        Assignment.objects.filter(pk=assignment.pk).update(status="submitted")
