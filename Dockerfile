@@ -15,7 +15,7 @@ COPY config ./config
 COPY annotation ./annotation
 COPY learning ./learning
 COPY frontend ./frontend
-COPY manage.py ./
+COPY manage.py gunicorn.conf.py ./
 RUN pip install --no-cache-dir .
 
 # Static files are collected at build time; the throwaway key only lets settings load here.
@@ -24,5 +24,4 @@ RUN SECRET_KEY="$(python -c 'import secrets; print(secrets.token_urlsafe(64))')"
 
 USER tally
 EXPOSE 8000
-CMD ["gunicorn", "config.wsgi", "--bind", "0.0.0.0:8000", "--worker-class", "gthread", \
-     "--workers", "4", "--threads", "8", "--access-logfile", "-"]
+CMD ["gunicorn", "config.wsgi"]
