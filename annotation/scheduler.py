@@ -18,12 +18,14 @@ from __future__ import annotations
 import random
 from collections import Counter
 from collections.abc import Iterable
+from dataclasses import dataclass
 from datetime import datetime, timedelta
 
 from django.db import IntegrityError, transaction
-from django.db.models import Exists, F, OuterRef, Q
+from django.db.models import F, Q
 from django.utils import timezone
 
+from annotation import sql
 from annotation.exceptions import ProjectNotActive
 from annotation.models import Assignment, Project, Sentence, Task
 
@@ -96,71 +98,92 @@ def tasks_generate(
     return created
 
 
+@dataclass(frozen=True, slots=True)
+class Lease:
+    """A task leased to an annotator: what the annotator is shown, and until when."""
+
+    assignment_id: int
+    expires_at: datetime
+    task_id: int
+    sentence_id: int
+    start: int
+    length: int
+    tags: list[int]
+    is_gold: bool
+    tokens: list[str]
+
+
+def _lease_from_row(assignment_id: int, expires_at, row: tuple) -> Lease:
+    task_id, sentence_id, start, length, tags, is_gold, tokens = row
+    return Lease(
+        assignment_id=assignment_id,
+        expires_at=sql.from_db_datetime(expires_at),
+        task_id=task_id,
+        sentence_id=sentence_id,
+        start=start,
+        length=length,
+        tags=sql.from_json(tags),
+        is_gold=bool(is_gold),
+        tokens=sql.from_json(tokens),
+    )
+
+
 def task_lease_next(
     *,
     project: Project,
     annotator,
     now: datetime | None = None,
     rng: random.Random | None = None,
-) -> Assignment | None:
-    """Lease the caller's next task in `project` (or return their live lease); None if none.
-
-    The returned assignment has `task` and `task.sentence` loaded.
-    """
+) -> Lease | None:
+    """Lease the caller's next task in `project` (or return their live lease); None if none."""
     if project.status != Project.Status.ACTIVE:
         raise ProjectNotActive("This project is not active; it serves no new tasks.")
     now = now or timezone.now()
     rng = rng or _system_random
-    live = (
-        Assignment.objects.select_related("task__sentence")
-        .filter(annotator=annotator, project=project, status=Assignment.Status.LEASED)
-        .filter(expires_at__gt=now)
-        .first()
-    )
+    live = sql.fetchone(sql.LIVE_LEASE, [annotator.pk, project.pk, sql.to_db_datetime(now)])
     if live is not None:
-        return live
+        return _lease_from_row(live[0], live[1], live[2:])
     if project.leases_reclaimed_at is None or project.leases_reclaimed_at < now - RECLAIM_INTERVAL:
         assignments_expire(project=project, now=now)
     if project.gold_fraction > 0 and rng.random() < project.gold_fraction:
-        assignment = _lease_gold(project=project, annotator=annotator, now=now, rng=rng)
-        if assignment is not None:
-            return assignment
-    assignment = _lease_open(project=project, annotator=annotator, now=now)
-    if assignment is None and tasks_replenish(project=project, rng=rng):
-        assignment = _lease_open(project=project, annotator=annotator, now=now)
-    return assignment
+        lease = _lease_gold(project=project, annotator=annotator, now=now, rng=rng)
+        if lease is not None:
+            return lease
+    lease = _lease_open(project=project, annotator=annotator, now=now)
+    if lease is None and tasks_replenish(project=project, rng=rng):
+        lease = _lease_open(project=project, annotator=annotator, now=now)
+    return lease
 
 
-def _new_assignment(*, project: Project, task: Task, annotator, now: datetime) -> Assignment:
-    return Assignment.objects.create(
-        project=project,
-        task=task,
-        annotator=annotator,
-        leased_at=now,
-        expires_at=now + timedelta(seconds=project.lease_seconds),
+def _insert_assignment(*, project: Project, task_id: int, annotator, now: datetime) -> tuple:
+    expires_at = now + timedelta(seconds=project.lease_seconds)
+    (assignment_id,) = sql.fetchone(
+        sql.INSERT_ASSIGNMENT,
+        [
+            project.pk,
+            task_id,
+            annotator.pk,
+            sql.to_db_datetime(now),
+            sql.to_db_datetime(expires_at),
+        ],
     )
+    return assignment_id, expires_at
 
 
-def _lease_open(*, project: Project, annotator, now: datetime) -> Assignment | None:
-    done_by_me = Assignment.objects.filter(task=OuterRef("pk"), annotator=annotator)
+def _lease_open(*, project: Project, annotator, now: datetime) -> Lease | None:
+    """Take a slot of the first open task this annotator has not had, under a row lock."""
     with transaction.atomic():
-        task = (
-            Task.objects.filter(project=project, is_gold=False, open_slots__gt=0)
-            .filter(~Exists(done_by_me))
-            .select_related("sentence")
-            .select_for_update(skip_locked=True, of=("self",))
-            .order_by("id")
-            .first()
-        )
-        if task is None:
+        row = sql.fetchone(sql.PICK_OPEN_TASK + sql.row_lock(), [project.pk, annotator.pk])
+        if row is None:
             return None
-        Task.objects.filter(pk=task.pk).update(open_slots=F("open_slots") - 1)
-        return _new_assignment(project=project, task=task, annotator=annotator, now=now)
+        sql.execute(sql.TAKE_SLOT, [row[0]])
+        assignment_id, expires_at = _insert_assignment(
+            project=project, task_id=row[0], annotator=annotator, now=now
+        )
+    return _lease_from_row(assignment_id, expires_at, row)
 
 
-def _lease_gold(
-    *, project: Project, annotator, now: datetime, rng: random.Random
-) -> Assignment | None:
+def _lease_gold(*, project: Project, annotator, now: datetime, rng: random.Random) -> Lease | None:
     gold = Sentence.objects.filter(project=project, split=Sentence.Split.GOLD_CHECK)
     n_gold = gold.count()
     if not n_gold:
@@ -182,12 +205,24 @@ def _lease_gold(
             tags=tags,
             defaults={"project": project, "is_gold": True, "open_slots": 0},
         )
-        task.sentence = sentence
         try:
             with transaction.atomic():
-                return _new_assignment(project=project, task=task, annotator=annotator, now=now)
+                assignment_id, expires_at = _insert_assignment(
+                    project=project, task_id=task.pk, annotator=annotator, now=now
+                )
         except IntegrityError:
             continue  # this annotator has had this region already; draw another
+        return Lease(
+            assignment_id=assignment_id,
+            expires_at=expires_at,
+            task_id=task.pk,
+            sentence_id=sentence.pk,
+            start=task.start,
+            length=task.length,
+            tags=task.tags,
+            is_gold=True,
+            tokens=sentence.tokens,
+        )
     return None
 
 

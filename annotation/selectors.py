@@ -9,6 +9,7 @@ from __future__ import annotations
 from django.db.models import Count, Q, QuerySet, Sum
 from django.utils import timezone
 
+from annotation import sql
 from annotation.exceptions import NotFound
 from annotation.models import (
     Assignment,
@@ -26,17 +27,19 @@ _tag_cache: dict[tuple[int, object], list[dict]] = {}
 
 
 def membership_for(*, user, project_id: int) -> Membership:
-    """The caller's membership of a project, with the project loaded; NotFound if none."""
-    membership = (
-        Membership.objects.select_related("project")
-        .filter(project_id=project_id, user=user)
-        .first()
+    """The caller's membership of a project, with the project loaded; NotFound if none.
+
+    Every project endpoint starts here, so it is one hand-written query (`annotation.sql`).
+    """
+    found = (
+        sql.membership_and_project(project_id=project_id, user_id=user.pk)
         if user.is_authenticated
         else None
     )
-    if membership is None:
+    if found is None:
         raise NotFound("Not found.")
-    return membership
+    membership_id, role, project = found
+    return Membership(id=membership_id, project=project, user=user, role=role)
 
 
 def memberships_of_user(*, user) -> QuerySet[Membership]:

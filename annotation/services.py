@@ -14,11 +14,11 @@ from django.contrib.auth import authenticate, get_user_model
 from django.contrib.auth.password_validation import validate_password
 from django.core.exceptions import ValidationError
 from django.db import IntegrityError, transaction
-from django.db.models import Exists, Max, OuterRef
+from django.db.models import Max
 from django.utils import timezone
 from rest_framework.authtoken.models import Token
 
-from annotation import importers, scheduler, selectors
+from annotation import importers, scheduler, selectors, sql
 from annotation.exceptions import (
     Conflict,
     InvalidCorpus,
@@ -360,59 +360,67 @@ def observation_submit(
     """Store the answer to a lease. Returns (observation, replayed).
 
     Replaying an idempotency key returns the stored observation; an answer that arrives after
-    the lease expired is still stored unless the project is archived.
+    the lease expired is still stored unless the project is archived. On the hot path this is
+    one read (lease, task, project, membership and replay check together) and one transaction.
     """
     now = now or timezone.now()
-    stored = selectors.observation_by_key(annotator=annotator, idempotency_key=idempotency_key)
-    if stored is not None:
-        if stored.assignment_id != assignment_id:
+    context = sql.fetchone(sql.SUBMISSION_CONTEXT, [idempotency_key, assignment_id, annotator.pk])
+    if context is None:
+        stored = selectors.observation_by_key(annotator=annotator, idempotency_key=idempotency_key)
+        if stored is not None:
             raise Conflict("This idempotency key was already used for another assignment.")
-        return stored, True
-    member = Membership.objects.filter(project=OuterRef("project_id"), user=annotator)
-    assignment = (
-        Assignment.objects.select_related("task", "project")
-        .annotate(is_member=Exists(member))
-        .filter(pk=assignment_id, annotator=annotator)
-        .first()
-    )
-    if assignment is None or not assignment.is_member:
         raise LeaseNotYours("No such assignment of yours.")
-    task, project = assignment.task, assignment.project
-    if project.status == Project.Status.ARCHIVED:
+    (status, project_id, project_status, updated_at, sentence_id, start, length, tags, is_gold,
+     is_member, replay_of) = context  # fmt: skip
+    if replay_of is not None:
+        if replay_of != assignment_id:
+            raise Conflict("This idempotency key was already used for another assignment.")
+        return selectors.observation_by_key(
+            annotator=annotator, idempotency_key=idempotency_key
+        ), True
+    if not is_member:
+        raise LeaseNotYours("No such assignment of yours.")
+    if project_status == Project.Status.ARCHIVED:
         raise ProjectNotActive("This project is archived; it accepts no answers.")
-    if assignment.status == Assignment.Status.SUBMITTED:
+    if status == Assignment.Status.SUBMITTED:
         raise Conflict("This assignment has already been answered.")
+    tags = sql.from_json(tags)
+    project = Project(pk=project_id, updated_at=sql.from_db_datetime(updated_at))
     all_names = selectors.project_tag_names(project=project)
-    names = [all_names[i] for i in task.tags]
-    values, errors = _validate_counts(counts, names=names, length=task.length)
+    names = [all_names[i] for i in tags]
+    values, errors = _validate_counts(counts, names=names, length=length)
     if errors:
         raise InvalidInput("The counts are not valid for this task.", fields=errors)
+    when = sql.to_db_datetime(now)
     try:
         with transaction.atomic():
-            answered = Assignment.objects.filter(
-                pk=assignment.pk,
-                status__in=[Assignment.Status.LEASED, Assignment.Status.EXPIRED],
-            ).update(status=Assignment.Status.SUBMITTED, submitted_at=now)
-            if not answered:
+            if not sql.execute(sql.MARK_SUBMITTED, [when, assignment_id]):
                 raise IntegrityError("assignment answered concurrently")
-            observation = Observation.objects.create(
-                project=project,
-                annotator=annotator,
-                assignment=assignment,
-                sentence_id=task.sentence_id,
-                start=task.start,
-                length=task.length,
-                tags=task.tags,
-                counts=values,
-                is_gold=task.is_gold,
-                seconds_on_device=seconds_on_device,
-                idempotency_key=idempotency_key,
-                submitted_at=now,
-            )
+            (observation_id,) = sql.fetchone(
+                sql.INSERT_OBSERVATION,
+                [project_id, annotator.pk, assignment_id, sentence_id, start, length,
+                 sql.to_json(tags), sql.to_json(values), is_gold, seconds_on_device,
+                 idempotency_key, when],
+            )  # fmt: skip
     except IntegrityError as exc:
         # A concurrent submission won: a replay of this key, or a different answer.
         stored = selectors.observation_by_key(annotator=annotator, idempotency_key=idempotency_key)
         if stored is not None and stored.assignment_id == assignment_id:
             return stored, True
         raise Conflict("This assignment has already been answered.") from exc
+    observation = Observation(
+        id=observation_id,
+        project=project,
+        annotator=annotator,
+        assignment_id=assignment_id,
+        sentence_id=sentence_id,
+        start=start,
+        length=length,
+        tags=tags,
+        counts=values,
+        is_gold=bool(is_gold),
+        seconds_on_device=seconds_on_device,
+        idempotency_key=idempotency_key,
+        submitted_at=now,
+    )
     return observation, False

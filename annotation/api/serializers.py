@@ -13,12 +13,12 @@ from annotation import selectors
 from annotation.models import (
     MAX_REDUNDANCY,
     MAX_WINDOW,
-    Assignment,
     CorpusImport,
     Membership,
     Observation,
     Project,
 )
+from annotation.scheduler import Lease
 from annotation.tagsets import PRESETS
 
 # Input ------------------------------------------------------------------------------------------
@@ -118,15 +118,14 @@ def project_out(project: Project, role: str) -> dict:
     return data
 
 
-def task_out(assignment: Assignment, tags: list[dict]) -> dict:
-    task = assignment.task
+def task_out(lease: Lease, tags: list[dict]) -> dict:
     return {
-        "assignment": assignment.pk,
-        "expires_at": iso(assignment.expires_at),
-        "tokens": task.sentence.tokens,
-        "window": {"start": task.start, "length": task.length},
-        "tags": [tags[i] for i in task.tags],
-        "max_count": task.length,
+        "assignment": lease.assignment_id,
+        "expires_at": iso(lease.expires_at),
+        "tokens": lease.tokens,
+        "window": {"start": lease.start, "length": lease.length},
+        "tags": [tags[i] for i in lease.tags],
+        "max_count": lease.length,
     }
 
 

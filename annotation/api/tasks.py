@@ -20,10 +20,10 @@ _MAX_KEY = 64
 class NextTaskView(ProjectView):
     @extend_schema(request=None, responses={200: OpenApiTypes.OBJECT, 204: None})
     def post(self, request, project_id):
-        assignment = scheduler.task_lease_next(project=self.project, annotator=request.user)
-        if assignment is None:
+        lease = scheduler.task_lease_next(project=self.project, annotator=request.user)
+        if lease is None:
             return Response(status=status.HTTP_204_NO_CONTENT)
-        return Response(task_out(assignment, selectors.project_tags(project=self.project)))
+        return Response(task_out(lease, selectors.project_tags(project=self.project)))
 
 
 def _submission(data) -> dict:

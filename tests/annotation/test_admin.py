@@ -21,8 +21,8 @@ def test_every_model_has_a_working_admin(admin_client, project, corpus, annotato
     lease = scheduler.task_lease_next(project=project, annotator=annotator)
     services.observation_submit(
         annotator=annotator,
-        assignment_id=lease.pk,
-        counts={["NOUN", "VERB", "DET", "ADJ"][i]: 0 for i in lease.task.tags},
+        assignment_id=lease.assignment_id,
+        counts={["NOUN", "VERB", "DET", "ADJ"][i]: 0 for i in lease.tags},
         idempotency_key="k",
     )
     for model in apps.get_app_config("annotation").get_models():

@@ -81,13 +81,16 @@ def test_one_annotator_submitting_the_same_answer_twice_at_once():
     user = UserFactory()
     Membership.objects.create(project=project, user=user, role="annotator")
     lease = scheduler.task_lease_next(project=project, annotator=user)
-    counts = {["NOUN", "VERB", "DET", "ADJ"][i]: 0 for i in lease.task.tags}
+    counts = {["NOUN", "VERB", "DET", "ADJ"][i]: 0 for i in lease.tags}
     outcomes = []
     run_concurrently(
         [
             lambda: outcomes.append(
                 services.observation_submit(
-                    annotator=user, assignment_id=lease.pk, counts=counts, idempotency_key="same"
+                    annotator=user,
+                    assignment_id=lease.assignment_id,
+                    counts=counts,
+                    idempotency_key="same",
                 )
             )
             for _ in range(6)

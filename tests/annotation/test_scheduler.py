@@ -60,14 +60,14 @@ def test_redundancy_is_honoured_and_nobody_gets_a_task_twice(project, corpus):
             assignment = scheduler.task_lease_next(project=project, annotator=user)
             assert assignment is not None
             region = (
-                assignment.task.sentence_id,
-                assignment.task.start,
-                tuple(assignment.task.tags),
+                assignment.sentence_id,
+                assignment.start,
+                tuple(assignment.tags),
             )
             assert region not in seen[user.pk]
             seen[user.pk].add(region)
             leased[assignment.task_id] += 1
-            Assignment.objects.filter(pk=assignment.pk).update(status="submitted")
+            Assignment.objects.filter(pk=assignment.assignment_id).update(status="submitted")
     assert max(leased.values()) <= project.redundancy
     assert Task.objects.filter(open_slots__lt=0).count() == 0
 
@@ -75,7 +75,7 @@ def test_redundancy_is_honoured_and_nobody_gets_a_task_twice(project, corpus):
 def test_live_lease_is_returned_again(project, corpus, annotator):
     first = scheduler.task_lease_next(project=project, annotator=annotator)
     again = scheduler.task_lease_next(project=project, annotator=annotator)
-    assert first.pk == again.pk
+    assert first.assignment_id == again.assignment_id
 
 
 def test_expired_lease_gives_its_slot_back(project, corpus):
@@ -88,15 +88,14 @@ def test_expired_lease_gives_its_slot_back(project, corpus):
     later = now + timedelta(seconds=project.lease_seconds + 1)
     project.refresh_from_db()
     assert scheduler.assignments_expire(project=project, now=later) == 1
-    lease.refresh_from_db()
-    assert lease.status == Assignment.Status.EXPIRED
+    assert Assignment.objects.get(pk=lease.assignment_id).status == Assignment.Status.EXPIRED
     assert Task.objects.get(pk=lease.task_id).open_slots == 1
     # The freed region can now go to someone else.
     task_ids = set()
     for _ in range(Task.objects.filter(project=project).count()):
         got = scheduler.task_lease_next(project=project, annotator=second, now=later)
         task_ids.add(got.task_id)
-        Assignment.objects.filter(pk=got.pk).update(status="submitted")
+        Assignment.objects.filter(pk=got.assignment_id).update(status="submitted")
     assert lease.task_id in task_ids
 
 
@@ -114,7 +113,7 @@ def test_new_round_when_the_annotator_has_done_everything(project, corpus, annot
     for _ in range(n_tasks + 3):
         assignment = scheduler.task_lease_next(project=project, annotator=annotator)
         assert assignment is not None
-        Assignment.objects.filter(pk=assignment.pk).update(status="submitted")
+        Assignment.objects.filter(pk=assignment.assignment_id).update(status="submitted")
     project.refresh_from_db()
     assert project.task_rounds >= 1
     assert Task.objects.filter(project=project).count() > n_tasks
@@ -148,11 +147,10 @@ def test_gold_tasks_at_the_project_rate(project, manager):
     for _ in range(100):
         assignment = scheduler.task_lease_next(project=project, annotator=user, rng=rng)
         assert assignment is not None
-        gold += assignment.task.is_gold
-        assert assignment.task.sentence.split == (
-            "gold_check" if assignment.task.is_gold else "train"
-        )
-        Assignment.objects.filter(pk=assignment.pk).update(status="submitted")
+        gold += assignment.is_gold
+        split = Sentence.objects.get(pk=assignment.sentence_id).split
+        assert split == ("gold_check" if assignment.is_gold else "train")
+        Assignment.objects.filter(pk=assignment.assignment_id).update(status="submitted")
     assert 15 <= gold <= 45
 
 
@@ -174,5 +172,5 @@ def test_evaluation_sentences_are_never_served(project, manager, annotator):
         assignment = scheduler.task_lease_next(project=project, annotator=annotator)
         if assignment is None:
             break
-        assert assignment.task.sentence_id not in evaluation
-        Assignment.objects.filter(pk=assignment.pk).update(status="submitted")
+        assert assignment.sentence_id not in evaluation
+        Assignment.objects.filter(pk=assignment.assignment_id).update(status="submitted")

@@ -28,7 +28,7 @@ def lease(project, corpus, annotator):
 
 def names_of(lease):
     tags = ["NOUN", "VERB", "DET", "ADJ"]
-    return [tags[i] for i in lease.task.tags]
+    return [tags[i] for i in lease.tags]
 
 
 def zero_counts(lease):
@@ -38,7 +38,7 @@ def zero_counts(lease):
 def submit(annotator, lease, counts=None, key="k1", **kwargs):
     return services.observation_submit(
         annotator=annotator,
-        assignment_id=lease.pk,
+        assignment_id=lease.assignment_id,
         counts=zero_counts(lease) if counts is None else counts,
         idempotency_key=key,
         **kwargs,
@@ -50,13 +50,17 @@ def test_submit_stores_the_observation_aligned_with_tags(annotator, lease):
     counts[names_of(lease)[0]] = 1
     observation, replayed = submit(annotator, lease, counts, seconds_on_device=2.5)
     assert not replayed
-    assert observation.tags == lease.task.tags
-    assert observation.counts == [counts[n] for n in names_of(lease)]
-    assert (observation.start, observation.length) == (lease.task.start, lease.task.length)
-    assert observation.sentence_id == lease.task.sentence_id
-    assert observation.seconds_on_device == 2.5
-    lease.refresh_from_db()
-    assert lease.status == Assignment.Status.SUBMITTED
+    stored = Observation.objects.get(pk=observation.pk)
+    for seen in (observation, stored):
+        assert seen.tags == lease.tags
+        assert seen.counts == [counts[n] for n in names_of(lease)]
+        assert (seen.start, seen.length) == (lease.start, lease.length)
+        assert seen.sentence_id == lease.sentence_id
+        assert seen.seconds_on_device == 2.5
+        assert seen.idempotency_key == "k1"
+    assert stored.annotator_id == observation.annotator.pk
+    assert abs((stored.submitted_at - observation.submitted_at).total_seconds()) < 1e-3
+    assert Assignment.objects.get(pk=lease.assignment_id).status == Assignment.Status.SUBMITTED
 
 
 def test_replay_returns_the_stored_observation_and_stores_nothing(annotator, lease):
@@ -104,15 +108,13 @@ def test_someone_elses_lease_is_not_found(project, lease):
     Membership.objects.create(project=project, user=intruder, role="annotator")
     with pytest.raises(LeaseNotYours):
         submit(intruder, lease)
-    lease.refresh_from_db()
-    assert lease.status == Assignment.Status.LEASED
+    assert Assignment.objects.get(pk=lease.assignment_id).status == Assignment.Status.LEASED
 
 
 def test_answer_after_the_lease_expired_is_still_stored(project, annotator, lease):
     later = timezone.now() + timedelta(seconds=project.lease_seconds * 3)
     scheduler.assignments_expire(project=project, now=later)
-    lease.refresh_from_db()
-    assert lease.status == Assignment.Status.EXPIRED
+    assert Assignment.objects.get(pk=lease.assignment_id).status == Assignment.Status.EXPIRED
     observation, _ = submit(annotator, lease, now=later)
     assert observation.pk
 
