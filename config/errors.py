@@ -1,0 +1,23 @@
+"""Site-wide 404 and 500 pages: under /api/ they speak the API's JSON error body."""
+
+from django.http import HttpRequest, JsonResponse
+from django.views import defaults
+
+from annotation.api.errors import error_body
+
+
+def _is_api(request: HttpRequest) -> bool:
+    return request.path.startswith("/api/")
+
+
+def not_found(request: HttpRequest, exception: Exception):
+    if _is_api(request):
+        return JsonResponse(error_body("not_found", "There is no such API address."), status=404)
+    return defaults.page_not_found(request, exception)
+
+
+def server_error(request: HttpRequest):
+    if _is_api(request):
+        body = error_body("server_error", "Something went wrong on our side; it has been logged.")
+        return JsonResponse(body, status=500)
+    return defaults.server_error(request)
