@@ -7,6 +7,8 @@ transaction, plain dicts in and out.
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import extend_schema
 from rest_framework import status
+from rest_framework.parsers import JSONParser
+from rest_framework.renderers import JSONRenderer
 from rest_framework.response import Response
 
 from annotation import scheduler, selectors, services
@@ -18,6 +20,9 @@ _MAX_KEY = 64
 
 
 class NextTaskView(ProjectView):
+    renderer_classes = [JSONRenderer]
+    parser_classes = [JSONParser]
+
     @extend_schema(request=None, responses={200: OpenApiTypes.OBJECT, 204: None})
     def post(self, request, project_id):
         lease = scheduler.task_lease_next(project=self.project, annotator=request.user)
@@ -56,6 +61,9 @@ def _submission(data) -> dict:
 
 
 class ObservationSubmitView(ApiView):
+    renderer_classes = [JSONRenderer]
+    parser_classes = [JSONParser]
+
     @extend_schema(
         request=ObservationSubmitSerializer,
         responses={200: OpenApiTypes.OBJECT, 201: OpenApiTypes.OBJECT},

@@ -33,7 +33,9 @@ import psycopg
 from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError
 
-EWT = Path("/work/shared/data/ud-english-ewt/en_ewt-ud-train.conllu.gz")
+EWT = Path(settings.BASE_DIR) / "data" / "ud-english-ewt" / "en_ewt-ud-train.conllu.gz"
+if not EWT.exists():
+    EWT = Path("/work/shared/data/ud-english-ewt/en_ewt-ud-train.conllu.gz")
 ADMIN_URL_DEFAULT = "postgres://postgres@127.0.0.1:5432/postgres"
 
 
@@ -186,7 +188,7 @@ class Command(BaseCommand):
         parser.add_argument("--ping-seconds", type=float, default=None)
         parser.add_argument("--sentences", type=int, default=5000)
         parser.add_argument("--workers", type=int, default=None, help="gunicorn workers")
-        parser.add_argument("--threads", type=int, default=1, help="gunicorn threads per worker")
+        parser.add_argument("--threads", type=int, default=4, help="gunicorn threads per worker")
         parser.add_argument(
             "--admin-database-url",
             default=os.environ.get("BENCHMARK_ADMIN_DATABASE_URL", ADMIN_URL_DEFAULT),
@@ -227,7 +229,7 @@ class Command(BaseCommand):
         }
         env.pop("REDIS_URL", None)
         workers = options["workers"] or 2 * (os.cpu_count() or 1) + 1
-        server = None
+        server = server_log = None
         with psycopg.connect(admin_url, autocommit=True) as admin:
             admin.execute(f'CREATE DATABASE "{name}"')
         try:
@@ -261,29 +263,21 @@ class Command(BaseCommand):
             seed = json.loads(seeded.stdout.strip().splitlines()[-1])
             port = _free_port()
             log(f"gunicorn: {workers} workers × {options['threads']} threads on 127.0.0.1:{port}")
+            log_path = Path(env["TALLY_DATA_DIR"]) / "gunicorn.log"
+            log_path.parent.mkdir(parents=True, exist_ok=True)
+            server_log = log_path.open("wb")
+            # The production server config (gunicorn.conf.py), on a private port.
+            server_env = env | {
+                "TALLY_BIND": f"127.0.0.1:{port}",
+                "WEB_WORKERS": str(workers),
+                "WEB_THREADS": str(options["threads"]),
+            }
             server = subprocess.Popen(
-                [
-                    python,
-                    "-m",
-                    "gunicorn",
-                    "config.wsgi",
-                    "--bind",
-                    f"127.0.0.1:{port}",
-                    "--workers",
-                    str(workers),
-                    "--threads",
-                    str(options["threads"]),
-                    "--worker-class",
-                    "gthread",
-                    "--keep-alive",
-                    "30",
-                    "--backlog",
-                    "2048",
-                    "--log-level",
-                    "warning",
-                ],
+                [python, "-m", "gunicorn", "-c", "gunicorn.conf.py", "config.wsgi"],
                 cwd=settings.BASE_DIR,
-                env=env,
+                env=server_env,
+                stdout=server_log,
+                stderr=subprocess.STDOUT,
                 start_new_session=True,
             )
             self._wait_ready(port, server)
@@ -306,6 +300,8 @@ class Command(BaseCommand):
             with psycopg.connect(admin_url, autocommit=True) as admin:
                 admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
             log(f"dropped {name}")
+            if server_log is not None:
+                server_log.close()
         self.stdout.write(json.dumps(result, indent=None if quiet else 2))
 
     def _wait_ready(self, port: int, server: subprocess.Popen) -> None:
