@@ -172,15 +172,20 @@ def _insert_assignment(*, project: Project, task_id: int, annotator, now: dateti
 
 def _lease_open(*, project: Project, annotator, now: datetime) -> Lease | None:
     """Take a slot of the first open task this annotator has not had, under a row lock."""
-    with transaction.atomic():
-        row = sql.fetchone(sql.PICK_OPEN_TASK + sql.row_lock(), [project.pk, annotator.pk])
-        if row is None:
-            return None
-        sql.execute(sql.TAKE_SLOT, [row[0]])
-        assignment_id, expires_at = _insert_assignment(
-            project=project, task_id=row[0], annotator=annotator, now=now
-        )
-    return _lease_from_row(assignment_id, expires_at, row)
+    expires_at = now + timedelta(seconds=project.lease_seconds)
+    try:
+        with transaction.atomic():
+            row = sql.lease_open(
+                project_id=project.pk,
+                annotator_id=annotator.pk,
+                leased_at=now,
+                expires_at=expires_at,
+            )
+    except IntegrityError:
+        return None  # the same annotator's concurrent request leased that task just now
+    if row is None:
+        return None
+    return _lease_from_row(row[0], expires_at, row[1:])
 
 
 def _lease_gold(*, project: Project, annotator, now: datetime, rng: random.Random) -> Lease | None:

@@ -391,17 +391,16 @@ def observation_submit(
     values, errors = _validate_counts(counts, names=names, length=length)
     if errors:
         raise InvalidInput("The counts are not valid for this task.", fields=errors)
-    when = sql.to_db_datetime(now)
     try:
         with transaction.atomic():
-            if not sql.execute(sql.MARK_SUBMITTED, [when, assignment_id]):
-                raise IntegrityError("assignment answered concurrently")
-            (observation_id,) = sql.fetchone(
-                sql.INSERT_OBSERVATION,
-                [project_id, annotator.pk, assignment_id, sentence_id, start, length,
-                 sql.to_json(tags), sql.to_json(values), is_gold, seconds_on_device,
-                 idempotency_key, when],
+            observation_id = sql.observation_insert(
+                assignment_id=assignment_id,
+                submitted_at=now,
+                values=[project_id, annotator.pk, sentence_id, start, length, sql.to_json(tags),
+                        sql.to_json(values), bool(is_gold), seconds_on_device, idempotency_key],
             )  # fmt: skip
+            if observation_id is None:
+                raise IntegrityError("assignment answered concurrently")
     except IntegrityError as exc:
         # A concurrent submission won: a replay of this key, or a different answer.
         stored = selectors.observation_by_key(annotator=annotator, idempotency_key=idempotency_key)

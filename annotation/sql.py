@@ -43,12 +43,14 @@ LIVE_LEASE = (
     "WHERE a.annotator_id = %s AND a.project_id = %s AND a.status = 'leased' "
     "AND a.expires_at > %s LIMIT 1"
 )
-PICK_OPEN_TASK = (
-    "SELECT t.id, t.sentence_id, t.start, t.length, t.tags, t.is_gold, "
-    "(SELECT s.tokens FROM annotation_sentence s WHERE s.id = t.sentence_id) "
+_OPEN_FOR_ANNOTATOR = (
     "FROM annotation_task t WHERE t.project_id = %s AND t.open_slots > 0 AND NOT t.is_gold "
     "AND NOT EXISTS (SELECT 1 FROM annotation_assignment a "
     "WHERE a.task_id = t.id AND a.annotator_id = %s) ORDER BY t.id LIMIT 1"
+)
+PICK_OPEN_TASK = (
+    "SELECT t.id, t.sentence_id, t.start, t.length, t.tags, t.is_gold, "  # noqa: S608
+    "(SELECT s.tokens FROM annotation_sentence s WHERE s.id = t.sentence_id) " + _OPEN_FOR_ANNOTATOR
 )
 TAKE_SLOT = "UPDATE annotation_task SET open_slots = open_slots - 1 WHERE id = %s"
 INSERT_ASSIGNMENT = (
@@ -75,6 +77,67 @@ INSERT_OBSERVATION = (
     "start, length, tags, counts, is_gold, seconds_on_device, idempotency_key, submitted_at) "
     "VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s) RETURNING id"
 )
+
+
+# PostgreSQL: the whole lease (pick a task under a row lock, take a slot, insert the assignment)
+# and the whole submission (mark the lease answered, insert the observation) are one statement
+# each, so one round trip and an implicit transaction. Other databases run the steps in order.
+PG_LEASE = (
+    "WITH picked AS (SELECT t.id "  # noqa: S608
+    + _OPEN_FOR_ANNOTATOR
+    + " FOR UPDATE SKIP LOCKED), "
+    "taken AS (UPDATE annotation_task t SET open_slots = t.open_slots - 1 FROM picked "
+    "WHERE t.id = picked.id RETURNING t.id, t.sentence_id, t.start, t.length, t.tags, t.is_gold), "
+    "leased AS (INSERT INTO annotation_assignment "
+    "(project_id, task_id, annotator_id, status, leased_at, expires_at, submitted_at) "
+    "SELECT %s, taken.id, %s, 'leased', %s::timestamptz, %s::timestamptz, NULL FROM taken "
+    "RETURNING id, task_id) "
+    "SELECT leased.id, taken.id, taken.sentence_id, taken.start, taken.length, taken.tags, "
+    "taken.is_gold, s.tokens FROM leased JOIN taken ON taken.id = leased.task_id "
+    "JOIN annotation_sentence s ON s.id = taken.sentence_id"
+)
+PG_SUBMIT = (
+    "WITH answered AS (UPDATE annotation_assignment SET status = 'submitted', "
+    "submitted_at = %s::timestamptz WHERE id = %s AND status IN ('leased', 'expired') "
+    "RETURNING id) "
+    "INSERT INTO annotation_observation (project_id, annotator_id, assignment_id, sentence_id, "
+    "start, length, tags, counts, is_gold, seconds_on_device, idempotency_key, submitted_at) "
+    "SELECT %s::bigint, %s::integer, answered.id, %s::bigint, %s::integer, %s::smallint, "
+    "%s::jsonb, %s::jsonb, %s::boolean, %s::double precision, %s::varchar, %s::timestamptz "
+    "FROM answered RETURNING id"
+)
+
+
+def lease_open(*, project_id: int, annotator_id: int, leased_at, expires_at) -> tuple | None:
+    """Lease the first open task the annotator has not had: (assignment id, task id,
+    sentence id, start, length, tags, is_gold, tokens), or None. Call inside `atomic()`
+    except on PostgreSQL, where it is a single statement."""
+    when, until = to_db_datetime(leased_at), to_db_datetime(expires_at)
+    if connection.vendor == "postgresql":
+        return fetchone(PG_LEASE, [project_id, annotator_id, project_id, annotator_id, when, until])
+    row = fetchone(PICK_OPEN_TASK + row_lock(), [project_id, annotator_id])
+    if row is None:
+        return None
+    execute(TAKE_SLOT, [row[0]])
+    (assignment_id,) = fetchone(INSERT_ASSIGNMENT, [project_id, row[0], annotator_id, when, until])
+    return (assignment_id, *row[:6], row[6])
+
+
+def observation_insert(*, assignment_id: int, submitted_at, values: list) -> int | None:
+    """Mark the lease answered and store the observation; its id, or None if the lease was
+    answered already. `values`: project, annotator, sentence, start, length, tags (JSON),
+    counts (JSON), is_gold, seconds_on_device, idempotency key."""
+    when = to_db_datetime(submitted_at)
+    if connection.vendor == "postgresql":
+        row = fetchone(PG_SUBMIT, [when, assignment_id, *values, when])
+        return row[0] if row else None
+    if not execute(MARK_SUBMITTED, [when, assignment_id]):
+        return None
+    project, annotator, *rest = values
+    (observation_id,) = fetchone(
+        INSERT_OBSERVATION, [project, annotator, assignment_id, *rest, when]
+    )
+    return observation_id
 
 
 def row_lock() -> str:
