@@ -392,15 +392,14 @@ def observation_submit(
     if errors:
         raise InvalidInput("The counts are not valid for this task.", fields=errors)
     try:
-        with transaction.atomic():
-            observation_id = sql.observation_insert(
-                assignment_id=assignment_id,
-                submitted_at=now,
-                values=[project_id, annotator.pk, sentence_id, start, length, sql.to_json(tags),
-                        sql.to_json(values), bool(is_gold), seconds_on_device, idempotency_key],
-            )  # fmt: skip
-            if observation_id is None:
-                raise IntegrityError("assignment answered concurrently")
+        observation_id = sql.observation_insert(
+            assignment_id=assignment_id,
+            submitted_at=now,
+            values=[project_id, annotator.pk, sentence_id, start, length, sql.to_json(tags),
+                    sql.to_json(values), bool(is_gold), seconds_on_device, idempotency_key],
+        )  # fmt: skip
+        if observation_id is None:
+            raise IntegrityError("assignment answered concurrently")
     except IntegrityError as exc:
         # A concurrent submission won: a replay of this key, or a different answer.
         stored = selectors.observation_by_key(annotator=annotator, idempotency_key=idempotency_key)

@@ -9,11 +9,12 @@ database has them), and return plain tuples that the callers turn into model ins
 from __future__ import annotations
 
 import json
+from contextlib import nullcontext
 from datetime import UTC, datetime
 from typing import Any
 
 from django.contrib.auth import get_user_model
-from django.db import connection
+from django.db import connection, transaction
 from django.utils.dateparse import parse_datetime
 
 from annotation.models import Project
@@ -108,18 +109,30 @@ PG_SUBMIT = (
 )
 
 
+def single_statement_atomic():
+    """The transaction a single-statement write needs: none of its own on PostgreSQL in
+    autocommit mode (the statement is atomic), else a (savepoint) `atomic()` block."""
+    if connection.vendor == "postgresql" and not connection.in_atomic_block:
+        return nullcontext()
+    return transaction.atomic()
+
+
 def lease_open(*, project_id: int, annotator_id: int, leased_at, expires_at) -> tuple | None:
     """Lease the first open task the annotator has not had: (assignment id, task id,
-    sentence id, start, length, tags, is_gold, tokens), or None. Call inside `atomic()`
-    except on PostgreSQL, where it is a single statement."""
+    sentence id, start, length, tags, is_gold, tokens), or None. Atomic."""
     when, until = to_db_datetime(leased_at), to_db_datetime(expires_at)
     if connection.vendor == "postgresql":
-        return fetchone(PG_LEASE, [project_id, annotator_id, project_id, annotator_id, when, until])
-    row = fetchone(PICK_OPEN_TASK + row_lock(), [project_id, annotator_id])
-    if row is None:
-        return None
-    execute(TAKE_SLOT, [row[0]])
-    (assignment_id,) = fetchone(INSERT_ASSIGNMENT, [project_id, row[0], annotator_id, when, until])
+        with single_statement_atomic():
+            params = [project_id, annotator_id, project_id, annotator_id, when, until]
+            return fetchone(PG_LEASE, params)
+    with transaction.atomic():
+        row = fetchone(PICK_OPEN_TASK + row_lock(), [project_id, annotator_id])
+        if row is None:
+            return None
+        execute(TAKE_SLOT, [row[0]])
+        (assignment_id,) = fetchone(
+            INSERT_ASSIGNMENT, [project_id, row[0], annotator_id, when, until]
+        )
     return (assignment_id, *row[:6], row[6])
 
 

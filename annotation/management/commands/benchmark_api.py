@@ -273,7 +273,8 @@ class Command(BaseCommand):
                 "WEB_THREADS": str(options["threads"]),
             }
             server = subprocess.Popen(
-                [python, "-m", "gunicorn", "-c", "gunicorn.conf.py", "config.wsgi"],
+                # --preload: a recycled worker (max_requests) is a fork, not a fresh import.
+                [python, "-m", "gunicorn", "-c", "gunicorn.conf.py", "--preload", "config.wsgi"],
                 cwd=settings.BASE_DIR,
                 env=server_env,
                 stdout=server_log,
