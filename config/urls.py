@@ -10,6 +10,7 @@ urlpatterns = [
     path("api/", include("annotation.urls")),
     path("api/schema/", SpectacularAPIView.as_view(), name="schema"),
     path("api/docs/", SpectacularSwaggerView.as_view(url_name="schema"), name="api-docs"),
+    path("", include("frontend.urls")),
 ]
 
 handler404 = "config.errors.not_found"

@@ -1,0 +1,22 @@
+"""Pages of Tally: sign-in, joining by invite, the annotator page and the manager dashboard.
+
+The pages are server-rendered shells; their JavaScript talks to the REST APIs under /api/.
+"""
+
+from django.urls import path
+
+from frontend.views import accounts, pages
+
+app_name = "frontend"
+
+urlpatterns = [
+    path("", pages.home, name="home"),
+    path("login/", accounts.TallyLoginView.as_view(), name="login"),
+    path("logout/", accounts.TallyLogoutView.as_view(), name="logout"),
+    path("signup/", accounts.signup, name="signup"),
+    path("join/", accounts.join_form, name="join-form"),
+    path("join/<str:code>", accounts.join, name="join"),
+    path("annotate/<int:project_id>/", pages.annotate, name="annotate"),
+    path("projects/new/", pages.project_new, name="project-new"),
+    path("projects/<int:project_id>/", pages.project_detail, name="project-detail"),
+]

@@ -1,0 +1,117 @@
+"""Sign in, sign out, sign up, and joining a project by its invite code."""
+
+from django import forms
+from django.contrib.auth import login
+from django.contrib.auth.forms import AuthenticationForm
+from django.contrib.auth.views import LoginView, LogoutView
+from django.http import HttpRequest, HttpResponse
+from django.shortcuts import redirect, render
+from django.utils.http import url_has_allowed_host_and_scheme
+from django.views.decorators.cache import never_cache
+from django.views.decorators.csrf import csrf_protect
+from django.views.decorators.http import require_http_methods
+
+from annotation import services
+from annotation.exceptions import InvalidInput
+from frontend.throttle import login_allowed
+
+
+def _safe_next(request: HttpRequest, default: str = "/") -> str:
+    target = request.POST.get("next") or request.GET.get("next") or default
+    if url_has_allowed_host_and_scheme(
+        target, allowed_hosts={request.get_host()}, require_https=request.is_secure()
+    ):
+        return target
+    return default
+
+
+class TallyLoginView(LoginView):
+    """Django's sign-in form, rate-limited with the same budget as `POST /api/auth/login/`."""
+
+    template_name = "frontend/login.html"
+    redirect_authenticated_user = True
+
+    def post(self, request, *args, **kwargs):
+        allowed, wait = login_allowed(request)
+        if not allowed:
+            form = self.get_form()
+            form.errors.clear()
+            form.add_error(
+                None, f"Too many sign-in attempts. Try again in {int(wait or 60) + 1} seconds."
+            )
+            response = self.render_to_response(self.get_context_data(form=form))
+            response.status_code = 429
+            return response
+        return super().post(request, *args, **kwargs)
+
+
+class TallyLogoutView(LogoutView):
+    next_page = "/login/"
+
+
+class SignupForm(forms.Form):
+    username = forms.RegexField(
+        regex=r"^[\w.@+-]+\Z",
+        max_length=150,
+        error_messages={"invalid": "Letters, digits and @ . + - _ only."},
+        widget=forms.TextInput(attrs={"autocomplete": "username", "autocapitalize": "none"}),
+    )
+    password = forms.CharField(
+        max_length=128,
+        strip=False,
+        widget=forms.PasswordInput(attrs={"autocomplete": "new-password"}),
+    )
+
+
+@never_cache
+@csrf_protect
+@require_http_methods(["GET", "POST"])
+def signup(request: HttpRequest) -> HttpResponse:
+    """Create an account (through the same service as `POST /api/auth/register/`), sign in."""
+    next_url = _safe_next(request)
+    if request.user.is_authenticated:
+        return redirect(next_url)
+    form = SignupForm(request.POST or None)
+    status = 200
+    if request.method == "POST":
+        allowed, wait = login_allowed(request)
+        if not allowed:
+            form.add_error(None, f"Too many attempts. Try again in {int(wait or 60) + 1} seconds.")
+            status = 429
+        elif form.is_valid():
+            try:
+                user, _token = services.user_register(**form.cleaned_data)
+            except InvalidInput as exc:
+                for field, messages in (exc.fields or {"__all__": [exc.message]}).items():
+                    for message in messages:
+                        form.add_error(field if field in form.fields else None, message)
+            else:
+                login(request, user, backend="django.contrib.auth.backends.ModelBackend")
+                return redirect(next_url)
+        if status == 200 and form.errors:
+            status = 400
+    return render(request, "frontend/signup.html", {"form": form, "next": next_url}, status=status)
+
+
+@never_cache
+def join(request: HttpRequest, code: str) -> HttpResponse:
+    """An invite link. Signed out: sign in or sign up first. Signed in: the page's script
+    joins through `POST /api/join/` and moves on to the annotator page."""
+    return render(
+        request,
+        "frontend/join.html",
+        {
+            "code": code,
+            "login_form": AuthenticationForm(request),
+            "signup_form": SignupForm(),
+        },
+    )
+
+
+@require_http_methods(["GET"])
+def join_form(request: HttpRequest) -> HttpResponse:
+    """The "join with a code" box on the home page: on to the invite link of that code."""
+    code = request.GET.get("code", "").strip()
+    if not code or "/" in code:
+        return redirect("frontend:home")
+    return redirect("frontend:join", code=code)
