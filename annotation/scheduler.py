@@ -174,13 +174,9 @@ def _lease_open(*, project: Project, annotator, now: datetime) -> Lease | None:
     """Take a slot of the first open task this annotator has not had, under a row lock."""
     expires_at = now + timedelta(seconds=project.lease_seconds)
     try:
-        with transaction.atomic():
-            row = sql.lease_open(
-                project_id=project.pk,
-                annotator_id=annotator.pk,
-                leased_at=now,
-                expires_at=expires_at,
-            )
+        row = sql.lease_open(
+            project_id=project.pk, annotator_id=annotator.pk, leased_at=now, expires_at=expires_at
+        )
     except IntegrityError:
         return None  # the same annotator's concurrent request leased that task just now
     if row is None:

@@ -31,7 +31,13 @@ from pathlib import Path
 
 import psycopg
 from django.conf import settings
+from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand, CommandError
+from django.db import connection
+from rest_framework.authtoken.models import Token
+
+from annotation import services
+from annotation.models import Membership
 
 EWT = Path(settings.BASE_DIR) / "data" / "ud-english-ewt" / "en_ewt-ud-train.conllu.gz"
 if not EWT.exists():
@@ -369,12 +375,6 @@ class Command(BaseCommand):
     # The seeding child process (runs with DATABASE_URL = the scratch database) ----------------
 
     def _seed(self, options) -> None:
-        from django.contrib.auth import get_user_model
-        from rest_framework.authtoken.models import Token
-
-        from annotation import services
-        from annotation.models import Membership
-
         User = get_user_model()
         manager = User.objects.create_user("bench-manager", password=secrets.token_urlsafe(16))
         project = services.project_create(
@@ -413,4 +413,6 @@ class Command(BaseCommand):
             user = User.objects.create_user(f"bench-{i}")
             Membership.objects.create(project=project, user=user, role="annotator")
             tokens.append(Token.objects.create(user=user).key)
+        with connection.cursor() as cursor:
+            cursor.execute("ANALYZE")  # fresh planner statistics, as autovacuum would keep them
         self.stdout.write(json.dumps({"project": project.pk, "tokens": tokens}))
