@@ -140,18 +140,18 @@ def task_lease_next(
         raise ProjectNotActive("This project is not active; it serves no new tasks.")
     now = now or timezone.now()
     rng = rng or _system_random
-    live = sql.fetchone(sql.LIVE_LEASE, [annotator.pk, project.pk, sql.to_db_datetime(now)])
-    if live is not None:
-        return _lease_from_row(live[0], live[1], live[2:])
     if project.leases_reclaimed_at is None or project.leases_reclaimed_at < now - RECLAIM_INTERVAL:
         assignments_expire(project=project, now=now)
     if project.gold_fraction > 0 and rng.random() < project.gold_fraction:
+        live = sql.fetchone(sql.LIVE_LEASE, [annotator.pk, project.pk, sql.to_db_datetime(now)])
+        if live is not None:
+            return _lease_from_row(live[0], live[1], live[2:])
         lease = _lease_gold(project=project, annotator=annotator, now=now, rng=rng)
         if lease is not None:
             return lease
-    lease = _lease_open(project=project, annotator=annotator, now=now)
+    lease = _lease_live_or_open(project=project, annotator=annotator, now=now)
     if lease is None and tasks_replenish(project=project, rng=rng):
-        lease = _lease_open(project=project, annotator=annotator, now=now)
+        lease = _lease_live_or_open(project=project, annotator=annotator, now=now)
     return lease
 
 
@@ -170,18 +170,21 @@ def _insert_assignment(*, project: Project, task_id: int, annotator, now: dateti
     return assignment_id, expires_at
 
 
-def _lease_open(*, project: Project, annotator, now: datetime) -> Lease | None:
-    """Take a slot of the first open task this annotator has not had, under a row lock."""
-    expires_at = now + timedelta(seconds=project.lease_seconds)
+def _lease_live_or_open(*, project: Project, annotator, now: datetime) -> Lease | None:
+    """The caller's live lease, else a slot of the first open task they have not had (taken
+    under a row lock)."""
     try:
-        row = sql.lease_open(
-            project_id=project.pk, annotator_id=annotator.pk, leased_at=now, expires_at=expires_at
+        row = sql.lease_live_or_open(
+            project_id=project.pk,
+            annotator_id=annotator.pk,
+            now=now,
+            expires_at=now + timedelta(seconds=project.lease_seconds),
         )
     except IntegrityError:
         return None  # the same annotator's concurrent request leased that task just now
     if row is None:
         return None
-    return _lease_from_row(row[0], expires_at, row[1:])
+    return _lease_from_row(row[0], row[1], row[2:])
 
 
 def _lease_gold(*, project: Project, annotator, now: datetime, rng: random.Random) -> Lease | None:

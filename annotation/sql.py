@@ -44,14 +44,17 @@ LIVE_LEASE = (
     "WHERE a.annotator_id = %s AND a.project_id = %s AND a.status = 'leased' "
     "AND a.expires_at > %s LIMIT 1"
 )
-_OPEN_FOR_ANNOTATOR = (
+_OPEN_TASKS = (
     "FROM annotation_task t WHERE t.project_id = %s AND t.open_slots > 0 AND NOT t.is_gold "
     "AND NOT EXISTS (SELECT 1 FROM annotation_assignment a "
-    "WHERE a.task_id = t.id AND a.annotator_id = %s) ORDER BY t.id LIMIT 1"
+    "WHERE a.task_id = t.id AND a.annotator_id = %s) "
 )
+_FIRST = "ORDER BY t.id LIMIT 1"
 PICK_OPEN_TASK = (
     "SELECT t.id, t.sentence_id, t.start, t.length, t.tags, t.is_gold, "  # noqa: S608
-    "(SELECT s.tokens FROM annotation_sentence s WHERE s.id = t.sentence_id) " + _OPEN_FOR_ANNOTATOR
+    "(SELECT s.tokens FROM annotation_sentence s WHERE s.id = t.sentence_id) "
+    + _OPEN_TASKS
+    + _FIRST
 )
 TAKE_SLOT = "UPDATE annotation_task SET open_slots = open_slots - 1 WHERE id = %s"
 INSERT_ASSIGNMENT = (
@@ -84,18 +87,24 @@ INSERT_OBSERVATION = (
 # and the whole submission (mark the lease answered, insert the observation) are one statement
 # each, so one round trip and an implicit transaction. Other databases run the steps in order.
 PG_LEASE = (
-    "WITH picked AS (SELECT t.id "  # noqa: S608
-    + _OPEN_FOR_ANNOTATOR
+    "WITH live AS (SELECT a.id, a.task_id, a.expires_at FROM annotation_assignment a "  # noqa: S608
+    "WHERE a.annotator_id = %s AND a.project_id = %s AND a.status = 'leased' "
+    "AND a.expires_at > %s::timestamptz LIMIT 1), "
+    "picked AS (SELECT t.id "
+    + _OPEN_TASKS
+    + "AND NOT EXISTS (SELECT 1 FROM live) "
+    + _FIRST
     + " FOR UPDATE SKIP LOCKED), "
     "taken AS (UPDATE annotation_task t SET open_slots = t.open_slots - 1 FROM picked "
-    "WHERE t.id = picked.id RETURNING t.id, t.sentence_id, t.start, t.length, t.tags, t.is_gold), "
+    "WHERE t.id = picked.id RETURNING t.id), "
     "leased AS (INSERT INTO annotation_assignment "
     "(project_id, task_id, annotator_id, status, leased_at, expires_at, submitted_at) "
     "SELECT %s, taken.id, %s, 'leased', %s::timestamptz, %s::timestamptz, NULL FROM taken "
-    "RETURNING id, task_id) "
-    "SELECT leased.id, taken.id, taken.sentence_id, taken.start, taken.length, taken.tags, "
-    "taken.is_gold, s.tokens FROM leased JOIN taken ON taken.id = leased.task_id "
-    "JOIN annotation_sentence s ON s.id = taken.sentence_id"
+    "RETURNING id, task_id, expires_at) "
+    "SELECT x.id, x.expires_at, t.id, t.sentence_id, t.start, t.length, t.tags, t.is_gold, "
+    "s.tokens FROM (SELECT * FROM leased UNION ALL SELECT * FROM live) x "
+    "JOIN annotation_task t ON t.id = x.task_id "
+    "JOIN annotation_sentence s ON s.id = t.sentence_id"
 )
 PG_SUBMIT = (
     "WITH answered AS (UPDATE annotation_assignment SET status = 'submitted', "
@@ -117,14 +126,18 @@ def single_statement_atomic():
     return transaction.atomic()
 
 
-def lease_open(*, project_id: int, annotator_id: int, leased_at, expires_at) -> tuple | None:
-    """Lease the first open task the annotator has not had: (assignment id, task id,
-    sentence id, start, length, tags, is_gold, tokens), or None. Atomic."""
-    when, until = to_db_datetime(leased_at), to_db_datetime(expires_at)
+def lease_live_or_open(*, project_id: int, annotator_id: int, now, expires_at) -> tuple | None:
+    """The annotator's live lease in the project, else a new lease of the first open task they
+    have not had: (assignment id, expires at, task id, sentence id, start, length, tags,
+    is_gold, tokens), or None. Atomic; on PostgreSQL one statement."""
+    when, until = to_db_datetime(now), to_db_datetime(expires_at)
     if connection.vendor == "postgresql":
         with single_statement_atomic():
-            params = [project_id, annotator_id, project_id, annotator_id, when, until]
-            return fetchone(PG_LEASE, params)
+            params = [annotator_id, project_id, when, project_id, annotator_id]
+            return fetchone(PG_LEASE, [*params, project_id, annotator_id, when, until])
+    live = fetchone(LIVE_LEASE, [annotator_id, project_id, when])
+    if live is not None:
+        return live
     with transaction.atomic():
         row = fetchone(PICK_OPEN_TASK + row_lock(), [project_id, annotator_id])
         if row is None:
@@ -133,7 +146,7 @@ def lease_open(*, project_id: int, annotator_id: int, leased_at, expires_at) -> 
         (assignment_id,) = fetchone(
             INSERT_ASSIGNMENT, [project_id, row[0], annotator_id, when, until]
         )
-    return (assignment_id, *row[:6], row[6])
+    return (assignment_id, expires_at, *row)
 
 
 def observation_insert(*, assignment_id: int, submitted_at, values: list) -> int | None:
