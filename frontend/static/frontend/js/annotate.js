@@ -302,9 +302,29 @@ function flush() {
     flushing = sendAll().finally(() => {
       flushing = null;
       renderPending();
+      if (outbox.all().length) scheduleRetry();
     });
   }
   return flushing;
+}
+
+// Answers still waiting are retried with backoff (2 s, 4 s, … 30 s), and at once when the
+// browser says it is back online.
+let retryTimer = 0;
+let retryDelay = 2000;
+
+function scheduleRetry() {
+  if (retryTimer || sessionLost) return;
+  retryTimer = setTimeout(async () => {
+    retryTimer = 0;
+    const sent = await flush();
+    if (sent) {
+      retryDelay = 2000;
+      if (!task) advance();
+    } else {
+      retryDelay = Math.min(2 * retryDelay, 30000);
+    }
+  }, retryDelay);
 }
 
 // Sends every waiting answer, oldest first. True when the outbox is empty afterwards.
@@ -497,16 +517,15 @@ document.addEventListener("keydown", (event) => {
 $("submit").addEventListener("click", submit);
 window.addEventListener("online", () => {
   setOnline(true);
+  retryDelay = 2000;
   if (!task && !sessionLost) advance();
   else flush();
 });
 window.addEventListener("offline", () => setOnline(false));
-let idleTicks = 0;
 setInterval(() => {
-  if (sessionLost || document.visibilityState === "hidden") return;
-  if (outbox.all().length) flush().then((sent) => sent && !task && advance());
-  else if (!task && ++idleTicks % 4 === 0) advance(); // no task, paused or offline: look again
-}, 8000);
+  // No task on screen (none left, paused, offline): look again now and then.
+  if (!task && !sessionLost && document.visibilityState === "visible") advance();
+}, 30000);
 document.addEventListener("visibilitychange", () => {
   if (document.visibilityState === "visible") leaseExpired();
 });

@@ -1,0 +1,232 @@
+"""The phone annotator page in a real Chromium: joining by code, answering by taps, offline
+answers sent exactly once, page weight and no third-party requests."""
+
+import gzip
+from urllib.parse import urlsplit
+
+import pytest
+
+from annotation.models import Assignment, Observation, Project
+from tests.frontend.conftest import PASSWORD, PHONE
+
+pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
+
+
+def live_lease(user, project) -> Assignment:
+    return Assignment.objects.select_related("task__sentence").get(
+        annotator=user, project=project, status=Assignment.Status.LEASED
+    )
+
+
+def gold_counts(assignment: Assignment) -> dict[str, int]:
+    """The true answer to a task, from the sentence's gold tags."""
+    task = assignment.task
+    names = list(task.project.tags.order_by("position").values_list("name", flat=True))
+    window = task.sentence.gold_tags[task.start : task.start + task.length]
+    return {names[t]: window.count(t) for t in task.tags}
+
+
+def answer_by_taps(page, counts: dict[str, int]) -> None:
+    for i, (name, n) in enumerate(counts.items()):
+        assert page.inner_text(f"#q{i} h3 b") == name
+        for _ in range(n):
+            page.tap(f"#q{i} .inc")
+        assert page.inner_text(f"#q{i} output") == str(n)
+    page.tap("#submit")
+
+
+def wait_for_new_task(page, previous: int, user, project) -> Assignment:
+    page.wait_for_selector("#task:not([hidden])")
+    page.wait_for_function(
+        "id => !document.getElementById('pending').textContent.includes('waiting')"
+        " || document.getElementById('pending').hidden",
+        arg=previous,
+    )
+    for _ in range(50):
+        lease = Assignment.objects.filter(
+            annotator=user, project=project, status=Assignment.Status.LEASED
+        ).first()
+        if lease is not None and lease.pk != previous:
+            return live_lease(user, project)
+        page.wait_for_timeout(100)
+    raise AssertionError("no new task was leased")
+
+
+def test_annotator_joins_by_code_and_answers_five_tasks_by_taps(new_context, project):
+    from tests.annotation.factories import UserFactory
+
+    newcomer = UserFactory(username="newcomer")
+    page = new_context(**PHONE).new_page()
+    page.goto("/login/")
+    page.fill("#id_username", "newcomer")
+    page.fill("#id_password", PASSWORD)
+    page.tap("button[type=submit]")
+    page.fill("#join-code", project.invite_code)
+    page.tap('button:text-is("Join")')
+    page.wait_for_url(f"**/annotate/{project.pk}/")
+    page.wait_for_selector("#task:not([hidden])")
+    # No horizontal scroll at 360 px, and the touch targets are at least 48 px.
+    assert page.evaluate("document.documentElement.scrollWidth") <= 360
+    for selector in ("#submit", "#q0 .inc", "#q0 .dec", ".back"):
+        box = page.locator(selector).bounding_box()
+        assert box["width"] >= 48 and box["height"] >= 48, selector
+
+    expected = {}
+    lease = live_lease(newcomer, project)
+    for i in range(5):
+        counts = gold_counts(lease)
+        expected[lease.pk] = counts
+        answer_by_taps(page, counts)
+        page.wait_for_function(f"document.getElementById('today').textContent === '{i + 1}'")
+        if i < 4:
+            lease = wait_for_new_task(page, lease.pk, newcomer, project)
+
+    stored = Observation.objects.filter(annotator=newcomer, project=project)
+    assert stored.count() == 5
+    names = list(project.tags.order_by("position").values_list("name", flat=True))
+    for observation in stored:
+        asked = {names[t]: c for t, c in zip(observation.tags, observation.counts, strict=True)}
+        assert asked == expected[observation.assignment_id]
+        assert observation.seconds_on_device is not None
+
+
+def test_offline_answers_are_kept_and_stored_exactly_once(new_context, project, annotator):
+    """Three answers that did not reach the server at first: one made with the network cut
+    (the page is even closed before the network comes back), two whose responses were lost
+    after the server had stored them. Each is stored once, with the counts given."""
+    context = new_context(annotator, **PHONE)
+    page = context.new_page()
+    page.goto(f"/annotate/{project.pk}/")
+    page.wait_for_selector("#task:not([hidden])")
+    first = live_lease(annotator, project)
+
+    context.set_offline(True)
+    page.tap("#q0 .inc")
+    page.tap("#submit")
+    page.wait_for_selector("text=Offline · 1 answer waiting to be sent")
+    page.wait_for_selector("text=You are offline")
+    assert Observation.objects.count() == 0
+    page.close()  # the answer lives on the device, not in the page
+
+    context.set_offline(False)
+    page = context.new_page()
+    page.goto(f"/annotate/{project.pk}/")
+    page.wait_for_selector("#task:not([hidden])")
+    page.wait_for_selector("#pending", state="hidden")
+    stored = Observation.objects.get(assignment=first)
+    assert stored.counts[0] == 1
+
+    # Lose the response of the next two submissions after the server has stored them.
+    lost = []
+
+    def lose_response(route):
+        if len(lost) < 2:
+            route.fetch()  # reaches the server
+            lost.append(route.request.post_data_json["idempotency_key"])
+            route.abort("internetdisconnected")
+        else:
+            route.continue_()
+
+    page.route("**/api/observations/", lose_response)
+    for _ in range(2):
+        lease = live_lease(annotator, project)
+        page.tap("#q1 .inc")
+        page.tap("#submit")
+        page.wait_for_selector("#pending", state="hidden", timeout=15_000)
+        lease = wait_for_new_task(page, lease.pk, annotator, project)
+
+    observations = Observation.objects.filter(annotator=annotator)
+    assert observations.count() == 3
+    keys = list(observations.values_list("idempotency_key", flat=True))
+    assert len(set(keys)) == 3
+    assert set(lost) <= set(keys)
+    assert all(o.counts[1] == 1 for o in observations.exclude(assignment=first))
+    assert page.evaluate(
+        "localStorage.length === 0 || localStorage.getItem(Object.keys(localStorage)[0]) === '[]'"
+    )
+
+
+def test_states_no_tasks_paused_and_session_expired(new_context, project, annotator):
+    page = new_context(annotator, **PHONE).new_page()
+    Project.objects.filter(pk=project.pk).update(status=Project.Status.PAUSED)
+    page.goto(f"/annotate/{project.pk}/")
+    page.wait_for_selector("text=This project is paused")
+
+    Project.objects.filter(pk=project.pk).update(status=Project.Status.ACTIVE)
+    # Nothing left to serve, and nothing to make new tasks from.
+    project.tasks.all().delete()
+    project.sentences.update(split="evaluation")
+    page.tap("text=Look again")
+    page.wait_for_selector("text=No tasks for you right now")
+
+    page.context.clear_cookies()
+    page.tap("text=Look again")
+    page.wait_for_selector("text=Your session has ended")
+    assert page.inner_text("#state-action") == "Sign in again"
+    href = page.get_attribute("#state-action", "href")
+    assert href == f"/login/?next=/annotate/{project.pk}/"
+
+
+def test_lease_expired_state(new_context, project, annotator):
+    page = new_context(annotator, **PHONE).new_page()
+    page.goto(f"/annotate/{project.pk}/")
+    page.wait_for_selector("#task:not([hidden])")
+    lease = live_lease(annotator, project)
+    # Pretend the lease ran out: the page computes the deadline from expires_at.
+    page.evaluate("() => { document.dispatchEvent(new Event('visibilitychange')); }")
+    assert page.is_hidden("#notice")
+    Assignment.objects.filter(pk=lease.pk).update(status=Assignment.Status.EXPIRED)
+    page.evaluate(
+        "() => { const t = performance.now; performance.now = () => t.call(performance) + 36e5;"
+        " document.dispatchEvent(new Event('visibilitychange')); }"
+    )
+    page.wait_for_selector("text=Time is up for this task")
+    page.tap("#notice button")
+    page.wait_for_function("document.getElementById('notice').hidden")
+    assert live_lease(annotator, project).pk != lease.pk
+
+
+def test_keys_work_on_desktop(new_context, project, annotator):
+    page = new_context(annotator, viewport={"width": 1280, "height": 800}).new_page()
+    page.goto(f"/annotate/{project.pk}/")
+    page.wait_for_selector("#task:not([hidden])")
+    lease = live_lease(annotator, project)
+    page.keyboard.press("2")
+    page.keyboard.press("ArrowLeft")
+    page.keyboard.press("ArrowDown")  # to the second tag
+    page.keyboard.press("ArrowRight")
+    assert page.inner_text("#q0 output") == "1"
+    assert page.inner_text("#q1 output") == "1"
+    page.keyboard.press("9")  # bounded by the window minus the other counts
+    assert page.inner_text("#q1 output") == str(lease.task.length - 1)
+    page.keyboard.press("Enter")
+    page.wait_for_function("document.getElementById('today').textContent === '1'")
+    assert Observation.objects.get(assignment=lease).counts == [1, lease.task.length - 1]
+
+
+def test_page_weight_and_no_third_party_requests(new_context, live_server, project, annotator):
+    page = new_context(annotator, **PHONE).new_page()
+    responses = []
+    page.on("requestfinished", lambda request: responses.append(request))
+    page.goto(f"/annotate/{project.pk}/")
+    page.wait_for_selector("#task:not([hidden])")
+    page.wait_for_load_state("networkidle")
+
+    origin = urlsplit(live_server.url).netloc
+    hosts = {urlsplit(r.url).netloc for r in responses if not r.url.startswith("data:")}
+    assert hosts == {origin}
+
+    transferred = 0
+    compressed = 0
+    for request in responses:
+        if request.url.startswith("data:"):
+            continue
+        sizes = request.sizes()
+        transferred += sizes["responseBodySize"] + sizes["responseHeadersSize"]
+        body = request.response().body()
+        compressed += len(gzip.compress(body)) + sizes["responseHeadersSize"]
+    # What the test server sent (static files uncompressed, the page gzipped), and what it
+    # weighs with every text file compressed as whitenoise serves it in production.
+    assert transferred <= 50 * 1024, transferred
+    assert compressed <= 25 * 1024, compressed
+    print(f"annotator page: {transferred} B transferred here, {compressed} B gzip-compressed")
