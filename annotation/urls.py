@@ -3,7 +3,7 @@
 from django.http import JsonResponse
 from django.urls import path
 
-from annotation.api import auth, corpus, exports, projects, tasks
+from annotation.api import auth, corpus, exports, hot, projects, tasks
 
 
 def ping(request):
@@ -29,8 +29,16 @@ urlpatterns = [
     path(P + "stats/me/", projects.MyStatsView.as_view(), name="my-stats"),
     path(P + "corpus/", corpus.CorpusView.as_view(), name="corpus"),
     path(P + "sentences/", corpus.SentenceListView.as_view(), name="sentence-list"),
-    path(P + "tasks/next/", tasks.NextTaskView.as_view(), name="task-next"),
-    path("observations/", tasks.ObservationSubmitView.as_view(), name="observation-submit"),
+    path(
+        P + "tasks/next/",
+        hot.as_fast_view(hot.next_task, tasks.NextTaskView),
+        name="task-next",
+    ),
+    path(
+        "observations/",
+        hot.as_fast_view(hot.submit_observation, tasks.ObservationSubmitView),
+        name="observation-submit",
+    ),
     path(P + "observations/", exports.ObservationListView.as_view(), name="observation-list"),
     *(
         path(

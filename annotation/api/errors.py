@@ -8,7 +8,7 @@ from rest_framework.views import exception_handler as drf_exception_handler
 
 from annotation import exceptions as domain
 
-_STATUS = {
+STATUS_BY_ERROR = {
     domain.InvalidInput: status.HTTP_400_BAD_REQUEST,
     domain.InvalidCorpus: status.HTTP_400_BAD_REQUEST,
     domain.NotFound: status.HTTP_404_NOT_FOUND,
@@ -26,7 +26,7 @@ def error_body(code: str, message: str, fields: dict | None = None, **extra) -> 
 
 def _domain_response(exc: domain.AnnotationError) -> Response:
     http_status = next(
-        (code for cls, code in _STATUS.items() if isinstance(exc, cls)),
+        (code for cls, code in STATUS_BY_ERROR.items() if isinstance(exc, cls)),
         status.HTTP_400_BAD_REQUEST,
     )
     extra = {"line": exc.line_number} if isinstance(exc, domain.InvalidCorpus) else {}

@@ -1,7 +1,7 @@
-"""The annotator's hot path: lease the next task, submit its counts.
+"""The annotator's cycle: lease the next task, submit its counts (DRF classes).
 
-Kept lean on purpose (the benchmark drives it): one membership query, the scheduler's lease
-transaction, plain dicts in and out.
+These classes document the endpoints in the OpenAPI schema; the URLs serve the same logic through
+`annotation.api.hot` (plain Django views, without DRF's per-request machinery).
 """
 
 from drf_spectacular.types import OpenApiTypes
@@ -31,7 +31,7 @@ class NextTaskView(ProjectView):
         return Response(task_out(lease, selectors.project_tags(project=self.project)))
 
 
-def _submission(data) -> dict:
+def submission_fields(data) -> dict:
     """Validate the shape of a submission (the service checks it against the lease)."""
     errors: dict[str, list[str]] = {}
     if not isinstance(data, dict):
@@ -70,7 +70,7 @@ class ObservationSubmitView(ApiView):
     )
     def post(self, request):
         observation, replayed = services.observation_submit(
-            annotator=request.user, **_submission(request.data)
+            annotator=request.user, **submission_fields(request.data)
         )
         names = selectors.project_tag_names(project=observation.project)
         return Response(
