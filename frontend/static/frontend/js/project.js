@@ -133,11 +133,13 @@ function renderAnnotators() {
     const r = byUser.get(m.user) || {};
     const speed = r.seconds_per_answer ?? r.median_seconds ?? r.speed;
     const reliability = r.reliability;
-    const flag = r.flagged ? el("span", { class: "pill pill-flag", text: "flagged" }) : null;
+    const flag = r.flagged ? el("span", { class: "pill pill-flag", text: "flagged", title: r.flag_reason || "" }) : null;
+    const name = el("td", {}, el("span", { text: m.username }));
+    if (r.flagged && r.flag_reason) name.append(el("div", { class: "help", text: r.flag_reason }));
     return el(
       "tr",
       {},
-      el("td", { text: m.username }),
+      name,
       el("td", { text: m.role }),
       el("td", { class: "num", text: fmt.format(m.observations) }),
       el("td", { class: "num", text: speed === undefined || speed === null ? "–" : Number(speed).toFixed(1) }),
@@ -175,15 +177,258 @@ $("upload").addEventListener("submit", async (event) => {
   }
 });
 
+// --- Model reports (learning API) --------------------------------------------------------------
+
+const SVG = "http://www.w3.org/2000/svg";
+function svg(tag, attrs = {}, text = null) {
+  const node = document.createElementNS(SVG, tag);
+  for (const [key, value] of Object.entries(attrs)) node.setAttribute(key, value);
+  if (text !== null) node.textContent = text;
+  return node;
+}
+
+function empty(text) {
+  return el("p", { class: "empty", text });
+}
+
+function niceTicks(lo, hi, n = 4) {
+  const step = (hi - lo) / n;
+  return Array.from({ length: n + 1 }, (_, i) => lo + i * step);
+}
+
+// The learning curve: accuracy (or, without evaluation sentences, count error) per version,
+// against the number of answers the version learned from.
+function renderCurve(report) {
+  const points = (report.learning_curve || []).filter((p) => p.observations !== null);
+  const useAccuracy = points.some((p) => p.accuracy !== null && p.accuracy !== undefined);
+  const key = useAccuracy ? "accuracy" : "count_consistency";
+  const data = points.filter((p) => p[key] !== null && p[key] !== undefined);
+  if (!data.length) {
+    $("curve").replaceChildren(empty("The curve appears once a model has been evaluated."));
+    return;
+  }
+  const W = Math.max(300, Math.round($("curve").clientWidth) || 640);
+  const H = W < 500 ? 220 : 260, L = 48, R = 30, T = 14, B = 40;
+  const xs = data.map((p) => p.observations);
+  const ys = data.map((p) => p[key]);
+  const xMax = Math.max(...xs, 1);
+  let yLo = Math.min(...ys), yHi = Math.max(...ys);
+  if (useAccuracy) {
+    yLo = Math.max(0, Math.floor((yLo - 0.05) * 10) / 10);
+    yHi = Math.min(1, Math.ceil((yHi + 0.02) * 10) / 10);
+  } else {
+    yLo = 0;
+    yHi = Math.max(yHi * 1.15, 0.1);
+  }
+  if (yHi <= yLo) yHi = yLo + 0.1;
+  const x = (v) => L + ((W - L - R) * v) / xMax;
+  const y = (v) => T + ((H - T - B) * (yHi - v)) / (yHi - yLo);
+  const label = useAccuracy ? "test accuracy" : "count error (lower is better)";
+  const last = data[data.length - 1];
+  const summary = `${label} over ${data.length} model versions; latest ${useAccuracy ? pct(last[key]) : last[key].toFixed(3)} after ${fmt.format(last.observations)} answers`;
+  const chart = svg("svg", { viewBox: `0 0 ${W} ${H}`, role: "img", "aria-label": summary });
+  for (const t of niceTicks(yLo, yHi)) {
+    chart.append(svg("line", { class: "grid-line", x1: L, x2: W - R, y1: y(t), y2: y(t) }));
+    chart.append(svg("text", { x: L - 8, y: y(t) + 4, "text-anchor": "end" }, useAccuracy ? `${Math.round(t * 100)}%` : t.toFixed(2)));
+  }
+  for (const t of niceTicks(0, xMax)) {
+    chart.append(svg("text", { x: x(t), y: H - B + 18, "text-anchor": "middle" }, fmt.format(Math.round(t))));
+  }
+  chart.append(svg("line", { class: "axis", x1: L, x2: W - R, y1: H - B, y2: H - B }));
+  chart.append(svg("line", { class: "axis", x1: L, x2: L, y1: T, y2: H - B }));
+  chart.append(svg("text", { x: (L + W - R) / 2, y: H - 6, "text-anchor": "middle" }, `answers learned from · ${label}`));
+  chart.append(svg("polyline", { class: "series", points: data.map((p) => `${x(p.observations)},${y(p[key])}`).join(" ") }));
+  for (const p of data) {
+    const dot = svg("circle", { class: "dot", cx: x(p.observations), cy: y(p[key]), r: 4 });
+    dot.append(svg("title", {}, `version ${p.version}: ${useAccuracy ? pct(p[key]) : p[key].toFixed(3)} after ${fmt.format(p.observations)} answers`));
+    chart.append(dot);
+  }
+  $("curve").replaceChildren(chart);
+}
+
+function renderPerTag(report) {
+  const rows = report.per_tag || [];
+  if (!rows.length) {
+    $("f1").replaceChildren(empty("Per-tag scores need evaluation sentences (gold tags held out at upload)."));
+    return;
+  }
+  const head = el("tr", {}, ...["Tag", "Precision", "Recall", "F1", "Support"].map((h, i) => el("th", { scope: "col", class: i ? "num" : "", text: h })));
+  const body = rows.map((r) => {
+    const f1 = el("td", { class: "num f1" }, el("span", { text: r.f1 === null ? "–" : r.f1.toFixed(2) }));
+    if (r.f1 !== null) {
+      const track = el("div", { class: "bar-track", "aria-hidden": "true" });
+      const fill = el("div", { class: "bar-fill" });
+      fill.style.width = `${100 * r.f1}%`;
+      track.append(fill);
+      f1.append(track);
+    }
+    return el(
+      "tr",
+      {},
+      el("th", { scope: "row", text: r.tag }),
+      el("td", { class: "num", text: r.precision === null ? "–" : r.precision.toFixed(2) }),
+      el("td", { class: "num", text: r.recall === null ? "–" : r.recall.toFixed(2) }),
+      f1,
+      el("td", { class: "num", text: fmt.format(r.support) }),
+    );
+  });
+  $("f1").replaceChildren(el("div", { class: "table-wrap" }, el("table", { class: "table" }, el("thead", {}, head), el("tbody", {}, ...body))));
+}
+
+// Heat map: each row (gold tag) shaded by the share of its tokens predicted as each column.
+function renderConfusion(report) {
+  const confusion = report.confusion;
+  if (!confusion || !confusion.matrix || !confusion.matrix.length) {
+    $("confusion").replaceChildren(empty("The confusion matrix needs evaluation sentences."));
+    return;
+  }
+  const tags = confusion.tags;
+  const head = el("tr", {}, el("td", {}), ...tags.map((t) => el("th", { scope: "col", text: t })));
+  const rows = confusion.matrix.map((row, i) => {
+    const total = row.reduce((a, b) => a + b, 0) || 1;
+    return el(
+      "tr",
+      {},
+      el("th", { scope: "row", text: tags[i] }),
+      ...row.map((n, j) => {
+        const share = n / total;
+        const cell = el("td", { text: n ? String(n) : "", title: `gold ${tags[i]}, predicted ${tags[j]}: ${n} (${pct(share)})` });
+        cell.style.background = n ? `rgba(45, 70, 185, ${(0.08 + 0.92 * share).toFixed(3)})` : "#f7f8fa";
+        cell.style.color = share > 0.45 ? "#fff" : "#1a1d23";
+        return cell;
+      }),
+    );
+  });
+  const table = el("table", { class: "heat" }, el("caption", { class: "sr-only", text: "Rows: gold tag. Columns: predicted tag. Numbers: tokens." }), el("thead", {}, head), el("tbody", {}, ...rows));
+  $("confusion").replaceChildren(table, el("p", { class: "help", text: "Rows are gold tags, columns predicted tags; darker means a larger share of the row." }));
+}
+
+function renderReport(report) {
+  latest = report;
+  renderCurve(report);
+  renderPerTag(report);
+  renderConfusion(report);
+  renderAnnotators();
+  renderKpis();
+}
+
+async function loadReport() {
+  try {
+    renderReport(await api("GET", `${BASE}/reports/latest/`));
+  } catch (error) {
+    if (error.status !== 404) throw error; // 404: no model yet, or no learning API
+  }
+}
+
+async function loadVersions() {
+  let page;
+  try {
+    page = await api("GET", `${BASE}/models/?limit=20`);
+  } catch (error) {
+    if (error.status === 404) return;
+    throw error;
+  }
+  if (!page.results.length) return;
+  const head = el("tr", {}, ...["Version", "Answers", "Accuracy", "Count error", "Trained", ""].map((h, i) => el("th", { scope: "col", class: i && i < 4 ? "num" : "", text: h })));
+  const rows = page.results.map((v) =>
+    el(
+      "tr",
+      {},
+      el("th", { scope: "row", text: `v${v.version}${v.current ? " (current)" : ""}` }),
+      el("td", { class: "num", text: fmt.format(v.observations) }),
+      el("td", { class: "num", text: pct(v.accuracy) }),
+      el("td", { class: "num", text: v.count_consistency === null ? "–" : v.count_consistency.toFixed(3) }),
+      el("td", {}, el("time", { datetime: v.created_at, text: new Date(v.created_at).toLocaleString() })),
+      el("td", {}, el("a", { href: `${BASE}/models/${v.version}/download`, download: "", text: "Download" })),
+    ),
+  );
+  $("versions").replaceChildren(el("table", { class: "table" }, el("thead", {}, head), el("tbody", {}, ...rows)));
+  if (!document.getElementById("export-predictions")) {
+    $("exports").append(el("li", {}, el("a", { id: "export-predictions", href: `${BASE}/exports/predictions.conllu`, download: "", text: "Predicted tags of the corpus (CoNLL-U)" })));
+  }
+}
+
+$("retrain").addEventListener("click", async () => {
+  $("retrain").disabled = true;
+  try {
+    const answer = await api("POST", `${BASE}/retrain/`);
+    toast(answer.message || (answer.queued ? "Retraining: the new report will appear here." : "Nothing new to learn from."));
+  } catch (error) {
+    toast(error.code === "no_observations" ? "No answers yet: nothing to learn from." : describe(error));
+  } finally {
+    setTimeout(() => ($("retrain").disabled = false), 3000);
+  }
+});
+
+// --- Try the model ----------------------------------------------------------------------------
+
+$("try").addEventListener("submit", async (event) => {
+  event.preventDefault();
+  const text = $("try-text").value.trim();
+  if (!text) return;
+  const out = $("try-out");
+  try {
+    const result = await api("POST", `${BASE}/predict/`, { text });
+    out.replaceChildren(
+      el(
+        "ol",
+        { class: "predicted", "aria-label": `Tags from model version ${result.version}` },
+        ...result.tokens.map((token, i) =>
+          el("li", {}, el("span", { class: "w", text: token }), el("span", { class: "t", text: result.tags[i] }), el("span", { class: "p", text: pct(result.probabilities[i]) })),
+        ),
+      ),
+    );
+  } catch (error) {
+    out.replaceChildren(empty(error.code === "no_model" ? "No model yet: retrain once there are answers." : describe(error)));
+  }
+});
+
+// --- Live updates: the project's event stream -------------------------------------------------
+
+function connect() {
+  if (!window.EventSource) return;
+  const live = $("live");
+  const source = new EventSource(`${BASE}/events/`);
+  source.addEventListener("open", () => {
+    live.textContent = "Live";
+    live.classList.add("on");
+  });
+  source.addEventListener("error", () => {
+    // The stream ends every ~30 s and EventSource reconnects by itself.
+    live.textContent = "Reconnecting…";
+    live.classList.remove("on");
+  });
+  source.addEventListener("hello", (event) => {
+    const { version } = JSON.parse(event.data);
+    if (version !== null && (!latest || latest.version !== version)) refreshModel();
+  });
+  source.addEventListener("report", (event) => {
+    const data = JSON.parse(event.data);
+    if (!latest || latest.version !== data.version) {
+      refreshModel();
+      toast(`New model v${data.version}${data.accuracy === null ? "" : `: ${pct(data.accuracy)} accuracy`}.`);
+    }
+  });
+}
+
+async function refreshModel() {
+  try {
+    await Promise.all([loadReport(), loadVersions(), loadStats(), loadMembers()]);
+  } catch (error) {
+    fail(error);
+  }
+}
+
 // --- Start ------------------------------------------------------------------------------------
 
 async function start() {
   try {
     await loadProject();
-    await Promise.all([loadStats(), loadMembers(), loadImports()]);
+    await Promise.all([loadStats(), loadMembers(), loadImports(), loadReport(), loadVersions()]);
   } catch (error) {
     fail(error);
   }
+  connect();
 }
 
 start();
