@@ -3,9 +3,21 @@
 import os
 
 from celery import Celery
+from django.conf import settings
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
 
 app = Celery("tally")
 app.config_from_object("django.conf:settings", namespace="CELERY")
 app.autodiscover_tasks()
+
+# Beat runs with django-celery-beat's DatabaseScheduler: these entries are written to its tables
+# at start, where the admin can change their period without a deploy. Per-project retraining
+# intervals live in `learning.RetrainSchedule` (see learning/tasks.py for why one sweep).
+app.conf.beat_schedule = {
+    "retrain-sweep": {
+        "task": "learning.retrain_sweep",
+        "schedule": float(settings.TALLY_RETRAIN_SWEEP_SECONDS),
+        "options": {"expires": max(settings.TALLY_RETRAIN_SWEEP_SECONDS * 0.9, 1.0)},
+    },
+}

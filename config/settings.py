@@ -224,6 +224,21 @@ CELERY_TASK_ALWAYS_EAGER = env_bool("CELERY_TASK_ALWAYS_EAGER", False)
 CELERY_BEAT_SCHEDULER = "django_celery_beat.schedulers:DatabaseScheduler"
 CELERY_TIMEZONE = TIME_ZONE
 
+# Retraining (learning/): lock expiry > the retrain time limit, so a live job keeps its lock.
+TALLY_RETRAIN_TIME_LIMIT = env_int("TALLY_RETRAIN_TIME_LIMIT", 15 * 60, minimum=10)
+TALLY_RETRAIN_LOCK_SECONDS = env_int(
+    "TALLY_RETRAIN_LOCK_SECONDS", TALLY_RETRAIN_TIME_LIMIT + 60, minimum=1
+)
+TALLY_RETRAIN_INTERVAL_MINUTES = env_int("TALLY_RETRAIN_INTERVAL_MINUTES", 10, minimum=1)
+TALLY_RETRAIN_SWEEP_SECONDS = env_int("TALLY_RETRAIN_SWEEP_SECONDS", 60, minimum=1)
+TALLY_CODE_VERSION = env_str("TALLY_CODE_VERSION")
+# Webhooks: internal targets (loopback, private, link-local) only when the admin allows them.
+TALLY_WEBHOOK_ALLOW_INTERNAL = env_bool("TALLY_WEBHOOK_ALLOW_INTERNAL", False)
+TALLY_WEBHOOK_BACKOFF_SECONDS = env_int("TALLY_WEBHOOK_BACKOFF_SECONDS", 10, minimum=0)
+# Server-sent events: each stream ends after this long (EventSource reconnects).
+TALLY_SSE_STREAM_SECONDS = env_int("TALLY_SSE_STREAM_SECONDS", 30, minimum=1)
+TALLY_SSE_POLL_SECONDS = env_int("TALLY_SSE_POLL_SECONDS", 2, minimum=1)
+
 LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,

@@ -1,0 +1,263 @@
+"""The one place where ORM rows become arrays for `learning.core`, and learned arrays become
+bytes for storage.
+
+- `training_data_load` reads a project's observations in chunks (`values_list` + `iterator`) and
+  its sentences, and returns the core's `Observations` (fit and held-out parts), the sentences they
+  refer to, the evaluation set and per-annotator answer statistics, with the id indices needed to
+  map results back.
+- `model_dump` / `model_load` write and read a tagger as an `.npz` archive of plain arrays plus a
+  JSON header (loaded with `allow_pickle=False`; nothing in it can execute code).
+
+Held-out observations: an observation is held out of fitting when a multiplicative hash of its
+id falls in the lowest `HOLDOUT_FRACTION` of the range. That slice is deterministic and stable: an
+observation held out once is held out in every version, so count-consistency is comparable across
+the learning curve. Projects with fewer than `HOLDOUT_MIN_OBSERVATIONS` observations hold nothing
+out (their count-consistency is null).
+"""
+
+from __future__ import annotations
+
+import io
+import json
+from collections.abc import Iterator
+from dataclasses import dataclass
+from functools import lru_cache
+
+import numpy as np
+from django.core.files.storage import default_storage
+
+from annotation.models import Observation, Sentence, Tag
+from learning.core.features import FeatureConfig
+from learning.core.observations import Observations
+from learning.core.tagger import LogLinearTagger
+
+CHUNK_SIZE = 5000
+HOLDOUT_FRACTION = 0.1
+HOLDOUT_MIN_OBSERVATIONS = 50
+MODEL_FORMAT = "tally-loglinear-v1"
+_HASH = np.uint64(2654435761)
+_HASH_RANGE = 2**32
+
+
+@dataclass(frozen=True)
+class AnnotatorAnswers:
+    """Per-annotator statistics over all of a project's observations (fit and held out)."""
+
+    annotators: np.ndarray  # sorted user ids
+    answers: np.ndarray
+    median_seconds: np.ndarray  # nan where never sent
+
+
+@dataclass(frozen=True)
+class TrainingData:
+    tagset: tuple[str, ...]
+    sentence_ids: np.ndarray  # database id of each entry of `sentences`
+    sentences: list[list[str]]  # sentences referred to by the observations
+    fit: Observations  # sentence indices into `sentences`
+    judged: Observations  # not held out: `fit` plus the excluded annotators' answers
+    held_out: Observations
+    observations_total: int
+    newest_observation: int  # 0 when none
+    excluded_observations: int  # answers of excluded (flagged) annotators
+    answers: AnnotatorAnswers
+    evaluation_sentences: list[list[str]]
+    evaluation_tags: list[list[str]]
+
+
+def holdout_mask(observation_ids: np.ndarray) -> np.ndarray:
+    """True for observations held out of fitting (see the module docstring)."""
+    ids = np.asarray(observation_ids, dtype=np.uint64)
+    if ids.shape[0] < HOLDOUT_MIN_OBSERVATIONS:
+        return np.zeros(ids.shape[0], dtype=bool)
+    hashed = (ids * _HASH) % np.uint64(_HASH_RANGE)
+    return hashed < np.uint64(int(HOLDOUT_FRACTION * _HASH_RANGE))
+
+
+def project_tagset(*, project_id: int) -> tuple[str, ...]:
+    return tuple(
+        Tag.objects.filter(project_id=project_id)
+        .order_by("position")
+        .values_list("name", flat=True)
+    )
+
+
+def _read_observations(project_id: int, min_id: int = 0) -> dict[str, np.ndarray | list]:
+    columns: dict[str, list] = {
+        k: []
+        for k in ("id", "sentence", "start", "length", "annotator", "seconds", "tags", "counts")
+    }
+    rows = (
+        Observation.objects.filter(project_id=project_id, id__gt=min_id)
+        .order_by("id")
+        .values_list(
+            "id", "sentence_id", "start", "length", "annotator_id", "seconds_on_device", "tags",
+            "counts",
+        )
+        .iterator(chunk_size=CHUNK_SIZE)
+    )  # fmt: skip
+    names = list(columns)
+    for row in rows:
+        for name, value in zip(names, row, strict=True):
+            columns[name].append(value)
+    out: dict[str, np.ndarray | list] = {
+        name: np.asarray(columns[name], dtype=np.int64)
+        for name in ("id", "sentence", "start", "length", "annotator")
+    }
+    out["seconds"] = np.array(
+        [np.nan if s is None else s for s in columns["seconds"]], dtype=np.float64
+    )
+    out["tags"], out["counts"] = columns["tags"], columns["counts"]
+    return out
+
+
+def _mask_and_counts(tags: list, counts: list, n_tags: int) -> tuple[np.ndarray, np.ndarray]:
+    n = len(tags)
+    sizes = np.fromiter((len(t) for t in tags), dtype=np.int64, count=n)
+    rows = np.repeat(np.arange(n), sizes)
+    flat_tags = np.fromiter((k for t in tags for k in t), dtype=np.int64, count=int(sizes.sum()))
+    flat_counts = np.fromiter(
+        (c for row in counts for c in row), dtype=np.int64, count=int(sizes.sum())
+    )
+    mask = np.zeros((n, n_tags), dtype=bool)
+    matrix = np.zeros((n, n_tags), dtype=np.int64)
+    mask[rows, flat_tags] = True
+    matrix[rows, flat_tags] = flat_counts
+    return mask, matrix
+
+
+def _answers(annotator: np.ndarray, seconds: np.ndarray) -> AnnotatorAnswers:
+    annotators, which, answers = np.unique(annotator, return_inverse=True, return_counts=True)
+    medians = np.full(annotators.shape[0], np.nan)
+    order = np.argsort(which, kind="stable")
+    bounds = np.concatenate([[0], np.cumsum(answers)])
+    for k in range(annotators.shape[0]):
+        values = seconds[order[bounds[k] : bounds[k + 1]]]
+        values = values[~np.isnan(values)]
+        if values.size:
+            medians[k] = float(np.median(values))
+    return AnnotatorAnswers(annotators=annotators, answers=answers, median_seconds=medians)
+
+
+def training_data_load(*, project_id: int, excluded_annotators: set[int]) -> TrainingData:
+    """Everything a retrain of the project needs, as arrays. Observations of
+    `excluded_annotators` (flagged ones) are read for the annotator table but not fitted."""
+    tagset = project_tagset(project_id=project_id)
+    obs = _read_observations(project_id)
+    mask, counts = _mask_and_counts(obs["tags"], obs["counts"], len(tagset))
+    used_sentences = np.unique(obs["sentence"])
+    index_of = {int(s): i for i, s in enumerate(used_sentences)}
+    sentences: list[list[str]] = [[] for _ in range(used_sentences.shape[0])]
+    evaluation_sentences, evaluation_tags = [], []
+    rows = (
+        Sentence.objects.filter(project_id=project_id)
+        .order_by("position")
+        .values_list("id", "tokens", "gold_tags", "split")
+        .iterator(chunk_size=CHUNK_SIZE)
+    )
+    for sentence_id, tokens, gold, split in rows:
+        position = index_of.get(sentence_id)
+        if position is not None:
+            sentences[position] = tokens
+        if split == Sentence.Split.EVALUATION and gold is not None:
+            evaluation_sentences.append(tokens)
+            evaluation_tags.append([tagset[k] for k in gold])
+    local = np.array([index_of[int(s)] for s in obs["sentence"]], dtype=np.int64)
+    lengths = np.fromiter((len(s) for s in sentences), dtype=np.int64, count=len(sentences))
+    held = holdout_mask(obs["id"])
+    excluded = np.isin(obs["annotator"], np.fromiter(excluded_annotators, dtype=np.int64))
+
+    def part(select: np.ndarray) -> Observations:
+        return Observations.create(
+            sentence=local[select],
+            start=obs["start"][select],
+            length=obs["length"][select],
+            tag_mask=mask[select],
+            counts=counts[select],
+            annotator=obs["annotator"][select],
+            sentence_lengths=lengths,
+            allow_empty=True,
+        )
+
+    judged = part(~held)
+    return TrainingData(
+        tagset=tagset,
+        sentence_ids=used_sentences,
+        sentences=sentences,
+        fit=judged.subset(~excluded[~held]),
+        judged=judged,
+        held_out=part(held),
+        observations_total=int(obs["id"].shape[0]),
+        newest_observation=int(obs["id"].max()) if obs["id"].size else 0,
+        excluded_observations=int((~held & excluded).sum()),
+        answers=_answers(obs["annotator"], obs["seconds"]),
+        evaluation_sentences=evaluation_sentences,
+        evaluation_tags=evaluation_tags,
+    )
+
+
+def newest_observation_id(*, project_id: int) -> int:
+    newest = (
+        Observation.objects.filter(project_id=project_id)
+        .order_by("-id")
+        .values_list("id", flat=True)
+        .first()
+    )
+    return int(newest or 0)
+
+
+def corpus_sentences(*, project_id: int) -> Iterator[tuple[int, str, list[str], list[int] | None]]:
+    """(id, split, tokens, gold tag indices) of every sentence, in order, read in chunks."""
+    yield from (
+        Sentence.objects.filter(project_id=project_id)
+        .order_by("position")
+        .values_list("id", "split", "tokens", "gold_tags")
+        .iterator(chunk_size=1000)
+    )
+
+
+# Model files ------------------------------------------------------------------------------------
+
+
+def model_dump(tagger: LogLinearTagger) -> bytes:
+    """The tagger's parameters as `.npz` bytes: `meta` (JSON text), `rows` (feature rows with a
+    non-zero weight), `coef` (those rows × K), `intercept` (K)."""
+    rows = np.flatnonzero(np.any(tagger.coef_ != 0.0, axis=1))
+    meta = {
+        "format": MODEL_FORMAT,
+        "tagset": list(tagger.tagset_),
+        "features": tagger.feature_config_.to_dict(),
+        "alpha": tagger.alpha,
+        "max_iter": tagger.max_iter,
+    }
+    buffer = io.BytesIO()
+    np.savez(
+        buffer,
+        meta=np.array(json.dumps(meta)),
+        rows=rows.astype(np.int64),
+        coef=tagger.coef_[rows],
+        intercept=np.asarray(tagger.intercept_, dtype=np.float64),
+    )
+    return buffer.getvalue()
+
+
+def model_load_bytes(data: bytes) -> LogLinearTagger:
+    with np.load(io.BytesIO(data), allow_pickle=False) as archive:
+        meta = json.loads(str(archive["meta"]))
+        if meta.get("format") != MODEL_FORMAT:
+            raise ValueError(f"unknown model format {meta.get('format')!r}")
+        config = FeatureConfig.from_dict(meta["features"])
+        tagger = LogLinearTagger(alpha=meta["alpha"], features=config, max_iter=meta["max_iter"])
+        coef = np.zeros((config.n_features, len(meta["tagset"])))
+        coef[archive["rows"]] = archive["coef"]
+        tagger.tagset_ = tuple(meta["tagset"])
+        tagger.coef_ = coef
+        tagger.intercept_ = archive["intercept"].copy()
+    return tagger
+
+
+@lru_cache(maxsize=4)
+def model_load(name: str) -> LogLinearTagger:
+    """The tagger stored under `name` in the default storage (files are immutable, so a small
+    per-process cache keyed by name is safe)."""
+    with default_storage.open(name, "rb") as handle:
+        return model_load_bytes(handle.read())

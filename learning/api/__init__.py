@@ -1,0 +1,1 @@
+"""The learning API (see learning/API.md): thin views over `learning.services` and selectors."""

@@ -1,0 +1,97 @@
+"""Output shapes of the learning API (learning/API.md)."""
+
+from annotation.api.serializers import iso
+from learning.models import ModelVersion, RetrainRun, Webhook, WebhookDelivery
+
+
+def version_out(version: ModelVersion, *, current_number: int | None) -> dict:
+    report = getattr(version, "report", None)
+    return {
+        "version": version.number,
+        "current": version.number == current_number,
+        "created_at": iso(version.created_at),
+        "observations": version.observations_count,
+        "newest_observation": version.newest_observation,
+        "accuracy": report.accuracy if report else None,
+        "count_consistency": report.count_consistency if report else None,
+        "hyperparameters": version.hyperparameters,
+        "timings": version.timings,
+        "code_version": version.code_version,
+        "warm_started_from": version.warm_started_from,
+    }
+
+
+_ANNOTATOR_FIELDS = (
+    "annotator", "username", "answers", "median_seconds", "reliability", "flagged", "flag_reason",
+)  # fmt: skip
+
+
+def report_out(version: ModelVersion, *, learning_curve: list[dict]) -> dict:
+    report = version.report
+    return {
+        "version": version.number,
+        "created_at": iso(version.created_at),
+        "observations": version.observations_count,
+        "newest_observation": version.newest_observation,
+        "tags": report.confusion["tags"] if report.confusion else None,
+        "evaluation": report.evaluation,
+        "accuracy": report.accuracy,
+        "per_tag": report.per_tag,
+        "confusion": report.confusion,
+        "count_consistency": report.count_consistency,
+        "held_out_observations": report.held_out_observations,
+        "learning_curve": [
+            {**point, "created_at": iso(point["created_at"])} for point in learning_curve
+        ],
+        "annotators": [
+            {key: row.get(key) for key in _ANNOTATOR_FIELDS} for row in report.annotators
+        ],
+        "skipped_observations": report.skipped_observations,
+        "timings": version.timings,
+    }
+
+
+def run_out(run: RetrainRun, status: str) -> dict:
+    return {
+        "id": run.pk,
+        "status": status,
+        "trigger": run.trigger,
+        "version": run.version_number,
+        "started_at": iso(run.started_at),
+        "finished_at": iso(run.finished_at),
+        "seconds": None if run.seconds is None else round(run.seconds, 3),
+        "error": run.error
+        or (
+            "The worker stopped before finishing (killed or timed out)."
+            if status != run.status
+            else ""
+        ),
+    }
+
+
+def webhook_out(webhook: WebhookDelivery | Webhook, last: WebhookDelivery | None) -> dict:
+    return {
+        "id": webhook.pk,
+        "url": webhook.url,
+        "active": webhook.active,
+        "created_at": iso(webhook.created_at),
+        "last_delivery": None
+        if last is None
+        else {"status": last.status, "at": iso(last.last_attempt_at or last.created_at)},
+    }
+
+
+def delivery_out(delivery: WebhookDelivery) -> dict:
+    return {
+        "id": delivery.pk,
+        "event": delivery.event,
+        "version": delivery.version_number,
+        "status": delivery.status,
+        "attempts": delivery.attempts,
+        "response_code": delivery.response_code,
+        "error": delivery.error,
+        "created_at": iso(delivery.created_at),
+        "last_attempt_at": iso(delivery.last_attempt_at),
+        "next_attempt_at": iso(delivery.next_attempt_at),
+        "delivered_at": iso(delivery.delivered_at),
+    }

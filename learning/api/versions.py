@@ -1,0 +1,60 @@
+"""Model versions, their files, and accuracy reports (managers)."""
+
+from django.core.files.storage import default_storage
+from django.http import FileResponse
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import extend_schema
+from rest_framework.response import Response
+
+from annotation.api.base import ManagerView, paginated
+from annotation.exceptions import NotFound
+from learning import selectors
+from learning.api.errors import NoModel
+from learning.api.shapes import report_out, version_out
+
+
+class ModelListView(ManagerView):
+    @extend_schema(responses={200: OpenApiTypes.OBJECT})
+    def get(self, request, project_id):
+        current = selectors.current_version(project_id=self.project.pk)
+        number = current.number if current else None
+        return paginated(
+            self,
+            selectors.versions_of_project(project_id=self.project.pk),
+            lambda version: version_out(version, current_number=number),
+        )
+
+
+class ModelDownloadView(ManagerView):
+    @extend_schema(responses={(200, "application/octet-stream"): OpenApiTypes.BINARY})
+    def get(self, request, project_id, number):
+        version = selectors.version_get(project_id=self.project.pk, number=number)
+        if version is None:
+            raise NotFound("No such model version.")
+        try:
+            handle = default_storage.open(version.file.name, "rb")
+        except FileNotFoundError as exc:
+            raise NoModel("The model file of this version is missing.") from exc
+        return FileResponse(
+            handle,
+            as_attachment=True,
+            filename=f"project-{self.project.pk}-model-v{version.number}.npz",
+            content_type="application/octet-stream",
+        )
+
+
+class ReportView(ManagerView):
+    """`reports/latest/` (number None) or `reports/{number}/`."""
+
+    @extend_schema(responses={200: OpenApiTypes.OBJECT})
+    def get(self, request, project_id, number=None):
+        if number is None:
+            current = selectors.current_version(project_id=self.project.pk)
+            if current is None:
+                raise NoModel("This project has no model yet.")
+            number = current.number
+        version = selectors.version_get(project_id=self.project.pk, number=number)
+        if version is None:
+            raise NotFound("No such model version.")
+        curve = selectors.learning_curve(project_id=self.project.pk)
+        return Response(report_out(version, learning_curve=curve))

@@ -1,0 +1,222 @@
+"""What retraining stores: model versions and their reports, annotator quality, runs, locks,
+schedules, webhooks and their deliveries.
+
+Writes go through `learning.services`, reads through `learning.selectors`; nothing here has side
+effects beyond storing a row. A model version and its report are written in one transaction after
+the model file is in storage, so every visible version is complete; the current version of a
+project is its highest `number`.
+"""
+
+from django.conf import settings
+from django.core.validators import MaxValueValidator, MinValueValidator
+from django.db import models
+
+from annotation.models import Project
+
+MAX_INTERVAL_MINUTES = 7 * 24 * 60
+
+
+class ModelVersion(models.Model):
+    """One learned tagger of a project: its file (the learning core's arrays, never pickle) and
+    how it was made."""
+
+    project = models.ForeignKey(Project, on_delete=models.CASCADE, related_name="model_versions")
+    number = models.PositiveIntegerField()
+    file = models.FileField(max_length=300, help_text="npz model file in the default storage.")
+    observations_count = models.PositiveIntegerField(help_text="Observations used for fitting.")
+    newest_observation = models.BigIntegerField(
+        help_text="Id of the newest observation the job read (fitted or held out)."
+    )
+    hyperparameters = models.JSONField(default=dict)
+    timings = models.JSONField(default=dict, help_text="Seconds per stage.")
+    code_version = models.CharField(max_length=64, blank=True, default="")
+    warm_started_from = models.PositiveIntegerField(null=True, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["project", "-number"]
+        constraints = [
+            models.UniqueConstraint(fields=["project", "number"], name="model_version_unique"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.project} v{self.number}"
+
+
+class AccuracyReport(models.Model):
+    """What was measured when a version was made. Immutable once written."""
+
+    version = models.OneToOneField(
+        ModelVersion, on_delete=models.CASCADE, primary_key=True, related_name="report"
+    )
+    accuracy = models.FloatField(null=True, blank=True)
+    evaluation = models.JSONField(null=True, blank=True, help_text="{sentences, tokens} or null.")
+    per_tag = models.JSONField(default=list, blank=True)
+    confusion = models.JSONField(null=True, blank=True, help_text="{tags, matrix} or null.")
+    count_consistency = models.FloatField(null=True, blank=True)
+    held_out_observations = models.PositiveIntegerField(default=0)
+    skipped_observations = models.PositiveIntegerField(default=0)
+    annotators = models.JSONField(default=list, blank=True, help_text="The annotator table.")
+
+    def __str__(self) -> str:
+        return f"report of {self.version}"
+
+
+class AnnotatorQuality(models.Model):
+    """The latest reliability estimate of an annotator in a project (updated every retrain).
+    A flagged annotator's answers get zero weight in the next fit."""
+
+    project = models.ForeignKey(Project, on_delete=models.CASCADE, related_name="+")
+    annotator = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="+"
+    )
+    answers = models.PositiveIntegerField(default=0)
+    median_seconds = models.FloatField(null=True, blank=True)
+    reliability = models.FloatField(null=True, blank=True, help_text="Skill: 1 good, 0 chance.")
+    noise_variance = models.FloatField(null=True, blank=True)
+    weight = models.FloatField(null=True, blank=True)
+    flagged = models.BooleanField(default=False)
+    flag_reason = models.CharField(max_length=300, blank=True, default="")
+    version_number = models.PositiveIntegerField()
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        ordering = ["project", "annotator"]
+        verbose_name_plural = "annotator quality"
+        constraints = [
+            models.UniqueConstraint(
+                fields=["project", "annotator"], name="annotator_quality_unique"
+            ),
+        ]
+        indexes = [
+            models.Index(
+                fields=["project"], condition=models.Q(flagged=True), name="annotator_flagged_idx"
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.annotator} in {self.project}"
+
+
+class RetrainRun(models.Model):
+    """One attempt of the retrain job, whatever its outcome (visible in the admin and the API)."""
+
+    class Status(models.TextChoices):
+        RUNNING = "running"
+        SUCCEEDED = "succeeded"
+        FAILED = "failed"
+        SKIPPED = "skipped"
+
+    class Trigger(models.TextChoices):
+        MANUAL = "manual"
+        SCHEDULE = "schedule"
+
+    project = models.ForeignKey(Project, on_delete=models.CASCADE, related_name="retrain_runs")
+    status = models.CharField(max_length=10, choices=Status.choices, default=Status.RUNNING)
+    trigger = models.CharField(max_length=10, choices=Trigger.choices)
+    version_number = models.PositiveIntegerField(null=True, blank=True)
+    task_id = models.CharField(max_length=64, blank=True, default="")
+    started_at = models.DateTimeField()
+    finished_at = models.DateTimeField(null=True, blank=True)
+    seconds = models.FloatField(null=True, blank=True)
+    error = models.TextField(blank=True, default="")
+
+    class Meta:
+        ordering = ["project", "-id"]
+        indexes = [models.Index(fields=["project", "-id"], name="retrain_run_project_idx")]
+
+    def __str__(self) -> str:
+        return f"retrain {self.pk} of {self.project} ({self.status})"
+
+
+class RetrainLock(models.Model):
+    """At most one retrain per project: claimed by a conditional UPDATE (row count 1 wins) while
+    `locked_until` is null or past, so a dead worker's claim expires by itself."""
+
+    project = models.OneToOneField(
+        Project, on_delete=models.CASCADE, primary_key=True, related_name="+"
+    )
+    owner = models.CharField(max_length=64, blank=True, default="")
+    locked_until = models.DateTimeField(null=True, blank=True)
+
+    def __str__(self) -> str:
+        return f"retrain lock of {self.project_id}"
+
+
+class RetrainSchedule(models.Model):
+    """How often the periodic sweep may retrain a project. A project without a row uses
+    `TALLY_RETRAIN_INTERVAL_MINUTES`. `last_enqueued_at` is claimed by a conditional UPDATE."""
+
+    project = models.OneToOneField(
+        Project, on_delete=models.CASCADE, primary_key=True, related_name="retrain_schedule"
+    )
+    interval_minutes = models.PositiveIntegerField(
+        validators=[MinValueValidator(1), MaxValueValidator(MAX_INTERVAL_MINUTES)]
+    )
+    enabled = models.BooleanField(default=True)
+    last_enqueued_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        constraints = [
+            models.CheckConstraint(
+                condition=models.Q(
+                    interval_minutes__gte=1, interval_minutes__lte=MAX_INTERVAL_MINUTES
+                ),
+                name="retrain_interval_range",
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"every {self.interval_minutes} min: {self.project}"
+
+
+class Webhook(models.Model):
+    project = models.ForeignKey(Project, on_delete=models.CASCADE, related_name="webhooks")
+    url = models.URLField(max_length=500)
+    secret = models.CharField(max_length=200)
+    active = models.BooleanField(default=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["project", "id"]
+
+    def __str__(self) -> str:
+        return self.url
+
+
+class WebhookDelivery(models.Model):
+    """One event to one webhook, with every attempt's outcome. Written in the same transaction as
+    the version it announces (an outbox), so a broker outage delays deliveries but loses none."""
+
+    class Status(models.TextChoices):
+        PENDING = "pending"
+        RETRYING = "retrying"
+        SUCCEEDED = "succeeded"
+        FAILED = "failed"
+
+    webhook = models.ForeignKey(Webhook, on_delete=models.CASCADE, related_name="deliveries")
+    event = models.CharField(max_length=40)
+    version_number = models.PositiveIntegerField(null=True, blank=True)
+    payload = models.JSONField()
+    status = models.CharField(max_length=10, choices=Status.choices, default=Status.PENDING)
+    attempts = models.PositiveSmallIntegerField(default=0)
+    response_code = models.PositiveSmallIntegerField(null=True, blank=True)
+    error = models.CharField(max_length=500, blank=True, default="")
+    created_at = models.DateTimeField(auto_now_add=True)
+    last_attempt_at = models.DateTimeField(null=True, blank=True)
+    next_attempt_at = models.DateTimeField(null=True, blank=True)
+    delivered_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["webhook", "-id"]
+        verbose_name_plural = "webhook deliveries"
+        indexes = [
+            models.Index(
+                fields=["next_attempt_at"],
+                condition=models.Q(status__in=["pending", "retrying"]),
+                name="delivery_due_idx",
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"delivery {self.pk} ({self.status})"

@@ -1,0 +1,137 @@
+"""Push new reports to open dashboards as server-sent events.
+
+With `REDIS_URL` the worker publishes each new version's summary on a per-project Redis pub/sub
+channel after its transaction committed, and every open stream subscribed to that channel sends
+it on at once. Without Redis (the embedded default) the stream polls the database for a newer
+version every `TALLY_SSE_POLL_SECONDS`. Either way a stream ends after `TALLY_SSE_STREAM_SECONDS`
+with a `retry:` hint, so a web thread is never pinned for long and EventSource reconnects by
+itself; a reconnect sends `Last-Event-ID`, and a version newer than that is sent at once (nothing
+published while no stream was open is lost). If Redis fails mid-stream, the stream falls back to
+polling.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import time
+from collections.abc import Callable, Iterator
+
+import redis
+from django.conf import settings
+from django.core.serializers.json import DjangoJSONEncoder
+
+from learning import selectors
+
+logger = logging.getLogger(__name__)
+
+RETRY_MILLISECONDS = 2000
+KEEPALIVE_SECONDS = 15.0
+
+
+def channel_name(project_id: int) -> str:
+    return f"tally:project:{project_id}:reports"
+
+
+def _client() -> redis.Redis:
+    return redis.Redis.from_url(settings.REDIS_URL, socket_connect_timeout=1, socket_timeout=5)
+
+
+def report_publish(*, project_id: int, summary: dict) -> bool:
+    """Publish a new version's summary (call after the version's transaction committed)."""
+    if not settings.REDIS_URL:
+        return False  # the streams poll the database
+    try:
+        _client().publish(channel_name(project_id), json.dumps(summary, cls=DjangoJSONEncoder))
+    except redis.RedisError as exc:
+        logger.warning(
+            "report push failed", extra={"project_id": project_id, "error": str(exc)[:200]}
+        )
+        return False
+    return True
+
+
+def _event(name: str, data: dict, event_id: int | None = None) -> str:
+    lines = [f"event: {name}"]
+    if event_id is not None:
+        lines.append(f"id: {event_id}")
+    lines.append("data: " + json.dumps(data, cls=DjangoJSONEncoder))
+    return "\n".join(lines) + "\n\n"
+
+
+def _report_event(project_id: int, number: int) -> str | None:
+    version = selectors.version_get(project_id=project_id, number=number)
+    if version is None:
+        return None
+    return _event("report", selectors.report_summary(version=version), number)
+
+
+def _current_number(project_id: int) -> int | None:
+    current = selectors.current_version(project_id=project_id)
+    return current.number if current else None
+
+
+def _subscribe(project_id: int):
+    if not settings.REDIS_URL:
+        return None
+    try:
+        pubsub = _client().pubsub(ignore_subscribe_messages=True)
+        pubsub.subscribe(channel_name(project_id))
+    except redis.RedisError as exc:
+        logger.warning("push subscribe failed; polling", extra={"error": str(exc)[:200]})
+        return None
+    return pubsub
+
+
+def event_stream(
+    *,
+    project_id: int,
+    since: int | None,
+    duration: float | None = None,
+    poll_seconds: float | None = None,
+    clock: Callable[[], float] = time.monotonic,
+) -> Iterator[str]:
+    """The text of one event stream (see the module docstring and learning/API.md)."""
+    duration = settings.TALLY_SSE_STREAM_SECONDS if duration is None else duration
+    poll_seconds = settings.TALLY_SSE_POLL_SECONDS if poll_seconds is None else poll_seconds
+    deadline = clock() + duration
+    pubsub = _subscribe(project_id)  # before reading the current version: nothing falls between
+    try:
+        yield f"retry: {RETRY_MILLISECONDS}\n\n"
+        current = _current_number(project_id)
+        yield _event("hello", {"version": current})
+        sent = since if since is not None else current
+        if current is not None and sent is not None and current > sent:
+            event = _report_event(project_id, current)
+            if event:
+                yield event
+            sent = current
+        last_output = clock()
+        while (remaining := deadline - clock()) > 0:
+            newest = None
+            if pubsub is not None:
+                try:
+                    message = pubsub.get_message(timeout=min(remaining, 1.0))
+                except redis.RedisError as exc:
+                    logger.warning("push stream lost Redis; polling", extra={"error": str(exc)})
+                    pubsub = None
+                    continue
+                if message and message.get("type") == "message":
+                    newest = json.loads(message["data"]).get("version")
+            else:
+                time.sleep(min(remaining, poll_seconds))
+                newest = _current_number(project_id)
+            if newest is not None and (sent is None or newest > sent):
+                event = _report_event(project_id, newest)
+                if event:
+                    yield event
+                    sent, last_output = newest, clock()
+            elif clock() - last_output >= KEEPALIVE_SECONDS:
+                yield ": keep-alive\n\n"
+                last_output = clock()
+    finally:
+        if pubsub is not None:
+            try:
+                pubsub.close()
+            except redis.RedisError:
+                logger.debug("closing a push subscription failed")

@@ -1,0 +1,226 @@
+"""Reads of the learning app: current versions, reports, due projects, runs, webhooks."""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta
+
+from django.conf import settings
+from django.db.models import F, OuterRef, QuerySet, Subquery
+from django.db.models.functions import Coalesce
+from django.utils import timezone
+
+from annotation.models import Observation, Project
+from learning import adapter, locks
+from learning.models import (
+    AccuracyReport,
+    AnnotatorQuality,
+    ModelVersion,
+    RetrainRun,
+    RetrainSchedule,
+    Webhook,
+    WebhookDelivery,
+)
+
+LEARNING_CURVE_POINTS = 200
+RECENT_RUNS = 10
+
+
+def flagged_annotator_ids(project_id: int) -> set[int]:
+    """Ids of the annotators whose answers the last retrain found no better than chance.
+
+    Their answers get zero weight in the next retrain; the task scheduler may stop serving them.
+    """
+    return set(
+        AnnotatorQuality.objects.filter(project_id=project_id, flagged=True).values_list(
+            "annotator_id", flat=True
+        )
+    )
+
+
+def current_version(*, project_id: int) -> ModelVersion | None:
+    """The version predictions use: the newest one (every stored version is complete)."""
+    return ModelVersion.objects.filter(project_id=project_id).order_by("-number").first()
+
+
+def version_get(*, project_id: int, number: int) -> ModelVersion | None:
+    return (
+        ModelVersion.objects.filter(project_id=project_id, number=number)
+        .select_related("report")
+        .first()
+    )
+
+
+def versions_of_project(*, project_id: int) -> QuerySet[ModelVersion]:
+    return (
+        ModelVersion.objects.filter(project_id=project_id)
+        .select_related("report")
+        .order_by("-number")
+    )
+
+
+def learning_curve(*, project_id: int) -> list[dict]:
+    rows = (
+        AccuracyReport.objects.filter(version__project_id=project_id)
+        .order_by("-version__number")
+        .values_list(
+            "version__number",
+            "version__observations_count",
+            "accuracy",
+            "count_consistency",
+            "version__created_at",
+        )[:LEARNING_CURVE_POINTS]
+    )
+    return [
+        {
+            "version": number,
+            "observations": observations,
+            "accuracy": accuracy,
+            "count_consistency": consistency,
+            "created_at": created_at,
+        }
+        for number, observations, accuracy, consistency, created_at in reversed(list(rows))
+    ]
+
+
+def _newest_observation_subquery():
+    return Subquery(
+        Observation.objects.filter(project=OuterRef("pk")).order_by("-id").values("id")[:1]
+    )
+
+
+def _modelled_subquery():
+    return Subquery(
+        ModelVersion.objects.filter(project=OuterRef("pk"))
+        .order_by("-number")
+        .values("newest_observation")[:1]
+    )
+
+
+def projects_due(*, now: datetime | None = None) -> list[int]:
+    """Projects with observations newer than their current model whose retrain interval has
+    passed since the sweep last enqueued them (and whose schedule is enabled)."""
+    now = now or timezone.now()
+    default_interval = settings.TALLY_RETRAIN_INTERVAL_MINUTES
+    schedules = RetrainSchedule.objects.filter(project=OuterRef("pk"))
+    candidates = (
+        Project.objects.annotate(
+            newest=_newest_observation_subquery(),
+            modelled=Coalesce(_modelled_subquery(), 0),
+            enabled=Coalesce(Subquery(schedules.values("enabled")[:1]), True),
+            interval=Coalesce(Subquery(schedules.values("interval_minutes")[:1]), default_interval),
+            last=Subquery(schedules.values("last_enqueued_at")[:1]),
+        )
+        .filter(newest__gt=F("modelled"), enabled=True)
+        .values_list("pk", "interval", "last")
+    )
+    return [
+        pk
+        for pk, interval, last in candidates
+        if last is None or last <= now - timedelta(minutes=interval)
+    ]
+
+
+def retrain_due(*, project_id: int) -> tuple[bool, int]:
+    """(has observations newer than the current model, how many)."""
+    current = current_version(project_id=project_id)
+    modelled = current.newest_observation if current else 0
+    pending = Observation.objects.filter(project_id=project_id, id__gt=modelled).count()
+    return pending > 0, pending
+
+
+def schedule_of(*, project_id: int) -> dict:
+    schedule = RetrainSchedule.objects.filter(project_id=project_id).first()
+    if schedule is None:
+        return {"interval_minutes": settings.TALLY_RETRAIN_INTERVAL_MINUTES, "enabled": True}
+    return {"interval_minutes": schedule.interval_minutes, "enabled": schedule.enabled}
+
+
+def run_status_shown(run: RetrainRun, *, locked: bool) -> str:
+    """A run left `running` by a dead worker is shown as failed once the lock is free."""
+    if run.status == RetrainRun.Status.RUNNING and not locked:
+        return RetrainRun.Status.FAILED
+    return run.status
+
+
+def retrain_status(*, project_id: int) -> dict:
+    """Lock, due-ness and the recent runs (with the status to show), plus the newest failure."""
+    locked_until = locks.lock_state(project_id=project_id)
+    runs = list(RetrainRun.objects.filter(project_id=project_id).order_by("-id")[:RECENT_RUNS])
+    shown = [(run, run_status_shown(run, locked=locked_until is not None)) for run in runs]
+    failures = [run for run, status in shown if status == RetrainRun.Status.FAILED]
+    if not failures:
+        failures = list(
+            RetrainRun.objects.filter(
+                project_id=project_id, status=RetrainRun.Status.FAILED
+            ).order_by("-id")[:1]
+        )
+    due, pending = retrain_due(project_id=project_id)
+    current = current_version(project_id=project_id)
+    return {
+        "locked_until": locked_until,
+        "due": due,
+        "pending_observations": pending,
+        "current_version": current.number if current else None,
+        "runs": shown,
+        "last_failed": failures[0] if failures else None,
+    }
+
+
+def webhooks_of_project(*, project_id: int) -> QuerySet[Webhook]:
+    return Webhook.objects.filter(project_id=project_id).order_by("id")
+
+
+def webhook_get(*, project_id: int, webhook_id: int) -> Webhook | None:
+    return Webhook.objects.filter(project_id=project_id, pk=webhook_id).first()
+
+
+def last_delivery(*, webhook: Webhook) -> WebhookDelivery | None:
+    return webhook.deliveries.order_by("-id").first()
+
+
+def deliveries_of_webhook(*, webhook: Webhook) -> QuerySet[WebhookDelivery]:
+    return webhook.deliveries.order_by("-id")
+
+
+def deliveries_overdue(*, now: datetime, grace: timedelta) -> list[int]:
+    """Deliveries whose next attempt is long overdue (their task was lost, e.g. the broker was
+    down when it should have been queued)."""
+    return list(
+        WebhookDelivery.objects.filter(
+            status__in=[WebhookDelivery.Status.PENDING, WebhookDelivery.Status.RETRYING],
+            next_attempt_at__lt=now - grace,
+        ).values_list("pk", flat=True)[:500]
+    )
+
+
+def report_summary(*, version: ModelVersion) -> dict:
+    """The short form of a report sent to dashboards and webhooks."""
+    report = version.report
+    return {
+        "event": "report.created",
+        "project": version.project_id,
+        "version": version.number,
+        "created_at": version.created_at,
+        "observations": version.observations_count,
+        "accuracy": report.accuracy,
+        "count_consistency": report.count_consistency,
+        "flagged_annotators": sum(1 for row in report.annotators if row.get("flagged")),
+        "report_url": f"/api/projects/{version.project_id}/reports/{version.number}/",
+    }
+
+
+def tagger_of(*, version: ModelVersion):
+    """The version's tagger (cached per process; model files never change)."""
+    return adapter.model_load(version.file.name)
+
+
+def predict_tokens(*, version: ModelVersion, tokens: list[str]):
+    """(tag names, probability of each, (n, K) probabilities) of `tokens` under `version`."""
+    tagger = tagger_of(version=version)
+    probs = tagger.predict_proba(tokens)
+    best = probs.argmax(axis=1) if len(tokens) else []
+    return (
+        [tagger.tagset_[k] for k in best],
+        [float(probs[i, k]) for i, k in enumerate(best)],
+        probs,
+    )

@@ -1,0 +1,474 @@
+"""Writes of the learning app: the retrain job, schedules, and the sweep's bookkeeping.
+
+`retrain_project` is the job: claim the project's lock, read through the adapter, fit the core's
+`CountTagger` warm-started from the current version, evaluate, write the model file, then the
+version, its report, the annotator quality rows, the run record and the webhook deliveries in one
+transaction (after re-confirming the lock inside it). A worker killed anywhere before that commit
+leaves the previous version current and nothing half-written visible (at worst an orphan model
+file, which is deleted when the job fails in-process). Pushing the result is the caller's job,
+after this returns (the transaction has committed by then): see `learning.tasks`.
+"""
+
+from __future__ import annotations
+
+import logging
+import subprocess
+import time
+from dataclasses import dataclass, field
+from functools import lru_cache
+from importlib import metadata
+
+import numpy as np
+from django.conf import settings
+from django.contrib.auth import get_user_model
+from django.core.files.base import ContentFile
+from django.core.files.storage import default_storage
+from django.db import transaction
+from django.utils import timezone
+
+from annotation.exceptions import Conflict, InvalidInput
+from annotation.models import Project
+from learning import adapter, locks, selectors
+from learning.core.crowd import estimate_reliability
+from learning.core.evaluate import accuracy, confusion_matrix, count_consistency, per_tag_scores
+from learning.core.pipeline import CountTagger
+from learning.core.tagger import LogLinearTagger
+from learning.models import (
+    MAX_INTERVAL_MINUTES,
+    AccuracyReport,
+    AnnotatorQuality,
+    ModelVersion,
+    RetrainRun,
+    RetrainSchedule,
+)
+from learning.webhooks import deliveries_create
+
+logger = logging.getLogger(__name__)
+
+# CountTagger settings: a full fit, and a warm-started one (the previous version's tagger is a
+# good start, so fewer refinement iterations reach the same point).
+HYPERPARAMETERS = {
+    "ridge": 0.01,
+    "alpha": 1.0,
+    "n_em_iter": 3,
+    "n_bp_rounds": 1,
+    "reliability": True,
+    "flag_threshold": 0.5,
+    "min_flag_observations": 10,
+    "max_fit_iter": 200,
+}
+WARM_HYPERPARAMETERS = {**HYPERPARAMETERS, "n_em_iter": 1}
+RANDOM_STATE = 0
+
+
+class RetrainError(Exception):
+    """The job cannot produce a version (recorded on the run; not retried)."""
+
+
+class NoObservations(Conflict):
+    """ "Retrain now" on a project without a single observation (API code `no_observations`)."""
+
+    code = "no_observations"
+
+
+class LockLost(RetrainError):
+    """Another worker took the project's lock over (ours expired): write nothing."""
+
+
+@dataclass
+class RetrainOutcome:
+    status: str  # a RetrainRun.Status value
+    run_id: int | None = None
+    version: ModelVersion | None = None
+    summary: dict | None = None
+    delivery_ids: list[int] = field(default_factory=list)
+    message: str = ""
+
+
+@lru_cache(maxsize=1)
+def code_version() -> str:
+    """The git commit of the running code if known, else the package version."""
+    if settings.TALLY_CODE_VERSION:
+        return settings.TALLY_CODE_VERSION[:64]
+    try:
+        sha = subprocess.run(
+            ["git", "rev-parse", "--short=12", "HEAD"],
+            cwd=settings.BASE_DIR,
+            capture_output=True,
+            text=True,
+            timeout=5,
+            check=True,
+        ).stdout.strip()
+    except (OSError, subprocess.SubprocessError):
+        sha = ""
+    if sha:
+        return sha
+    try:
+        return f"tally {metadata.version('tally')}"
+    except metadata.PackageNotFoundError:
+        return "unknown"
+
+
+# The job --------------------------------------------------------------------------------------
+
+
+def _window_expectations(
+    tagger: LogLinearTagger, sentences: list[list[str]], observations
+) -> tuple[np.ndarray, np.ndarray]:
+    """Model mean and variance of every observation's counts, (n, K) each."""
+    n, k = len(observations), len(tagger.tagset_)
+    if n == 0:
+        return np.zeros((0, k)), np.zeros((0, k))
+    tokens = [
+        token
+        for s, start, length in zip(
+            observations.sentence, observations.start, observations.length, strict=True
+        )
+        for token in sentences[s][start : start + length]
+    ]
+    probs = tagger.predict_proba(tokens)
+    bounds = np.concatenate([[0], np.cumsum(observations.length)[:-1]])
+    return np.add.reduceat(probs, bounds, axis=0), np.add.reduceat(
+        probs * (1 - probs), bounds, axis=0
+    )
+
+
+def _evaluation(tagger: LogLinearTagger, data: adapter.TrainingData) -> dict:
+    if not data.evaluation_sentences:
+        return {"accuracy": None, "evaluation": None, "per_tag": [], "confusion": None}
+    predicted = tagger.predict(data.evaluation_sentences)
+    scores = per_tag_scores(data.evaluation_tags, predicted, data.tagset)
+    matrix = confusion_matrix(data.evaluation_tags, predicted, data.tagset)
+    return {
+        "accuracy": accuracy(data.evaluation_tags, predicted),
+        "evaluation": {
+            "sentences": len(data.evaluation_sentences),
+            "tokens": sum(len(s) for s in data.evaluation_sentences),
+        },
+        "per_tag": [{"tag": tag, **scores[tag]} for tag in data.tagset],
+        "confusion": {"tags": list(data.tagset), "matrix": matrix.tolist()},
+    }
+
+
+def _annotator_table(
+    tagger: LogLinearTagger, data: adapter.TrainingData, params: dict
+) -> list[dict]:
+    """Every annotator's reliability against the new model, over their answers that were not
+    held out (so flagged annotators, whose answers were not fitted, are judged again and are
+    unflagged once their answers agree with the model)."""
+    mean, var = _window_expectations(tagger, data.sentences, data.judged)
+    estimates = {}
+    if len(data.judged):
+        estimates = estimate_reliability(
+            data.judged.annotator,
+            data.judged.tag_mask,
+            data.judged.counts,
+            data.judged.length,
+            mean,
+            var,
+            flag_threshold=params["flag_threshold"],
+            min_observations=params["min_flag_observations"],
+        ).as_dict()
+    table = []
+    for annotator, answers, median in zip(
+        data.answers.annotators, data.answers.answers, data.answers.median_seconds, strict=True
+    ):
+        estimate = estimates.get(int(annotator))
+        judged = (
+            estimate is not None and estimate["n_observations"] >= params["min_flag_observations"]
+        )
+        flagged = bool(judged and estimate["flagged"])
+        reason = ""
+        if flagged:
+            reason = (
+                f"Counts no better than chance (skill {estimate['skill']:.2f} < "
+                f"{params['flag_threshold']:.2f} over {estimate['n_observations']} answers); "
+                "their answers no longer count."
+            )
+        table.append(
+            {
+                "annotator": int(annotator),
+                "answers": int(answers),
+                "median_seconds": None if np.isnan(median) else round(float(median), 2),
+                "reliability": round(float(estimate["skill"]), 4) if judged else None,
+                "noise_variance": float(estimate["noise_variance"]) if estimate else None,
+                "weight": float(estimate["weight"]) if estimate else None,
+                "flagged": flagged,
+                "flag_reason": reason,
+            }
+        )
+    return table
+
+
+def _count_consistency(tagger: LogLinearTagger, data: adapter.TrainingData) -> float | None:
+    if len(data.held_out) == 0:
+        return None
+    mean, _ = _window_expectations(tagger, data.sentences, data.held_out)
+    return count_consistency(mean, data.held_out.counts, data.held_out.tag_mask)
+
+
+def _usernames(user_ids) -> dict[int, str]:
+    return dict(
+        get_user_model().objects.filter(pk__in=list(user_ids)).values_list("pk", "username")
+    )
+
+
+def _warm_start(current: ModelVersion | None) -> LogLinearTagger | None:
+    if current is None:
+        return None
+    try:
+        return adapter.model_load(current.file.name)
+    except (OSError, ValueError) as exc:  # a missing or unreadable file: learn from scratch
+        logger.warning(
+            "cannot warm-start from the current version; fitting from scratch",
+            extra={"project_id": current.project_id, "version": current.number, "error": str(exc)},
+        )
+        return None
+
+
+def _fit_and_store(
+    *, project_id: int, run: RetrainRun, owner: str, current: ModelVersion | None
+) -> RetrainOutcome:
+    started = time.perf_counter()
+    timings: dict[str, float] = {}
+    tic = time.perf_counter()
+    excluded = selectors.flagged_annotator_ids(project_id)
+    data = adapter.training_data_load(project_id=project_id, excluded_annotators=excluded)
+    warm = _warm_start(current)
+    timings["read"] = time.perf_counter() - tic
+    if len(data.fit) == 0:
+        raise RetrainError("No observations to fit: every answer is held out or flagged.")
+    params = WARM_HYPERPARAMETERS if warm is not None else HYPERPARAMETERS
+    estimator = CountTagger(**params, random_state=RANDOM_STATE)
+    estimator.fit(data.sentences, data.fit, data.tagset, warm_start=warm)
+    timings.update(estimator.timings_)
+    tagger = estimator.tagger_
+
+    tic = time.perf_counter()
+    evaluation = _evaluation(tagger, data)
+    consistency = _count_consistency(tagger, data)
+    table = _annotator_table(tagger, data, params)
+    names = _usernames(row["annotator"] for row in table)
+    for row in table:
+        row["username"] = names.get(row["annotator"], "")
+    table.sort(key=lambda row: (-row["answers"], row["annotator"]))
+    timings["evaluate"] = time.perf_counter() - tic
+
+    tic = time.perf_counter()
+    number = (current.number if current else 0) + 1
+    name = default_storage.save(
+        f"models/project-{project_id}/v{number}-{owner[:8]}.npz",
+        ContentFile(adapter.model_dump(tagger)),
+    )
+    try:
+        with transaction.atomic():
+            if not locks.lock_confirm(project_id=project_id, owner=owner):
+                raise LockLost("The retrain lock expired and was taken over; nothing written.")
+            timings["write"] = time.perf_counter() - tic
+            timings["total"] = time.perf_counter() - started
+            version = ModelVersion.objects.create(
+                project_id=project_id,
+                number=number,
+                file=name,
+                observations_count=data.observations_total,
+                newest_observation=data.newest_observation,
+                hyperparameters={
+                    **params,
+                    "random_state": RANDOM_STATE,
+                    "fitted_observations": len(data.fit),
+                    "excluded_observations": data.excluded_observations,
+                    "em_iterations": len(estimator.history_),
+                },
+                timings={key: round(value, 3) for key, value in timings.items()},
+                code_version=code_version(),
+                warm_started_from=current.number if warm is not None else None,
+            )
+            AccuracyReport.objects.create(
+                version=version,
+                count_consistency=consistency,
+                held_out_observations=len(data.held_out),
+                skipped_observations=len(estimator.skipped_observations_),
+                annotators=table,
+                **evaluation,
+            )
+            _annotator_quality_store(project_id=project_id, number=number, table=table)
+            run.status = RetrainRun.Status.SUCCEEDED
+            run.version_number = number
+            run.finished_at = timezone.now()
+            run.seconds = time.perf_counter() - started
+            run.save(update_fields=["status", "version_number", "finished_at", "seconds"])
+            summary = selectors.report_summary(version=version)
+            delivery_ids = deliveries_create(
+                project_id=project_id,
+                event=summary["event"],
+                version_number=number,
+                summary=summary,
+            )
+    except BaseException:
+        default_storage.delete(name)
+        raise
+    logger.info(
+        "retrain succeeded",
+        extra={
+            "project_id": project_id,
+            "version": number,
+            "observations": data.observations_total,
+            "accuracy": evaluation["accuracy"],
+            "count_consistency": consistency,
+            "seconds": round(run.seconds, 3),
+        },
+    )
+    return RetrainOutcome(
+        status=run.status,
+        run_id=run.pk,
+        version=version,
+        summary=summary,
+        delivery_ids=delivery_ids,
+    )
+
+
+def _annotator_quality_store(*, project_id: int, number: int, table: list[dict]) -> None:
+    fields = ["answers", "median_seconds", "reliability", "noise_variance", "weight", "flagged",
+              "flag_reason"]  # fmt: skip
+    AnnotatorQuality.objects.bulk_create(
+        [
+            AnnotatorQuality(
+                project_id=project_id,
+                annotator_id=row["annotator"],
+                version_number=number,
+                **{key: row[key] for key in fields},
+            )
+            for row in table
+        ],
+        update_conflicts=True,
+        unique_fields=["project", "annotator"],
+        update_fields=[*fields, "version_number", "updated_at"],
+    )
+
+
+def _run_record(*, project_id: int, trigger: str, task_id: str, status: str, message: str):
+    now = timezone.now()
+    return RetrainRun.objects.create(
+        project_id=project_id,
+        trigger=trigger,
+        task_id=task_id,
+        status=status,
+        started_at=now,
+        finished_at=now if status != RetrainRun.Status.RUNNING else None,
+        seconds=0.0 if status != RetrainRun.Status.RUNNING else None,
+        error=message,
+    )
+
+
+def retrain_project(*, project_id: int, trigger: str, task_id: str = "") -> RetrainOutcome:
+    """Retrain the project if it has observations newer than its current model (see the module
+    docstring). Returns what happened; raises after recording a failed run."""
+    if not Project.objects.filter(pk=project_id).exists():
+        return RetrainOutcome(status=RetrainRun.Status.SKIPPED, message="No such project.")
+    owner = locks.new_owner()
+    if not locks.lock_claim(project_id=project_id, owner=owner):
+        message = "Another retrain of this project is running."
+        run = _run_record(
+            project_id=project_id,
+            trigger=trigger,
+            task_id=task_id,
+            status=RetrainRun.Status.SKIPPED,
+            message=message,
+        )
+        logger.info("retrain skipped: locked", extra={"project_id": project_id})
+        return RetrainOutcome(status=run.status, run_id=run.pk, message=message)
+    try:
+        RetrainRun.objects.filter(project_id=project_id, status=RetrainRun.Status.RUNNING).update(
+            status=RetrainRun.Status.FAILED,
+            error="The worker stopped before finishing (killed or timed out).",
+        )
+        current = selectors.current_version(project_id=project_id)
+        if adapter.newest_observation_id(project_id=project_id) <= (
+            current.newest_observation if current else 0
+        ):
+            message = "The current model already includes every observation."
+            run = _run_record(
+                project_id=project_id,
+                trigger=trigger,
+                task_id=task_id,
+                status=RetrainRun.Status.SKIPPED,
+                message=message,
+            )
+            return RetrainOutcome(status=run.status, run_id=run.pk, message=message)
+        run = _run_record(
+            project_id=project_id,
+            trigger=trigger,
+            task_id=task_id,
+            status=RetrainRun.Status.RUNNING,
+            message="",
+        )
+        logger.info("retrain started", extra={"project_id": project_id, "run_id": run.pk})
+        try:
+            return _fit_and_store(project_id=project_id, run=run, owner=owner, current=current)
+        except BaseException as exc:
+            RetrainRun.objects.filter(pk=run.pk).update(
+                status=RetrainRun.Status.FAILED,
+                finished_at=timezone.now(),
+                seconds=(timezone.now() - run.started_at).total_seconds(),
+                error=f"{type(exc).__name__}: {exc}"[:2000],
+            )
+            logger.exception(
+                "retrain failed",
+                extra={"project_id": project_id, "run_id": run.pk, "error": str(exc)[:200]},
+            )
+            raise
+    finally:
+        locks.lock_release(project_id=project_id, owner=owner)
+
+
+# Requests, schedules, the sweep ---------------------------------------------------------------
+
+
+def retrain_request_check(*, project: Project) -> bool:
+    """For "retrain now": is there anything new to learn from? Raises `Conflict` when the
+    project has no observations at all."""
+    if not adapter.newest_observation_id(project_id=project.pk):
+        raise NoObservations("This project has no observations yet.")
+    due, _ = selectors.retrain_due(project_id=project.pk)
+    return due
+
+
+def retrain_schedule_set(*, project: Project, interval_minutes, enabled=True) -> RetrainSchedule:
+    """Set how often the periodic sweep may retrain the project."""
+    if (
+        isinstance(interval_minutes, bool)
+        or not isinstance(interval_minutes, int)
+        or not 1 <= interval_minutes <= MAX_INTERVAL_MINUTES
+    ):
+        raise InvalidInput(
+            "Invalid schedule.",
+            fields={"interval_minutes": [f"A whole number from 1 to {MAX_INTERVAL_MINUTES}."]},
+        )
+    if not isinstance(enabled, bool):
+        raise InvalidInput("Invalid schedule.", fields={"enabled": ["true or false."]})
+    schedule, _ = RetrainSchedule.objects.update_or_create(
+        project=project, defaults={"interval_minutes": interval_minutes, "enabled": enabled}
+    )
+    return schedule
+
+
+def sweep_claim(*, project_id: int, now=None) -> bool:
+    """Record that the sweep enqueues the project now; False if another sweep just did (a
+    conditional UPDATE checked by its row count)."""
+    now = now or timezone.now()
+    RetrainSchedule.objects.bulk_create(
+        [
+            RetrainSchedule(
+                project_id=project_id, interval_minutes=settings.TALLY_RETRAIN_INTERVAL_MINUTES
+            )
+        ],
+        ignore_conflicts=True,
+    )
+    schedule = RetrainSchedule.objects.get(project_id=project_id)
+    previous = schedule.last_enqueued_at
+    return (
+        RetrainSchedule.objects.filter(project_id=project_id, last_enqueued_at=previous).update(
+            last_enqueued_at=now
+        )
+        == 1
+    )

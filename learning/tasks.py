@@ -1,0 +1,133 @@
+"""Celery tasks of the learning app: thin shells around `learning.services` / `learning.webhooks`.
+
+Scheduling: ONE periodic task, `learning.retrain_sweep` (declared in `config/celery.py`, run by
+beat with django-celery-beat's database scheduler), enqueues a retrain for every project that has
+observations newer than its current model and whose own interval (`RetrainSchedule`, editable in
+the admin and through the API, default `TALLY_RETRAIN_INTERVAL_MINUTES`) has passed. We chose a
+sweep over one `PeriodicTask` per project because projects are created by the annotation app
+(without signals there is no hook to create a beat entry, and a missing entry would silently
+never retrain); because a sweep catches up by itself after any outage (Redis down, beat stopped:
+the next sweep finds every due project); and because it costs one query per minute whatever the
+number of projects. Beat's table still holds the sweep itself, so its period can be changed in the
+admin without a deploy.
+
+Reliability: `acks_late` + `reject_on_worker_lost` (a message is redelivered if its worker dies),
+time limits below the retrain lock's expiry, bounded retries with backoff for database errors.
+A redelivered or duplicate retrain is harmless: the job takes the project's lock and does nothing
+when the current model already includes every observation.
+"""
+
+from __future__ import annotations
+
+import logging
+from datetime import timedelta
+
+from celery import shared_task
+from django.conf import settings
+from django.db import DatabaseError
+from django.utils import timezone
+from kombu.exceptions import KombuError, OperationalError
+from redis.exceptions import RedisError
+
+from learning import push, selectors, services, webhooks
+
+logger = logging.getLogger(__name__)
+
+DELIVERY_GRACE = timedelta(minutes=2)
+_BROKER_ERRORS = (OperationalError, KombuError, RedisError, OSError)
+
+
+def retrain_and_push(
+    *, project_id: int, trigger: str, task_id: str = ""
+) -> services.RetrainOutcome:
+    """Retrain (one transaction), then push the new report to streams and webhooks."""
+    outcome = services.retrain_project(project_id=project_id, trigger=trigger, task_id=task_id)
+    if outcome.version is not None:
+        push.report_publish(project_id=project_id, summary=outcome.summary)
+        for delivery_id in outcome.delivery_ids:
+            webhook_enqueue(delivery_id=delivery_id)
+    return outcome
+
+
+@shared_task(
+    bind=True,
+    name="learning.retrain_project",
+    acks_late=True,
+    reject_on_worker_lost=True,
+    autoretry_for=(DatabaseError,),
+    retry_backoff=5,
+    retry_backoff_max=300,
+    retry_jitter=True,
+    max_retries=3,
+    time_limit=settings.TALLY_RETRAIN_TIME_LIMIT,
+    soft_time_limit=max(settings.TALLY_RETRAIN_TIME_LIMIT - 10, 5),
+)
+def retrain_project(self, project_id: int, trigger: str = "schedule") -> dict:
+    outcome = retrain_and_push(
+        project_id=project_id, trigger=trigger, task_id=self.request.id or ""
+    )
+    return {
+        "status": outcome.status,
+        "version": outcome.version.number if outcome.version else None,
+        "message": outcome.message,
+    }
+
+
+def retrain_enqueue(*, project_id: int, trigger: str) -> bool:
+    """Queue a retrain; False (logged) when the broker is unreachable — the sweep catches up."""
+    try:
+        retrain_project.apply_async(args=[project_id], kwargs={"trigger": trigger}, retry=False)
+    except _BROKER_ERRORS as exc:
+        logger.warning(
+            "cannot queue a retrain; the periodic sweep will catch up",
+            extra={"project_id": project_id, "error": str(exc)[:200]},
+        )
+        return False
+    return True
+
+
+@shared_task(name="learning.retrain_sweep", acks_late=True, time_limit=120, soft_time_limit=110)
+def retrain_sweep() -> dict:
+    """Queue every due project (and re-queue webhook deliveries whose task was lost)."""
+    now = timezone.now()
+    queued = [
+        project_id
+        for project_id in selectors.projects_due(now=now)
+        if services.sweep_claim(project_id=project_id, now=now)
+        and retrain_enqueue(project_id=project_id, trigger="schedule")
+    ]
+    redelivered = [
+        delivery_id
+        for delivery_id in selectors.deliveries_overdue(now=now, grace=DELIVERY_GRACE)
+        if webhook_enqueue(delivery_id=delivery_id)
+    ]
+    if queued or redelivered:
+        logger.info("retrain sweep", extra={"queued": queued, "redelivered": redelivered})
+    return {"queued": queued, "redelivered": redelivered}
+
+
+@shared_task(
+    bind=True,
+    name="learning.webhook_deliver",
+    acks_late=True,
+    max_retries=webhooks.MAX_ATTEMPTS,
+    time_limit=60,
+    soft_time_limit=50,
+)
+def webhook_deliver(self, delivery_id: int) -> str:
+    outcome = webhooks.delivery_attempt(delivery_id=delivery_id)
+    if outcome.retry_in is not None:
+        raise self.retry(countdown=outcome.retry_in)
+    return outcome.status
+
+
+def webhook_enqueue(*, delivery_id: int) -> bool:
+    try:
+        webhook_deliver.apply_async(args=[delivery_id], retry=False)
+    except _BROKER_ERRORS as exc:
+        logger.warning(
+            "cannot queue a webhook delivery; the sweep will retry it",
+            extra={"delivery_id": delivery_id, "error": str(exc)[:200]},
+        )
+        return False
+    return True

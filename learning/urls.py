@@ -1,0 +1,41 @@
+"""URLs of the learning API, included under /api/ (see learning/API.md)."""
+
+from django.urls import path
+
+from learning.api import events, predictions, retraining, versions, webhooks
+
+P = "projects/<int:project_id>/"
+
+urlpatterns = [
+    path(P + "models/", versions.ModelListView.as_view(), name="model-list"),
+    path(
+        P + "models/<int:number>/download",
+        versions.ModelDownloadView.as_view(),
+        name="model-download",
+    ),
+    path(P + "reports/latest/", versions.ReportView.as_view(), name="report-latest"),
+    path(P + "reports/<int:number>/", versions.ReportView.as_view(), name="report-detail"),
+    path(P + "retrain/", retraining.RetrainView.as_view(), name="retrain"),
+    path(
+        P + "retrain-schedule/", retraining.RetrainScheduleView.as_view(), name="retrain-schedule"
+    ),
+    path(P + "retrain-status/", retraining.RetrainStatusView.as_view(), name="retrain-status"),
+    path(P + "predict/", predictions.PredictView.as_view(), name="predict"),
+    path(
+        P + "exports/predictions.conllu",
+        predictions.PredictionsExportView.as_view(),
+        name="export-predictions-conllu",
+    ),
+    path(P + "webhooks/", webhooks.WebhookListView.as_view(), name="webhook-list"),
+    path(
+        P + "webhooks/<int:webhook_id>/",
+        webhooks.WebhookDetailView.as_view(),
+        name="webhook-detail",
+    ),
+    path(
+        P + "webhooks/<int:webhook_id>/deliveries/",
+        webhooks.DeliveryListView.as_view(),
+        name="webhook-deliveries",
+    ),
+    path(P + "events/", events.EventsView.as_view(), name="events"),
+]
