@@ -15,6 +15,7 @@ from typing import Any
 
 from django.contrib.auth import get_user_model
 from django.db import connection, transaction
+from django.db.backends.postgresql.base import ServerBindingCursor
 from django.utils.dateparse import parse_datetime
 
 from annotation.models import Project
@@ -173,13 +174,30 @@ def row_lock() -> str:
     )
 
 
+def _prepared_cursor():
+    """On PostgreSQL, a server-side-binding cursor on Django's connection: these statements
+    are fixed strings, so the server parses and plans each once per connection (prepared
+    statements) instead of on every request. Django's own cursors bind on the client side."""
+    connection.ensure_connection()
+    connection.validate_no_broken_transaction()
+    return ServerBindingCursor(connection.connection)
+
+
 def fetchone(sql: str, params: list[Any]) -> tuple | None:
+    if connection.vendor == "postgresql":
+        with connection.wrap_database_errors, _prepared_cursor() as cursor:
+            cursor.execute(sql, params, prepare=True)
+            return cursor.fetchone()
     with connection.cursor() as cursor:
         cursor.execute(sql, params)
         return cursor.fetchone()
 
 
 def execute(sql: str, params: list[Any]) -> int:
+    if connection.vendor == "postgresql":
+        with connection.wrap_database_errors, _prepared_cursor() as cursor:
+            cursor.execute(sql, params, prepare=True)
+            return cursor.rowcount
     with connection.cursor() as cursor:
         cursor.execute(sql, params)
         return cursor.rowcount

@@ -58,6 +58,59 @@ def _percentile(values: list[float], q: float) -> float:
     return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
 
 
+_TICKS = os.sysconf("SC_CLK_TCK")
+
+
+def _process_cpu_seconds(pid: int) -> float:
+    try:
+        with open(f"/proc/{pid}/stat") as handle:
+            fields = handle.read().rsplit(")", 1)[1].split()
+    except OSError:
+        return 0.0
+    return (int(fields[11]) + int(fields[12])) / _TICKS
+
+
+def _children(pid: int) -> list[int]:
+    found = []
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                with open(f"/proc/{entry}/stat") as handle:
+                    if int(handle.read().rsplit(")", 1)[1].split()[1]) == pid:
+                        found.append(int(entry))
+            except OSError:
+                continue
+    return found
+
+
+class _CpuMeter:
+    """CPU seconds spent by the server (gunicorn master and workers), the scratch database's
+    PostgreSQL backends and this load generator: a cost per request that other load on the
+    machine does not change much, unlike the request rates."""
+
+    def __init__(self, server_pid: int, admin_url: str, database: str) -> None:
+        self.server_pid, self.admin_url, self.database = server_pid, admin_url, database
+
+    def _pids(self) -> dict[int, str]:
+        with psycopg.connect(self.admin_url, autocommit=True) as admin:
+            backends = admin.execute(
+                "SELECT pid FROM pg_stat_activity WHERE datname = %s", [self.database]
+            ).fetchall()
+        pids = {pid: "server" for pid in [self.server_pid, *_children(self.server_pid)]}
+        return pids | {pid: "database" for (pid,) in backends}
+
+    def snapshot(self) -> dict[tuple[str, int], float]:
+        cpu = {(kind, pid): _process_cpu_seconds(pid) for pid, kind in self._pids().items()}
+        return cpu | {("load_generator", -1): time.process_time()}
+
+    @staticmethod
+    def spent(before: dict, after: dict) -> dict[str, float]:
+        out = {"server": 0.0, "database": 0.0, "load_generator": 0.0}
+        for key, value in after.items():
+            out[key[0]] += value - before.get(key, 0.0)
+        return out
+
+
 class _Connection:
     """One keep-alive HTTP/1.1 connection; just enough HTTP for our own server's answers."""
 
@@ -288,7 +341,8 @@ class Command(BaseCommand):
                 start_new_session=True,
             )
             self._wait_ready(port, server)
-            result = asyncio.run(self._drive(port, seed, options, log))
+            meter = _CpuMeter(server.pid, admin_url, name)
+            result = asyncio.run(self._drive(port, seed, options, log, meter))
             result |= {
                 "clients": options["clients"],
                 "seconds": options["seconds"],
@@ -323,7 +377,7 @@ class Command(BaseCommand):
                 time.sleep(0.2)
         raise CommandError("gunicorn did not answer within 60 s")
 
-    async def _drive(self, port: int, seed: dict, options: dict, log) -> dict:
+    async def _drive(self, port: int, seed: dict, options: dict, log, meter: _CpuMeter) -> dict:
         clients, seconds = options["clients"], options["seconds"]
         ping_seconds = options["ping_seconds"] or max(3.0, min(10.0, seconds / 2))
         # Warm up every worker's connections and caches.
@@ -338,13 +392,17 @@ class Command(BaseCommand):
         )
         log(f"trivial view: {clients} clients for {ping_seconds:.0f} s…")
         ping = _Stats()
+        cpu_before = meter.snapshot()
         started = time.perf_counter()
         await asyncio.gather(
             *(_ping_client(port, started + ping_seconds, ping) for _ in range(clients))
         )
         ping_elapsed = time.perf_counter() - started
+        ping_cpu_parts = meter.spent(cpu_before, meter.snapshot())
+        ping_cpu = sum(ping_cpu_parts.values())
         log(f"annotator cycle: {clients} clients for {seconds:.0f} s…")
         stats = _Stats()
+        cpu_before = meter.snapshot()
         started = time.perf_counter()
         await asyncio.gather(
             *(
@@ -353,10 +411,15 @@ class Command(BaseCommand):
             )
         )
         elapsed = time.perf_counter() - started
+        cycle_cpu_parts = meter.spent(cpu_before, meter.snapshot())
+        cycle_cpu = sum(cycle_cpu_parts.values())
         both = stats.latencies["next"] + stats.latencies["submit"]
         ping_rate = len(ping.latencies["ping"]) / ping_elapsed
         requests_rate = len(both) / elapsed
         ms = 1000.0
+        cpus = os.cpu_count() or 1
+        cpu_per_cycle = cycle_cpu / stats.cycles if stats.cycles else None
+        cpu_per_ping = ping_cpu / len(ping.latencies["ping"]) if ping.latencies["ping"] else None
         return {
             "cycles_per_second": round(stats.cycles / elapsed, 1),
             "requests_per_second": round(requests_rate, 1),
@@ -369,6 +432,23 @@ class Command(BaseCommand):
             "ratio_to_trivial_view": round(requests_rate / ping_rate, 3) if ping_rate else None,
             "cycles": stats.cycles,
             "no_task_answers": stats.no_task,
+            # CPU cost (server + its database backends + load generator), and what it implies
+            # for a machine whose cores do nothing else.
+            "cpu_ms_per_cycle": round(cpu_per_cycle * ms, 2) if cpu_per_cycle else None,
+            "cpu_ms_per_cycle_by_part": {
+                part: round(value / max(stats.cycles, 1) * ms, 2)
+                for part, value in cycle_cpu_parts.items()
+            },
+            "cpu_ms_per_trivial_request": round(cpu_per_ping * ms, 3) if cpu_per_ping else None,
+            "cpu_share_used": round((cycle_cpu / elapsed) / cpus, 2),
+            "idle_machine_cycles_per_second_estimate": (
+                round(cpus / cpu_per_cycle, 1) if cpu_per_cycle else None
+            ),
+            "idle_machine_ratio_estimate": (
+                round(2 * cpu_per_ping / cpu_per_cycle, 3)
+                if cpu_per_cycle and cpu_per_ping
+                else None
+            ),
             "errors": {**stats.errors, **{f"ping {k}": v for k, v in ping.errors.items()}},
         }
 
