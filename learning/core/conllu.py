@@ -1,0 +1,160 @@
+"""Streaming reader for CoNLL-U files (Universal Dependencies).
+
+A CoNLL-U file is a sequence of sentences separated by blank lines. Each token line has ten
+tab-separated columns ``ID FORM LEMMA UPOS XPOS FEATS HEAD DEPREL DEPS MISC``; lines starting with
+``#`` are comments (``# sent_id = ...`` and ``# text = ...`` are kept). Multiword-token ranges
+(``ID`` like ``1-2``) and empty nodes (``ID`` like ``1.1``) are skipped: the tokens that carry the
+part-of-speech tags are the plain integer ids, which must run ``1, 2, 3, ...`` in each sentence.
+
+Both the crowd simulation and the platform's corpus import read corpora through this module, so it
+never loads a whole file into memory and reports malformed input with the line number.
+"""
+
+from __future__ import annotations
+
+import gzip
+import io
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+
+__all__ = ["ConlluError", "ConlluSentence", "iter_conllu", "read_conllu"]
+
+_N_COLUMNS = 10
+
+
+class ConlluError(ValueError):
+    """Malformed CoNLL-U input. ``line_number`` is 1-based; ``str(error)`` starts with it."""
+
+    def __init__(self, line_number: int, message: str) -> None:
+        self.line_number = line_number
+        self.message = message
+        super().__init__(f"line {line_number}: {message}")
+
+
+@dataclass
+class ConlluSentence:
+    """One sentence: parallel lists of word forms and their universal and language-specific tags."""
+
+    tokens: list[str] = field(default_factory=list)
+    upos: list[str] = field(default_factory=list)
+    xpos: list[str] = field(default_factory=list)
+    sent_id: str | None = None
+    text: str | None = None
+    line_number: int = 0  # line of the sentence's first token, for error messages downstream
+
+    def tags(self, tagset: str) -> list[str]:
+        """The tag column named ``"upos"`` or ``"xpos"``."""
+        if tagset == "upos":
+            return self.upos
+        if tagset == "xpos":
+            return self.xpos
+        raise ValueError(f"unknown tag column {tagset!r}: expected 'upos' or 'xpos'")
+
+
+def iter_conllu(lines: Iterable[str]) -> Iterator[ConlluSentence]:
+    """Yield the sentences of CoNLL-U text given line by line (a text file object works).
+
+    Raises :class:`ConlluError` at the first malformed line, e.g.
+    ``line 17: expected 10 tab-separated columns, found 7``.
+    """
+    sentence = ConlluSentence()
+    line_number = 0
+    for line_number, raw in enumerate(lines, start=1):
+        line = raw.rstrip("\r\n")
+        if line_number == 1:
+            line = line.removeprefix("\ufeff")
+        if not line.strip():
+            if sentence.tokens:
+                yield sentence
+            elif sentence.sent_id is not None or sentence.text is not None:
+                raise ConlluError(line_number, "sentence has comments but no tokens")
+            sentence = ConlluSentence()
+            continue
+        if line.startswith("#"):
+            _read_comment(line, sentence)
+            continue
+        _read_token(line, line_number, sentence)
+    if sentence.tokens:
+        yield sentence
+    elif sentence.sent_id is not None or sentence.text is not None:
+        raise ConlluError(line_number, "sentence has comments but no tokens")
+
+
+def read_conllu(path: str | Path) -> Iterator[ConlluSentence]:
+    """Stream the sentences of a CoNLL-U file, plain or gzip-compressed (detected by content).
+
+    The file is opened when iteration starts and closed when it ends. Missing files raise
+    ``FileNotFoundError``; undecodable bytes raise :class:`ConlluError` (UTF-8 is required).
+    """
+    path = Path(path)
+    with path.open("rb") as raw:
+        magic = raw.read(2)
+        raw.seek(0)
+        binary = gzip.GzipFile(fileobj=raw) if magic == b"\x1f\x8b" else raw
+        text = io.TextIOWrapper(binary, encoding="utf-8", newline="")
+        counted = _CountingLines(text)
+        try:
+            yield from iter_conllu(counted)
+        except UnicodeDecodeError as exc:
+            raise ConlluError(counted.line_number + 1, "not valid UTF-8 text") from exc
+        except (OSError, EOFError) as exc:  # truncated or corrupt gzip stream
+            raise ConlluError(counted.line_number + 1, f"cannot read file: {exc}") from exc
+
+
+class _CountingLines:
+    """Iterate a text stream's lines, remembering how many were read (for decode errors)."""
+
+    def __init__(self, stream: io.TextIOBase) -> None:
+        self._stream = stream
+        self.line_number = 0
+
+    def __iter__(self) -> Iterator[str]:
+        for line in self._stream:
+            self.line_number += 1
+            yield line
+
+
+def _read_comment(line: str, sentence: ConlluSentence) -> None:
+    key, sep, value = line[1:].partition("=")
+    if not sep:
+        return
+    key = key.strip()
+    if key == "sent_id":
+        sentence.sent_id = value.strip()
+    elif key == "text":
+        sentence.text = value.strip()
+
+
+def _read_token(line: str, line_number: int, sentence: ConlluSentence) -> None:
+    columns = line.split("\t")
+    if len(columns) != _N_COLUMNS:
+        raise ConlluError(
+            line_number,
+            f"expected {_N_COLUMNS} tab-separated columns, found {len(columns)}",
+        )
+    token_id, form, _lemma, upos, xpos = columns[:5]
+    if "-" in token_id or "." in token_id:
+        _check_special_id(token_id, line_number)
+        return
+    if not token_id.isdigit():
+        raise ConlluError(line_number, f"token id must be a positive integer, found {token_id!r}")
+    expected = len(sentence.tokens) + 1
+    if int(token_id) != expected:
+        raise ConlluError(line_number, f"expected token id {expected}, found {token_id}")
+    if not form:
+        raise ConlluError(line_number, "empty FORM column")
+    if not upos:
+        raise ConlluError(line_number, "empty UPOS column")
+    if not sentence.tokens:
+        sentence.line_number = line_number
+    sentence.tokens.append(form)
+    sentence.upos.append(upos)
+    sentence.xpos.append(xpos)
+
+
+def _check_special_id(token_id: str, line_number: int) -> None:
+    separator = "-" if "-" in token_id else "."
+    parts = token_id.split(separator)
+    if len(parts) != 2 or not all(part.isdigit() for part in parts):
+        raise ConlluError(line_number, f"malformed token id {token_id!r}")

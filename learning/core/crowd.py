@@ -1,0 +1,136 @@
+"""Annotator reliability from count residuals (Dawid–Skene-style weighting for counts).
+
+For observation ``i`` by annotator ``a`` and asked tag ``b``, compare the answer ``N_ib`` with the
+model's expected count ``μ_ib = Σ_{j∈r_i} p_j(b)`` (or the true count on gold tasks). Modelling
+the answer as the true count plus annotator noise of variance ``σ_a²``,
+
+    E[(N_ib − μ_ib)²] = v_ib + σ_a²,      v_ib = Σ_{j∈r_i} p_j(b)(1 − p_j(b))   (0 on gold),
+
+so ``σ_a² = max(0, mean(r² − v))`` (shrunk toward the crowd's median with a few pseudo-entries).
+Weights ``ω_a = min(1, (τ² + σ_ref²) / (τ² + σ_a²))``, with ``τ²`` the mean model variance and
+``σ_ref²`` the median annotator's noise, enter the least squares rows and temper the annotator's
+evidence in EM.
+
+The manager-facing score is the *skill* ``1 − Σ r² / Σ E[(U − μ)²]``, where ``U`` is the answer
+of a chance annotator who picks a valid count vector uniformly at random (for ``m`` categories —
+the asked tags, plus "other" unless all tags were asked — ``U_b`` is Dirichlet-multinomial with
+``n = w``, ``α = 1``: mean ``w/m``, variance ``w (1/m)(1 − 1/m)(w + m)/(m + 1)``). Skill is 1 for
+answers that match the model perfectly and about 0 for chance; annotators with at least
+``min_observations`` answers and skill below ``flag_threshold`` are flagged and get weight 0.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+__all__ = ["Reliability", "chance_squared_error", "estimate_reliability"]
+
+
+@dataclass(frozen=True)
+class Reliability:
+    """Per-annotator estimates, aligned with ``annotators`` (sorted unique ids)."""
+
+    annotators: np.ndarray
+    n_observations: np.ndarray
+    noise_variance: np.ndarray
+    skill: np.ndarray
+    weight: np.ndarray
+    flagged: np.ndarray
+
+    def observation_weights(self, annotator: np.ndarray) -> np.ndarray:
+        """ω of each observation's annotator (annotators not estimated get weight 1)."""
+        position = np.searchsorted(self.annotators, annotator)
+        position = np.clip(position, 0, max(len(self.annotators) - 1, 0))
+        known = (
+            self.annotators[position] == annotator
+            if len(self.annotators)
+            else np.zeros(len(annotator), bool)
+        )
+        return np.where(known, self.weight[position] if len(self.annotators) else 1.0, 1.0)
+
+    def as_dict(self) -> dict[int, dict]:
+        """JSON-friendly ``{annotator id: {n_observations, noise_variance, skill, weight,
+        flagged}}``."""
+        return {
+            int(a): {
+                "n_observations": int(n),
+                "noise_variance": float(s),
+                "skill": float(k),
+                "weight": float(w),
+                "flagged": bool(f),
+            }
+            for a, n, s, k, w, f in zip(
+                self.annotators,
+                self.n_observations,
+                self.noise_variance,
+                self.skill,
+                self.weight,
+                self.flagged,
+                strict=True,
+            )
+        }
+
+
+def chance_squared_error(
+    length: np.ndarray, tag_mask: np.ndarray, expected: np.ndarray
+) -> np.ndarray:
+    """``E[(U_b − μ_b)²]`` (n, K) for a uniformly random valid answer ``U`` (zero off ``B``)."""
+    n_tags = tag_mask.shape[1]
+    asked = tag_mask.sum(axis=1)
+    m = np.where(asked == n_tags, asked, asked + 1).astype(np.float64)
+    w = length.astype(np.float64)
+    mean = w / m
+    variance = w * (1.0 / m) * (1.0 - 1.0 / m) * (w + m) / (m + 1.0)
+    return np.where(tag_mask, variance[:, None] + (mean[:, None] - expected) ** 2, 0.0)
+
+
+def estimate_reliability(
+    annotator: np.ndarray,
+    tag_mask: np.ndarray,
+    counts: np.ndarray,
+    length: np.ndarray,
+    expected: np.ndarray,
+    variance: np.ndarray,
+    *,
+    flag_threshold: float = 0.5,
+    min_observations: int = 10,
+    prior_entries: float = 10.0,
+) -> Reliability:
+    """Estimate every annotator's noise, skill and weight from ``(n, K)`` expected counts and
+    model variances of their observations (see the module docstring)."""
+    annotators, which = np.unique(annotator, return_inverse=True)
+    which = which.ravel()
+    n_annotators = annotators.shape[0]
+    mask = tag_mask.astype(np.float64)
+    squared = mask * (counts - expected) ** 2
+    chance = chance_squared_error(length, tag_mask, expected)
+
+    def per_annotator(values: np.ndarray) -> np.ndarray:
+        return np.bincount(which, weights=values.sum(axis=1), minlength=n_annotators)
+
+    entries = per_annotator(mask)
+    excess = per_annotator(squared - mask * variance)
+    sum_squared = per_annotator(squared)
+    sum_chance = per_annotator(chance)
+    n_obs = np.bincount(which, minlength=n_annotators)
+
+    raw_noise = np.maximum(excess / np.maximum(entries, 1.0), 0.0)
+    skill = 1.0 - sum_squared / np.maximum(sum_chance, 1e-12)
+    flagged = (n_obs >= min_observations) & (skill < flag_threshold)
+    trusted = ~flagged & (n_obs >= min_observations)
+    reference = float(np.median(raw_noise[trusted])) if trusted.any() else 0.0
+    noise = (excess.clip(min=0.0) + prior_entries * reference) / (entries + prior_entries)
+    tau = float((mask * variance).sum() / max(mask.sum(), 1.0))
+    tau = max(tau, 1e-3)
+    weight = np.minimum(1.0, (tau + reference) / (tau + noise))
+    weight[flagged] = 0.0
+    return Reliability(
+        annotators=annotators,
+        n_observations=n_obs,
+        noise_variance=noise,
+        skill=skill,
+        weight=weight,
+        flagged=flagged,
+    )

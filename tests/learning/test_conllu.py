@@ -1,0 +1,79 @@
+import gzip
+
+import pytest
+
+from learning.core.conllu import ConlluError, iter_conllu, read_conllu
+
+SAMPLE = """# newdoc id = d1
+# sent_id = s1
+# text = I can't go.
+1\tI\tI\tPRON\tPRP\t_\t3\tnsubj\t_\t_
+2-3\tcan't\t_\t_\t_\t_\t_\t_\t_\t_
+2\tca\tcan\tAUX\tMD\t_\t4\taux\t_\t_
+3\tn't\tnot\tPART\tRB\t_\t4\tadvmod\t_\t_
+4\tgo\tgo\tVERB\tVB\t_\t0\troot\t_\t_
+4.1\tgone\tgo\tVERB\tVBN\t_\t_\t_\t0:root\t_
+5\t.\t.\tPUNCT\t.\t_\t4\tpunct\t_\t_
+
+# sent_id = s2
+1\tYes\tyes\tINTJ\tUH\t_\t0\troot\t_\t_
+"""
+
+
+def test_reads_sentences_skipping_ranges_and_empty_nodes():
+    sentences = list(iter_conllu(SAMPLE.splitlines(keepends=True)))
+    assert [s.sent_id for s in sentences] == ["s1", "s2"]
+    first = sentences[0]
+    assert first.tokens == ["I", "ca", "n't", "go", "."]
+    assert first.upos == ["PRON", "AUX", "PART", "VERB", "PUNCT"]
+    assert first.xpos == ["PRP", "MD", "RB", "VB", "."]
+    assert first.text == "I can't go."
+    assert first.tags("upos") == first.upos
+    assert sentences[1].tokens == ["Yes"]  # last sentence without a trailing blank line
+
+
+def test_wrong_column_count_names_the_line():
+    lines = SAMPLE.splitlines(keepends=True)
+    lines[4] = "2\tca\tcan\tAUX\tMD\t_\t4\n"
+    with pytest.raises(ConlluError) as info:
+        list(iter_conllu(lines))
+    assert info.value.line_number == 5
+    assert str(info.value) == "line 5: expected 10 tab-separated columns, found 7"
+
+
+@pytest.mark.parametrize(
+    ("line", "message"),
+    [
+        ("x\tI\tI\tPRON\tPRP\t_\t0\troot\t_\t_", "token id must be a positive integer"),
+        ("2\tI\tI\tPRON\tPRP\t_\t0\troot\t_\t_", "expected token id 1, found 2"),
+        ("1-x\tI\tI\tPRON\tPRP\t_\t0\troot\t_\t_", "malformed token id"),
+    ],
+)
+def test_malformed_ids(line, message):
+    with pytest.raises(ConlluError, match=message):
+        list(iter_conllu([line + "\n"]))
+
+
+def test_reads_plain_and_gzip_files(tmp_path):
+    plain = tmp_path / "a.conllu"
+    plain.write_text(SAMPLE, encoding="utf-8")
+    packed = tmp_path / "a.conllu.gz"
+    with gzip.open(packed, "wt", encoding="utf-8") as handle:
+        handle.write(SAMPLE)
+    assert [s.tokens for s in read_conllu(plain)] == [s.tokens for s in read_conllu(packed)]
+
+
+def test_invalid_utf8_is_a_conllu_error(tmp_path):
+    path = tmp_path / "bad.conllu"
+    path.write_bytes(SAMPLE.encode("utf-8") + b"1\t\xff\t_\tX\tX\t_\t0\troot\t_\t_\n")
+    with pytest.raises(ConlluError, match="UTF-8"):
+        list(read_conllu(path))
+
+
+def test_reader_is_streaming():
+    def lines():
+        yield from SAMPLE.splitlines(keepends=True)[:11]
+        raise AssertionError("read past the first sentence")
+
+    first = next(iter(iter_conllu(lines())))
+    assert first.sent_id == "s1"

@@ -1,0 +1,73 @@
+import numpy as np
+import scipy.sparse as sp
+
+from learning.core.design import design_matrix, encode_corpus
+from learning.core.simulate import simulate_crowd
+from learning.core.solver import select_ridge, solve_word_tag_probs, tag_prior
+from tests.learning.synthetic import make_corpus
+
+
+def _solve(n_sentences, seed, tags_per_task=None, ridge=1e-2):
+    rng = np.random.default_rng(seed)
+    sentences, gold, w_star, _ = make_corpus(rng, n_sentences=n_sentences)
+    crowd = simulate_crowd(
+        gold, 4, window=4, obs_per_sentence=2, tags_per_task=tags_per_task, random_state=seed
+    )
+    corpus = encode_corpus(sentences)
+    obs = crowd.observations
+    a = design_matrix(corpus, obs)
+    solution = solve_word_tag_probs(a, obs.counts, obs.tag_mask * 1.0, obs.length, ridge)
+    truth = w_star[[int(form[1:]) for form in corpus.vocabulary]]
+    return solution, truth, a, obs
+
+
+def test_word_tag_estimates_are_consistent():
+    """ŵ → w* as observations grow (frequency-weighted error, all tags and tag subsets)."""
+    with np.errstate(invalid="raise", divide="raise"):
+        for tags_per_task in (None, 2):
+            errors = []
+            for n in (200, 2000, 20000):
+                solution, truth, a, _ = _solve(n, seed=3, tags_per_task=tags_per_task)
+                weight = np.asarray(a.sum(axis=0)).ravel()
+                error = np.abs(solution.probs - truth).sum(axis=1)
+                errors.append(float((weight * error).sum() / weight.sum()))
+            assert errors[0] > errors[1] > errors[2], errors
+            assert errors[2] < 0.1, errors
+
+
+def test_rows_are_projected_onto_simplex():
+    solution, _, _, _ = _solve(300, seed=4, tags_per_task=2)
+    assert np.all(solution.probs >= 0)
+    np.testing.assert_allclose(solution.probs.sum(axis=1), 1.0)
+
+
+def test_batched_cg_matches_dense_normal_equations():
+    rng = np.random.default_rng(5)
+    n, v, k = 60, 15, 3
+    a = sp.random(n, v, density=0.3, random_state=rng, format="csr")
+    a.data = np.ceil(a.data * 3)
+    counts = rng.integers(0, 3, size=(n, k)).astype(float)
+    weights = rng.random((n, k)) * (rng.random((n, k)) < 0.7)
+    length = np.asarray(a.sum(axis=1)).ravel()
+    ridge = 0.3
+    solution = solve_word_tag_probs(a, counts, weights, length, ridge, tol=1e-12)
+    prior = tag_prior(counts, weights, length)
+    dense = a.toarray()
+    for b in range(k):
+        d = np.diag(weights[:, b])
+        lhs = dense.T @ d @ dense + ridge * np.eye(v)
+        rhs = dense.T @ d @ (counts[:, b] - length * prior[b])
+        expected = np.linalg.solve(lhs, rhs) + prior[b]
+        np.testing.assert_allclose(solution.raw[:, b], expected, atol=1e-8)
+    assert solution.converged
+
+
+def test_ridge_selection_uses_only_observations():
+    rng = np.random.default_rng(6)
+    _, _, a, obs = _solve(1000, seed=6)
+    best, errors = select_ridge(
+        a, obs.counts, obs.tag_mask * 1.0, obs.length, (1e-2, 1.0, 100.0), rng=rng
+    )
+    assert set(errors) == {1e-2, 1.0, 100.0}
+    assert errors[best] == min(errors.values())
+    assert best < 100.0  # heavy shrinkage toward the tag rates predicts counts worse
