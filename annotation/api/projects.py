@@ -17,7 +17,7 @@ from annotation.permissions import is_manager
 
 
 class ProjectListView(ApiView):
-    @extend_schema(responses={200: OpenApiTypes.OBJECT})
+    @extend_schema(operation_id="projects_list", responses={200: OpenApiTypes.OBJECT})
     def get(self, request):
         memberships = selectors.memberships_of_user(user=request.user)
         return paginated(self, memberships, lambda m: project_out(m.project, m.role))
