@@ -47,8 +47,11 @@ def jsonl(sentences=SENTENCES) -> bytes:
 
 
 @pytest.fixture(autouse=True)
-def _fast_hashing_and_clean_throttles(settings):
+def _fast_hashing_and_own_cache(settings):
     settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
+    # A cache of this process only: the default file cache is shared by every process using the
+    # same data directory, and sign-in rate limits are counted in it.
+    settings.CACHES = {"default": {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"}}
     cache.clear()
     yield
     cache.clear()

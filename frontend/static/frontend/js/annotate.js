@@ -464,6 +464,9 @@ function failed(error) {
       label: "Look again",
       onClick: advance,
     });
+  } else if (error.status >= 500 || error.status === 429) {
+    setState("error", "The server is busy", "Trying again in a few seconds…", { label: "Try again now", onClick: advance });
+    setTimeout(() => !task && !sessionLost && advance(), 3000);
   } else if (error.status === 404) {
     setState("gone", "You are not a member of this project", "Ask the manager for a new invite link.", { label: "My projects", href: "/" });
   } else {
@@ -531,5 +534,4 @@ document.addEventListener("visibilitychange", () => {
 });
 
 renderPending();
-loadStats();
-advance();
+advance().then(loadStats); // the task first: it is what the annotator waits for

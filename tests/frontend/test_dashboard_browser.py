@@ -1,0 +1,140 @@
+"""The manager dashboard in a real Chromium: a project made by uploading a CoNLL-U file, answers
+from simulated annotators, a retrain, and the open page showing the new report without a reload.
+
+The corpus slice comes from UD English EWT (Universal Dependencies English Web Treebank,
+© its authors, CC BY-SA 4.0; see data/ud-english-ewt/ and /work/shared/data/ud-english-ewt/).
+"""
+
+import gzip
+import importlib
+import re
+from pathlib import Path
+
+import pytest
+
+from annotation import scheduler, services
+from annotation.models import Membership, Project
+from tests.annotation.factories import UserFactory
+from tests.frontend.conftest import DESKTOP
+
+pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
+
+EWT_CANDIDATES = [
+    Path(__file__).resolve().parents[2] / "data/ud-english-ewt/en_ewt-ud-train.conllu.gz",
+    Path("/work/shared/data/ud-english-ewt/en_ewt-ud-train.conllu.gz"),
+]
+
+
+def ewt_slice(path: Path, n_sentences: int) -> Path:
+    """The first `n_sentences` sentences of EWT's training file, as a CoNLL-U file."""
+    source = next((p for p in EWT_CANDIDATES if p.exists()), None)
+    if source is None:
+        pytest.skip("UD English EWT is not here")
+    kept, sentence = [], []
+    with gzip.open(source, "rt", encoding="utf-8") as lines:
+        for line in lines:
+            sentence.append(line)
+            if not line.strip():
+                kept.append("".join(sentence))
+                sentence = []
+                if len(kept) == n_sentences:
+                    break
+    path.write_text("".join(kept), encoding="utf-8")
+    return path
+
+
+def answer_tasks(project: Project, annotators, per_annotator: int) -> int:
+    """Simulated exact annotators: each answers the tasks it is given with the gold counts."""
+    answered = 0
+    names = list(project.tags.order_by("position").values_list("name", flat=True))
+    for user in annotators:
+        for _ in range(per_annotator):
+            lease = scheduler.task_lease_next(project=project, annotator=user)
+            if lease is None:
+                break
+            gold = project.sentences.get(pk=lease.sentence_id).gold_tags
+            window = gold[lease.start : lease.start + lease.length]
+            services.observation_submit(
+                annotator=user,
+                assignment_id=lease.assignment_id,
+                counts={names[t]: window.count(t) for t in lease.tags},
+                idempotency_key=f"sim-{lease.assignment_id}",
+                seconds_on_device=3.0,
+            )
+            answered += 1
+    return answered
+
+
+def retrain(project_id: int) -> dict:
+    """Run the retraining Celery task in this process, as a worker would (then it pushes)."""
+    try:
+        tasks = importlib.import_module("learning.tasks")
+    except ImportError:
+        pytest.skip("the retraining job (learning.tasks) is not here yet")
+    outcome = tasks.retrain_project.apply(args=[project_id], kwargs={"trigger": "manual"}).get()
+    assert outcome["version"] is not None, outcome
+    return outcome
+
+
+@pytest.fixture(autouse=True)
+def _short_event_streams(settings):
+    # Streams end (and EventSource reconnects) sooner than in production, so that no stream
+    # outlives the test's database.
+    settings.TALLY_SSE_STREAM_SECONDS = 4
+    settings.TALLY_SSE_POLL_SECONDS = 1
+
+
+def test_manager_creates_project_from_conllu_and_sees_new_report_live(
+    new_context, tmp_path, manager
+):
+    corpus = ewt_slice(tmp_path / "ewt-slice.conllu", 120)
+    page = new_context(manager, **DESKTOP).new_page()
+    page.goto("/projects/new/")
+    page.fill("#name", "EWT <slice>")
+    page.set_input_files("#file", str(corpus))
+    assert page.is_checked("input[name=format][value=conllu]")
+    assert page.is_checked("input[name=preset][value=ud_upos]")
+    assert page.locator("#tag-preview li").count() == 17
+    page.fill("#window_size", "4")
+    page.fill("#tags_per_task", "")  # all tags
+    page.fill("#redundancy", "1")
+    page.fill("#evaluation_fraction", "0.25")
+    page.fill("#gold_check_fraction", "0")
+    page.fill("#gold_fraction", "0")
+    page.click("#create")
+    page.wait_for_url(re.compile(r"/projects/\d+/$"))
+
+    project = Project.objects.get(name="EWT <slice>")
+    assert page.url.endswith(f"/projects/{project.pk}/")
+    assert project.window_size == 4 and project.tags_per_task is None
+    assert project.tags.count() == 17
+    assert project.sentences.count() == 120
+    assert project.sentences.filter(split="evaluation").exists()
+    page.wait_for_selector("#kpis .kpi")
+    assert "120" in page.inner_text("#kpis")
+    assert page.input_value("#invite-code") == project.invite_code
+    assert page.title() == "EWT <slice> · Tally"  # escaped in the page, shown as text
+
+    annotators = [UserFactory(username=f"sim{i}") for i in range(2)]
+    for user in annotators:
+        Membership.objects.create(project=project, user=user, role=Membership.Role.ANNOTATOR)
+    assert answer_tasks(project, annotators, per_annotator=60) == 120
+
+    page.wait_for_selector("#live.on", timeout=15_000)
+    page.evaluate("window.__notReloaded = true")
+    assert "No model yet" in page.inner_text("#curve")
+
+    retrain(project.pk)
+
+    page.wait_for_selector("#curve svg", timeout=20_000)
+    page.wait_for_selector("#f1 table")
+    page.wait_for_selector("#confusion table.heat")
+    page.wait_for_selector("#versions table")
+    assert page.evaluate("window.__notReloaded === true")
+    assert page.locator("#f1 tbody tr").count() >= 5
+    assert "sim0" in page.inner_text("#annotators")
+
+    page.fill("#try-text", "The old dog barked .")
+    page.click("#try button")
+    page.wait_for_selector("#try-out .predicted li")
+    assert page.locator("#try-out .predicted li").count() == 5
