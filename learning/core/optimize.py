@@ -1,11 +1,12 @@
-"""Diagonally preconditioned L-BFGS for smooth convex objectives.
+"""L-BFGS for smooth convex objectives, in numpy without BLAS calls.
 
 Standard two-loop recursion (Nocedal & Wright, Algorithm 7.4) with initial inverse Hessian
-``H₀ = γ D``: ``D`` is a fixed positive diagonal (an estimate of the inverse Hessian diagonal)
-and ``γ = sᵀy / yᵀDy`` from the latest pair. Steps are accepted by a backtracking Armijo line
-search starting at 1; a pair with ``sᵀy ≤ 0`` is not stored. For the tagger objective, whose
-curvature spans several orders of magnitude between frequent and rare features, the diagonal
-cuts the iteration count many-fold compared with unpreconditioned L-BFGS.
+``H₀ = γ D`` (``D`` an optional fixed positive diagonal, identity by default;
+``γ = sᵀy / yᵀDy`` from the latest pair). Steps are accepted by a backtracking Armijo line search
+starting at 1; a pair with ``sᵀy ≤ 0`` is not stored. Inner products use ``einsum`` rather than
+BLAS: on a shared 2-core machine a threaded ``ddot`` spent ~25× longer synchronising threads than
+computing. (A Böhning-bound diagonal for ``D`` was measured on the tagger objective and needed
+~1.6× *more* iterations than ``D = I``, so the tagger uses the identity.)
 """
 
 from __future__ import annotations
@@ -37,11 +38,13 @@ def minimize_lbfgs(
     gtol: float = 1e-5,
     ftol: float = 1e-10,
     memory: int = 10,
+    stop_below: float | None = None,
 ) -> LbfgsResult:
     """Minimize ``fun`` (returning value and gradient) from ``x0``.
 
     Stops when ``max|∇f| ≤ gtol``, or when the relative decrease of ``f`` over one iteration is
-    below ``ftol``, or after ``max_iter`` iterations.
+    below ``ftol``, or when ``f ≤ stop_below`` (if given; used to time solvers to a common
+    objective value), or after ``max_iter`` iterations.
     """
     x = np.array(x0, dtype=np.float64)
     d = np.ones_like(x) if inverse_diagonal is None else np.asarray(inverse_diagonal, float)
@@ -52,7 +55,7 @@ def minimize_lbfgs(
     rho_list: list[float] = []
     gamma = 1.0
     for iteration in range(1, max_iter + 1):
-        if np.max(np.abs(g)) <= gtol:
+        if np.max(np.abs(g)) <= gtol or (stop_below is not None and f <= stop_below):
             return LbfgsResult(x, f, g, iteration - 1, n_eval, True)
         direction = -_two_loop(g, s_list, y_list, rho_list, gamma * d)
         slope = _dot(g, direction)
@@ -93,15 +96,16 @@ def minimize_lbfgs(
 
 def _two_loop(g, s_list, y_list, rho_list, h0):
     q = g.copy()
+    scratch = np.empty_like(q)
     alphas = []
     for s, y, rho in zip(reversed(s_list), reversed(y_list), reversed(rho_list), strict=True):
         a = rho * _dot(s, q)
         alphas.append(a)
-        q -= a * y
-    r = h0 * q
+        q -= np.multiply(y, a, out=scratch)
+    r = np.multiply(h0, q, out=q)
     for s, y, rho, a in zip(s_list, y_list, rho_list, reversed(alphas), strict=True):
         b = rho * _dot(y, r)
-        r += (a - b) * s
+        r += np.multiply(s, a - b, out=scratch)
     return r
 
 

@@ -65,7 +65,7 @@ def solve_word_tag_probs(
     ridge: float,
     *,
     x0: np.ndarray | None = None,
-    tol: float = 1e-6,
+    tol: float = 1e-5,
     max_iter: int = 2000,
 ) -> RidgeSolution:
     """Solve the ``K`` ridge problems above and project onto the simplex.
@@ -140,8 +140,8 @@ def select_ridge(
     *,
     holdout_fraction: float = 0.1,
     rng: np.random.Generator,
-    tol: float = 1e-5,
-    max_iter: int = 2000,
+    tol: float = 1e-4,
+    max_iter: int = 500,
 ) -> tuple[float, dict[float, float]]:
     """Choose λ from ``grid`` by the count error of held-out observations.
 

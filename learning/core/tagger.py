@@ -9,8 +9,8 @@ tokens of type ``a`` labelled ``b`` and ``n_a = Σ_b Q[a, b]``, the fit minimize
 
 with gradient ``∇_W F = Xᵀ (n ∘ P − Q) + α W`` and ``∇_c F = 1ᵀ (n ∘ P − Q)``, where ``X`` stacks
 the feature rows and ``P`` the model probabilities. Minimized by L-BFGS with this analytic
-gradient, diagonally preconditioned (:mod:`.optimize`), over the feature columns that occur (the
-others are exactly zero at the optimum).
+gradient (:mod:`.optimize`), over the feature columns that occur (the others are exactly zero at
+the optimum).
 """
 
 from __future__ import annotations
@@ -19,7 +19,6 @@ from collections.abc import Sequence
 
 import numpy as np
 import scipy.sparse as sp
-from scipy.special import logsumexp
 
 from .features import FeatureConfig, featurize
 from .optimize import minimize_lbfgs
@@ -47,11 +46,15 @@ def soft_label_objective(
     w = params[:-n_tags].reshape(x.shape[1], n_tags)
     c = params[-n_tags:]
     scores = x @ w + c
-    lse = logsumexp(scores, axis=1)
+    top = scores.max(axis=1)
+    probs = np.exp(scores - top[:, None])
+    partition = probs.sum(axis=1)
+    probs /= partition[:, None]
+    lse = top + np.log(partition)
     totals = soft_counts.sum(axis=1)
-    value = float(totals @ lse - np.einsum("ij,ij->", soft_counts, scores))
+    value = float(np.einsum("i,i->", totals, lse) - np.einsum("ij,ij->", soft_counts, scores))
     value += 0.5 * alpha * float(np.einsum("ij,ij->", w, w))
-    residual = np.exp(scores - lse[:, None]) * totals[:, None] - soft_counts
+    residual = probs * totals[:, None] - soft_counts
     grad_w = xt @ residual + alpha * w
     grad_c = residual.sum(axis=0)
     return value, np.concatenate([grad_w.ravel(), grad_c])
@@ -67,6 +70,7 @@ class LogLinearTagger:
     max_iter : L-BFGS iteration cap.
     tol : stop when ``max|∇F| ≤ tol · Σ_a n_a`` (gradient relative to the number of tokens).
     ftol : or when one iteration lowers ``F`` by less than ``ftol · |F|``.
+    stop_below : or as soon as ``F`` is below this value (to time solvers to a common objective).
 
     Attributes (after ``fit``)
     --------------------------
@@ -82,12 +86,14 @@ class LogLinearTagger:
         max_iter: int = 500,
         tol: float = 1e-5,
         ftol: float = 1e-9,
+        stop_below: float | None = None,
     ) -> None:
         self.alpha = alpha
         self.features = features
         self.max_iter = max_iter
         self.tol = tol
         self.ftol = ftol
+        self.stop_below = stop_below
 
     @property
     def feature_config_(self) -> FeatureConfig:
@@ -137,23 +143,15 @@ class LogLinearTagger:
             # Start from the smoothed tag frequencies: a good intercept saves many iterations.
             totals = q.sum(axis=0) + 1.0
             c0 = np.log(totals / totals.sum())
-        # Diagonal preconditioner: the diagonal of Böhning's bound on the Hessian,
-        # ½(1 − 1/K) Σ_a n_a X[a, f]² + α for W[f, ·] and ½(1 − 1/K) Σ_a n_a for c.
         totals = q.sum(axis=1)
-        bound = 0.5 * (1.0 - 1.0 / n_tags)
-        curvature_w = bound * (xt @ totals) + self.alpha
-        curvature_c = bound * totals.sum()
-        inverse_diagonal = np.concatenate(
-            [np.repeat(1.0 / curvature_w, n_tags), np.full(n_tags, 1.0 / curvature_c)]
-        )
         alpha = float(self.alpha)
         result = minimize_lbfgs(
             lambda params: soft_label_objective(params, x_active, xt, q, alpha),
             np.concatenate([w0.ravel(), c0]),
-            inverse_diagonal=inverse_diagonal,
             max_iter=self.max_iter,
             gtol=self.tol * max(totals.sum(), 1.0),
             ftol=self.ftol,
+            stop_below=self.stop_below,
         )
         coef = np.zeros((config.n_features, n_tags))
         coef[active] = result.x[:-n_tags].reshape(active.shape[0], n_tags)

@@ -1,0 +1,103 @@
+"""``manage.py simulate_crowd``: a simulated crowd on a gold CoNLL-U corpus → one JSON report."""
+
+from __future__ import annotations
+
+import json
+import resource
+import time
+
+from django.core.management.base import BaseCommand, CommandError, CommandParser
+
+from learning.core.conllu import ConlluError, read_conllu
+from learning.core.experiment import simulation_report
+
+
+def _tags_per_task(value: str) -> int | None:
+    if value == "all":
+        return None
+    try:
+        number = int(value)
+    except ValueError:
+        raise CommandError(
+            f"--tags-per-task must be a positive integer or 'all', not {value!r}"
+        ) from None
+    if number < 1:
+        raise CommandError("--tags-per-task must be at least 1")
+    return number
+
+
+def read_corpus(path: str, what: str) -> list:
+    try:
+        sentences = list(read_conllu(path))
+    except FileNotFoundError:
+        raise CommandError(f"{what} file not found: {path}") from None
+    except IsADirectoryError:
+        raise CommandError(f"{what} file is a directory: {path}") from None
+    except ConlluError as exc:
+        raise CommandError(f"{what} file {path}: {exc}") from None
+    if not sentences:
+        raise CommandError(f"{what} file {path} has no sentences")
+    return sentences
+
+
+class Command(BaseCommand):
+    help = "Simulate a crowd answering region-count tasks, learn a tagger, print a JSON report."
+
+    def add_arguments(self, parser: CommandParser) -> None:
+        parser.add_argument("--train", required=True, help="gold CoNLL-U (plain or .gz)")
+        parser.add_argument("--test", required=True, help="gold CoNLL-U for evaluation")
+        parser.add_argument("--tagset", choices=["upos", "xpos"], default="upos")
+        parser.add_argument("--window", type=int, default=5)
+        parser.add_argument("--obs-per-sentence", type=int, default=1)
+        parser.add_argument("--tags-per-task", default="all", help="a number or 'all'")
+        parser.add_argument("--annotators", type=int, default=20)
+        parser.add_argument("--spam-fraction", type=float, default=0.0)
+        parser.add_argument("--noisy-fraction", type=float, default=0.0)
+        parser.add_argument("--em-iterations", type=int, default=None)
+        parser.add_argument("--seed", type=int, default=0)
+        parser.add_argument("--json", action="store_true", help="print the report as JSON")
+
+    def handle(self, *args, **options) -> None:
+        if options["window"] < 1:
+            raise CommandError("--window must be at least 1")
+        if options["obs_per_sentence"] < 1:
+            raise CommandError("--obs-per-sentence must be at least 1")
+        if options["annotators"] < 1:
+            raise CommandError("--annotators must be at least 1")
+        for name in ("spam_fraction", "noisy_fraction"):
+            if not 0.0 <= options[name] <= 1.0:
+                raise CommandError(f"--{name.replace('_', '-')} must be between 0 and 1")
+        if options["spam_fraction"] + options["noisy_fraction"] > 1.0:
+            raise CommandError("--spam-fraction plus --noisy-fraction must not exceed 1")
+        tags_per_task = _tags_per_task(options["tags_per_task"])
+        started = time.perf_counter()
+        train = read_corpus(options["train"], "train")
+        test = read_corpus(options["test"], "test")
+        model_params = {}
+        if options["em_iterations"] is not None:
+            model_params["n_em_iter"] = options["em_iterations"]
+        try:
+            report, _ = simulation_report(
+                train,
+                test,
+                tag_column=options["tagset"],
+                window=options["window"],
+                obs_per_sentence=options["obs_per_sentence"],
+                tags_per_task=tags_per_task,
+                n_annotators=options["annotators"],
+                spam_fraction=options["spam_fraction"],
+                noisy_fraction=options["noisy_fraction"],
+                seed=options["seed"],
+                model_params=model_params,
+            )
+        except ValueError as exc:
+            raise CommandError(str(exc)) from None
+        report["train"] = options["train"]
+        report["test"] = options["test"]
+        report["seconds_wall"] = time.perf_counter() - started
+        report["peak_memory_mb"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0
+        if options["json"]:
+            self.stdout.write(json.dumps(report))
+        else:
+            for key, value in report.items():
+                self.stdout.write(f"{key}: {value}")

@@ -1,0 +1,104 @@
+import gzip
+import io
+import itertools
+import json
+from pathlib import Path
+
+import pytest
+from django.core.management import call_command
+from django.core.management.base import CommandError
+
+EWT = Path("/work/shared/data/ud-english-ewt")
+
+
+def _slice(source: Path, target: Path, n_sentences: int) -> Path:
+    with gzip.open(source, "rt", encoding="utf-8") as handle:
+        text = handle.read()
+    target.write_text("\n\n".join(text.split("\n\n")[:n_sentences]) + "\n\n", encoding="utf-8")
+    return target
+
+
+@pytest.fixture(scope="module")
+def corpora(tmp_path_factory):
+    if not (EWT / "en_ewt-ud-train.conllu.gz").exists():
+        pytest.skip("UD English EWT not available")
+    directory = tmp_path_factory.mktemp("ewt")
+    train = _slice(EWT / "en_ewt-ud-train.conllu.gz", directory / "train.conllu", 600)
+    test = _slice(EWT / "en_ewt-ud-test.conllu.gz", directory / "test.conllu", 150)
+    return train, test
+
+
+def _run(*args) -> dict:
+    out = io.StringIO()
+    call_command("simulate_crowd", *args, stdout=out)
+    return json.loads(out.getvalue())
+
+
+def test_simulate_crowd_prints_one_json_report(corpora):
+    train, test = corpora
+    report = _run(
+        "--train",
+        str(train),
+        "--test",
+        str(test),
+        "--window",
+        "5",
+        "--obs-per-sentence",
+        "1",
+        "--tags-per-task",
+        "all",
+        "--annotators",
+        "5",
+        "--spam-fraction",
+        "0.2",
+        "--em-iterations",
+        "2",
+        "--seed",
+        "0",
+        "--json",
+    )
+    for key in (
+        "n_observations",
+        "tokens_shown",
+        "accuracy_most_frequent_tag",
+        "accuracy_supervised_same_tokens",
+        "accuracy_moments",
+        "accuracy_refined",
+        "simulated_spammers",
+        "flagged_annotators",
+        "seconds_solve",
+        "seconds_fit",
+        "seconds_refine",
+        "peak_memory_mb",
+    ):
+        assert key in report
+    assert report["n_observations"] == 600
+    for key in ("accuracy_moments", "accuracy_refined", "accuracy_supervised_same_tokens"):
+        assert 0.0 <= report[key] <= 1.0
+    assert len(report["simulated_spammers"]) == 1
+
+
+@pytest.mark.parametrize(
+    ("change", "message"),
+    [
+        ({"--train": "/nonexistent.conllu"}, "train file not found"),
+        ({"--window": "0"}, "--window must be at least 1"),
+        ({"--tags-per-task": "many"}, "--tags-per-task must be"),
+        ({"--spam-fraction": "1.5"}, "--spam-fraction must be between 0 and 1"),
+    ],
+)
+def test_bad_arguments_are_one_line_errors(corpora, change, message):
+    train, test = corpora
+    arguments = {"--train": str(train), "--test": str(test)}
+    arguments.update(change)
+    with pytest.raises(CommandError, match=message) as info:
+        call_command("simulate_crowd", *itertools.chain(*arguments.items()), "--json")
+    assert "\n" not in str(info.value)
+
+
+def test_malformed_corpus_names_the_line(corpora, tmp_path):
+    _, test = corpora
+    bad = tmp_path / "bad.conllu"
+    bad.write_text("1\tword\tword\tNOUN\n", encoding="utf-8")
+    with pytest.raises(CommandError, match="line 1: expected 10 tab-separated columns, found 4"):
+        call_command("simulate_crowd", "--train", str(bad), "--test", str(test))

@@ -1,0 +1,78 @@
+import numpy as np
+
+from learning.core.crowd import chance_squared_error, estimate_reliability
+from learning.core.simulate import simulate_crowd
+from tests.learning.synthetic import make_corpus
+
+
+def test_simulation_is_seeded_and_exact_annotators_tell_the_truth():
+    rng = np.random.default_rng(31)
+    _, gold, _, _ = make_corpus(rng, n_sentences=200)
+    one = simulate_crowd(
+        gold,
+        4,
+        window=3,
+        obs_per_sentence=2,
+        spam_fraction=0.25,
+        noisy_fraction=0.25,
+        n_annotators=8,
+        random_state=5,
+    )
+    two = simulate_crowd(
+        gold,
+        4,
+        window=3,
+        obs_per_sentence=2,
+        spam_fraction=0.25,
+        noisy_fraction=0.25,
+        n_annotators=8,
+        random_state=5,
+    )
+    np.testing.assert_array_equal(one.observations.counts, two.observations.counts)
+    assert (one.annotator_kind == "spammer").sum() == 2
+    obs = one.observations
+    exact = np.isin(obs.annotator, one.annotators_of_kind("exact"))
+    for i in np.flatnonzero(exact):
+        tags = gold[obs.sentence[i]][obs.start[i] : obs.start[i] + obs.length[i]]
+        np.testing.assert_array_equal(obs.counts[i], np.bincount(tags, minlength=4))
+
+
+def test_chance_error_matches_monte_carlo():
+    rng = np.random.default_rng(32)
+    _, gold, _, _ = make_corpus(rng, n_sentences=1, sentence_length=(5, 5))
+    crowd = simulate_crowd(
+        gold * 20000,
+        4,
+        window=5,
+        tags_per_task=2,
+        spam_fraction=1.0,
+        n_annotators=1,
+        random_state=1,
+    )
+    obs = crowd.observations
+    expected = np.full(obs.counts.shape, 1.0)
+    analytic = chance_squared_error(obs.length, obs.tag_mask, expected)
+    empirical = ((obs.counts - expected) ** 2)[obs.tag_mask].mean()
+    assert abs(analytic[obs.tag_mask].mean() - empirical) < 0.05
+
+
+def test_reliability_flags_a_spammer_and_not_exact_annotators():
+    rng = np.random.default_rng(33)
+    _, gold, w_star, _ = make_corpus(rng, n_sentences=600)
+    crowd = simulate_crowd(gold, 4, window=4, spam_fraction=0.2, n_annotators=10, random_state=2)
+    obs = crowd.observations
+    # Expected counts from the true (calibrated) per-token distributions.
+    sentences, _, _, _ = make_corpus(np.random.default_rng(33), n_sentences=600)
+    mean = np.zeros(obs.counts.shape)
+    var = np.zeros(obs.counts.shape)
+    for i in range(len(obs)):
+        words = sentences[obs.sentence[i]][obs.start[i] : obs.start[i] + obs.length[i]]
+        p = w_star[[int(w[1:]) for w in words]]
+        mean[i], var[i] = p.sum(axis=0), (p * (1 - p)).sum(axis=0)
+    result = estimate_reliability(obs.annotator, obs.tag_mask, obs.counts, obs.length, mean, var)
+    spammers = crowd.annotators_of_kind("spammer")
+    assert set(result.annotators[result.flagged]) == set(spammers)
+    assert np.all(result.weight[spammers] == 0)
+    good = np.setdiff1d(result.annotators, spammers)
+    assert np.all(result.skill[good] > 0.5)
+    assert np.all(result.weight[good] > 0.5)

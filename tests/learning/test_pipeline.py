@@ -1,0 +1,85 @@
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+from learning.core import CountTagger, FeatureConfig, Observations, accuracy, simulate_crowd
+from tests.learning.synthetic import make_corpus
+
+CONFIG = FeatureConfig(n_features=2**12)
+
+
+@pytest.fixture(scope="module")
+def data():
+    rng = np.random.default_rng(41)
+    sentences, gold, w_star, tagset = make_corpus(
+        rng, n_sentences=1500, n_words=60, concentration=0.15
+    )
+    return sentences, gold, w_star, tagset
+
+
+def _best_tags(sentences, w_star, tagset):
+    return [[tagset[int(np.argmax(w_star[int(w[1:])]))] for w in s] for s in sentences]
+
+
+def test_count_tagger_approaches_the_bayes_tagger(data):
+    sentences, gold, w_star, tagset = data
+    crowd = simulate_crowd(
+        gold, len(tagset), window=4, tags_per_task=2, obs_per_sentence=2, random_state=0
+    )
+    with np.errstate(invalid="raise"):
+        model = CountTagger(features=CONFIG, n_em_iter=5, random_state=0).fit(
+            sentences, crowd.observations, tagset
+        )
+    gold_names = [[tagset[t] for t in g] for g in gold]
+    bayes = accuracy(gold_names, _best_tags(sentences, w_star, tagset))
+    assert accuracy(gold_names, model.predict(sentences)) > bayes - 0.02
+    assert model.word_tag_probs_.shape == (len(model.vocabulary_), len(tagset))
+    assert set(model.timings_) >= {"solve", "fit", "refine"}
+    assert len(model.flagged_annotators_) == 0
+    assert model.history_[-1]["log_likelihood"] >= model.history_[0]["log_likelihood"]
+
+
+def test_impossible_observations_are_skipped_and_reported(data):
+    sentences, gold, _, tagset = data
+    crowd = simulate_crowd(gold[:300], len(tagset), window=4, random_state=1)
+    obs = crowd.observations
+    counts = obs.counts.copy()
+    bad = np.flatnonzero(obs.length >= 2)[:3]
+    counts[bad] = 0
+    counts[bad, 0] = 1  # all tags asked, but the counts sum to less than the window
+    broken = Observations.create(
+        sentence=obs.sentence,
+        start=obs.start,
+        length=obs.length,
+        tag_mask=obs.tag_mask,
+        counts=counts,
+        annotator=obs.annotator,
+        sentence_lengths=[len(s) for s in sentences],
+    )
+    model = CountTagger(features=CONFIG, n_em_iter=2, reliability=False, random_state=0)
+    model.fit(sentences, broken, tagset)
+    assert set(bad) <= set(model.skipped_observations_)
+
+
+def test_warm_start_and_tagset_mismatch(data):
+    sentences, gold, _, tagset = data
+    crowd = simulate_crowd(gold[:400], len(tagset), window=4, random_state=2)
+    first = CountTagger(features=CONFIG, n_em_iter=1, random_state=0).fit(
+        sentences, crowd.observations, tagset
+    )
+    second = CountTagger(features=CONFIG, n_em_iter=1, random_state=0).fit(
+        sentences, crowd.observations, tagset, warm_start=first
+    )
+    assert second.tagger_.tagset_ == tuple(tagset)
+    with pytest.raises(ValueError, match="tag columns"):
+        CountTagger(features=CONFIG).fit(sentences, crowd.observations, tagset[:-1])
+
+
+def test_core_does_not_import_django():
+    code = "import sys, learning.core; print('django' in sys.modules)"
+    result = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=60
+    )
+    assert result.stdout.strip() == "False"
