@@ -118,7 +118,8 @@ async function loadMembers() {
 
 function renderAnnotators() {
   const byUser = new Map(((latest && latest.annotators) || []).map((row) => [row.annotator ?? row.user, row]));
-  if (!members.length) {
+  const shown = members.filter((m) => m.role === "annotator" || m.observations > 0);
+  if (!shown.length) {
     $("annotators").replaceChildren(el("p", { class: "empty", text: "Nobody has joined yet: share the invite link." }));
     return;
   }
@@ -129,7 +130,7 @@ function renderAnnotators() {
       el("th", { scope: "col", class: i >= 2 && i <= 4 ? "num" : "", text: h }),
     ),
   );
-  const rows = members.map((m) => {
+  const rows = shown.map((m) => {
     const r = byUser.get(m.user) || {};
     const speed = r.seconds_per_answer ?? r.median_seconds ?? r.speed;
     const reliability = r.reliability;
@@ -191,9 +192,14 @@ function empty(text) {
   return el("p", { class: "empty", text });
 }
 
+// Round tick values (1, 2 or 5 times a power of ten) covering lo..hi.
 function niceTicks(lo, hi, n = 4) {
-  const step = (hi - lo) / n;
-  return Array.from({ length: n + 1 }, (_, i) => lo + i * step);
+  const raw = (hi - lo) / n || 1;
+  const power = 10 ** Math.floor(Math.log10(raw));
+  const step = [1, 2, 5, 10].map((m) => m * power).find((s) => s >= raw);
+  const ticks = [];
+  for (let t = Math.ceil(lo / step - 1e-9) * step; t <= hi + 1e-9; t += step) ticks.push(Number(t.toFixed(10)));
+  return ticks;
 }
 
 // The learning curve: accuracy (or, without evaluation sentences, count error) per version,
@@ -214,7 +220,7 @@ function renderCurve(report) {
   const xMax = Math.max(...xs, 1);
   let yLo = Math.min(...ys), yHi = Math.max(...ys);
   if (useAccuracy) {
-    yLo = Math.max(0, Math.floor((yLo - 0.05) * 10) / 10);
+    yLo = Math.max(0, Math.floor((yLo - 0.02) * 10) / 10);
     yHi = Math.min(1, Math.ceil((yHi + 0.02) * 10) / 10);
   } else {
     yLo = 0;
@@ -338,7 +344,7 @@ async function loadVersions() {
       el("td", { class: "num", text: fmt.format(v.observations) }),
       el("td", { class: "num", text: pct(v.accuracy) }),
       el("td", { class: "num", text: v.count_consistency === null ? "–" : v.count_consistency.toFixed(3) }),
-      el("td", {}, el("time", { datetime: v.created_at, text: new Date(v.created_at).toLocaleString() })),
+      el("td", { class: "nowrap" }, el("time", { datetime: v.created_at, text: new Date(v.created_at).toLocaleString([], { dateStyle: "medium", timeStyle: "short" }) })),
       el("td", {}, el("a", { href: `${BASE}/models/${v.version}/download`, download: "", text: "Download" })),
     ),
   );

@@ -1,0 +1,128 @@
+"""Screenshots of the annotator page and the dashboard at phone (360×640) and desktop (1280×800)
+sizes, with a real project: an EWT slice, simulated annotators (one careless), three retrains.
+
+    TALLY_SCREENSHOTS=1 .venv/bin/pytest tests/frontend/test_screenshots.py
+
+writes them to docs/screenshots/ (the README shows them); without it they go to a temporary
+directory, so the suite still checks that both pages render at both sizes.
+"""
+
+import os
+import random
+import re
+from pathlib import Path
+
+import pytest
+
+from annotation import scheduler, services
+from annotation.models import Membership
+from tests.annotation.factories import UserFactory
+from tests.frontend.conftest import DESKTOP, PHONE
+from tests.frontend.test_dashboard_browser import answer_tasks, ewt_slice, retrain
+
+pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
+
+DOCS = Path(__file__).resolve().parents[2] / "docs" / "screenshots"
+
+
+@pytest.fixture(autouse=True)
+def _short_event_streams(settings):
+    settings.TALLY_SSE_STREAM_SECONDS = 4
+    settings.TALLY_SSE_POLL_SECONDS = 1
+
+
+def careless_answers(project, user, n: int, rng: random.Random) -> None:
+    """An annotator who taps at random."""
+    for _ in range(n):
+        lease = scheduler.task_lease_next(project=project, annotator=user)
+        if lease is None:
+            return
+        names = [project.tags.get(position=t).name for t in lease.tags]
+        left, counts = lease.length, {}
+        for name in names:
+            counts[name] = rng.randint(0, left)
+            left -= counts[name]
+        services.observation_submit(
+            annotator=user,
+            assignment_id=lease.assignment_id,
+            counts=counts,
+            idempotency_key=f"careless-{lease.assignment_id}",
+            seconds_on_device=0.6,
+        )
+
+
+def test_screenshots(new_context, tmp_path, manager):
+    out = DOCS if os.environ.get("TALLY_SCREENSHOTS") == "1" else tmp_path
+    out.mkdir(parents=True, exist_ok=True)
+    rng = random.Random(7)
+    corpus = ewt_slice(tmp_path / "ewt.conllu", 300)
+    project = services.project_create(
+        owner=manager,
+        name="EWT part of speech",
+        tag_preset="ud_upos",
+        window_size=5,
+        tags_per_task=None,
+        redundancy=1,
+    )
+    with corpus.open("rb") as file:
+        services.corpus_import(
+            project=project,
+            user=manager,
+            file=file,
+            filename="en_ewt-train-300.conllu",
+            format="conllu",
+            evaluation_fraction=0.2,
+            max_bytes=10**7,
+            seed=1,
+        )
+    names = ["ana", "bo", "chen", "dev"]
+    crowd = [UserFactory(username=name) for name in names]
+    careless = UserFactory(username="zed")
+    for user in [*crowd, careless]:
+        Membership.objects.create(project=project, user=user, role=Membership.Role.ANNOTATOR)
+    for round_answers in (15, 30, 60):
+        answer_tasks(project, crowd, per_annotator=round_answers)
+        careless_answers(project, careless, 25, rng)
+        retrain(project.pk)
+
+    # The dashboard, open while a new answer round and retrain arrive.
+    for size, options in (("desktop", DESKTOP), ("phone", {**PHONE, "device_scale_factor": 2})):
+        page = new_context(manager, **options).new_page()
+        page.goto(f"/projects/{project.pk}/")
+        page.wait_for_selector("#curve svg")
+        page.wait_for_selector("#live.on", timeout=15_000)
+        page.screenshot(path=out / f"dashboard-{size}.png")
+        if size == "desktop":
+            page.screenshot(path=out / "dashboard-desktop-full.png", full_page=True)
+
+    # The annotator page, on a task of the UPOS project with two tags asked.
+    two_tags = services.project_create(
+        owner=manager, name="EWT part of speech · 2 tags", tag_preset="ud_upos", tags_per_task=2
+    )
+    with corpus.open("rb") as file:
+        services.corpus_import(
+            project=two_tags,
+            user=manager,
+            file=file,
+            format="conllu",
+            max_bytes=10**7,
+            seed=5,
+        )
+    annotator = crowd[0]
+    Membership.objects.create(project=two_tags, user=annotator, role=Membership.Role.ANNOTATOR)
+    answer_tasks(two_tags, [annotator], per_annotator=12)
+    for size, options in (("phone", {**PHONE, "device_scale_factor": 2}), ("desktop", DESKTOP)):
+        page = new_context(annotator, **options).new_page()
+        page.goto(f"/annotate/{two_tags.pk}/")
+        page.wait_for_selector("#task:not([hidden])")
+        page.wait_for_function("document.getElementById('today').textContent !== '–'")
+        page.tap("#q0 .inc") if size == "phone" else page.click("#q0 .inc")
+        page.evaluate("document.activeElement.blur()")
+        page.mouse.move(0, 0)
+        page.screenshot(path=out / f"annotate-{size}.png")
+        assert page.evaluate("document.documentElement.scrollWidth") <= options["viewport"]["width"]
+
+    shots = sorted(p.name for p in out.glob("*.png"))
+    assert {"annotate-phone.png", "annotate-desktop.png"} <= set(shots)
+    assert {"dashboard-phone.png", "dashboard-desktop.png"} <= set(shots)
+    assert all(re.fullmatch(r"[a-z-]+\.png", name) for name in shots)
