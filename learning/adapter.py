@@ -5,8 +5,8 @@ bytes for storage.
   its sentences, and returns the core's `Observations` (fit and held-out parts), the sentences they
   refer to, the evaluation set and per-annotator answer statistics, with the id indices needed to
   map results back.
-- `model_dump` / `model_load` write and read a tagger as an `.npz` archive of plain arrays plus a
-  JSON header (loaded with `allow_pickle=False`; nothing in it can execute code).
+- `model_dump` / `model_load` write and read a tagger through the core's model file format (an
+  `.npz` archive of plain arrays plus a JSON header, loaded with `allow_pickle=False`).
 
 Held-out observations: an observation is held out of fitting when a multiplicative hash of its
 id falls in the lowest `HOLDOUT_FRACTION` of the range. That slice is deterministic and stable: an
@@ -18,7 +18,6 @@ out (their count-consistency is null).
 from __future__ import annotations
 
 import io
-import json
 from collections.abc import Iterator
 from dataclasses import dataclass
 from functools import lru_cache
@@ -27,14 +26,13 @@ import numpy as np
 from django.core.files.storage import default_storage
 
 from annotation.models import Observation, Sentence, Tag
-from learning.core.features import FeatureConfig
+from learning.core.modelfile import load_tagger, save_tagger
 from learning.core.observations import Observations
 from learning.core.tagger import LogLinearTagger
 
 CHUNK_SIZE = 5000
 HOLDOUT_FRACTION = 0.1
 HOLDOUT_MIN_OBSERVATIONS = 50
-MODEL_FORMAT = "tally-loglinear-v1"
 _HASH = np.uint64(2654435761)
 _HASH_RANGE = 2**32
 
@@ -218,40 +216,17 @@ def corpus_sentences(*, project_id: int) -> Iterator[tuple[int, str, list[str], 
 # Model files ------------------------------------------------------------------------------------
 
 
-def model_dump(tagger: LogLinearTagger) -> bytes:
-    """The tagger's parameters as `.npz` bytes: `meta` (JSON text), `rows` (feature rows with a
-    non-zero weight), `coef` (those rows × K), `intercept` (K)."""
-    rows = np.flatnonzero(np.any(tagger.coef_ != 0.0, axis=1))
-    meta = {
-        "format": MODEL_FORMAT,
-        "tagset": list(tagger.tagset_),
-        "features": tagger.feature_config_.to_dict(),
-        "alpha": tagger.alpha,
-        "max_iter": tagger.max_iter,
-    }
+def model_dump(tagger: LogLinearTagger, *, metadata: dict | None = None) -> bytes:
+    """The tagger in the learning core's model file format (`.npz` of plain arrays + a JSON
+    header; see `learning.core.modelfile`), as bytes for the storage."""
     buffer = io.BytesIO()
-    np.savez(
-        buffer,
-        meta=np.array(json.dumps(meta)),
-        rows=rows.astype(np.int64),
-        coef=tagger.coef_[rows],
-        intercept=np.asarray(tagger.intercept_, dtype=np.float64),
-    )
+    save_tagger(tagger, buffer, metadata=metadata)
     return buffer.getvalue()
 
 
 def model_load_bytes(data: bytes) -> LogLinearTagger:
-    with np.load(io.BytesIO(data), allow_pickle=False) as archive:
-        meta = json.loads(str(archive["meta"]))
-        if meta.get("format") != MODEL_FORMAT:
-            raise ValueError(f"unknown model format {meta.get('format')!r}")
-        config = FeatureConfig.from_dict(meta["features"])
-        tagger = LogLinearTagger(alpha=meta["alpha"], features=config, max_iter=meta["max_iter"])
-        coef = np.zeros((config.n_features, len(meta["tagset"])))
-        coef[archive["rows"]] = archive["coef"]
-        tagger.tagset_ = tuple(meta["tagset"])
-        tagger.coef_ = coef
-        tagger.intercept_ = archive["intercept"].copy()
+    """Read a model file (never unpickles; raises `ModelFileError`, a `ValueError`)."""
+    tagger, _ = load_tagger(io.BytesIO(data))
     return tagger
 
 

@@ -258,7 +258,12 @@ def _fit_and_store(
     number = (current.number if current else 0) + 1
     name = default_storage.save(
         f"models/project-{project_id}/v{number}-{owner[:8]}.npz",
-        ContentFile(adapter.model_dump(tagger)),
+        ContentFile(
+            adapter.model_dump(
+                tagger,
+                metadata={"project": project_id, "version": number, "code": code_version()},
+            )
+        ),
     )
     try:
         with transaction.atomic():

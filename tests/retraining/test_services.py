@@ -114,7 +114,7 @@ def test_model_file_round_trips_without_pickle(project, crowd):
         data = handle.read()
     tagger = adapter.model_load_bytes(data)
     with np.load(io.BytesIO(data), allow_pickle=False) as archive:
-        assert set(archive.files) == {"meta", "rows", "coef", "intercept"}
+        assert set(archive.files) == {"header", "coef_rows", "coef_values", "intercept"}
     assert tagger.predict([["the", "dog", "runs"]]) == [["DET", "NOUN", "VERB"]]
 
 
