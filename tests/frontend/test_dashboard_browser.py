@@ -134,6 +134,13 @@ def test_manager_creates_project_from_conllu_and_sees_new_report_live(
     assert page.locator("#f1 tbody tr").count() >= 5
     assert "sim0" in page.inner_text("#annotators")
 
+    page.click("#pause")
+    page.wait_for_selector("#p-status.pill-paused")
+    assert Project.objects.get(pk=project.pk).status == "paused"
+    page.click("#pause")
+    page.wait_for_selector("#p-status.pill-active")
+    assert Project.objects.get(pk=project.pk).status == "active"
+
     page.fill("#try-text", "The old dog barked .")
     page.click("#try button")
     page.wait_for_selector("#try-out .predicted li")

@@ -44,6 +44,13 @@ def test_unknown_project_is_404_for_everyone_signed_in(personas, project):
         assert personas[persona].get("/projects/999999/").status_code == 404
 
 
+def test_error_pages_are_tally_pages(personas, project):
+    missing = personas["outsider"].get(f"/projects/{project.pk}/")
+    assert "Your projects" in missing.content.decode()
+    refused = personas["annotator"].get(f"/projects/{project.pk}/")
+    assert "Only the project's managers" in refused.content.decode()
+
+
 def test_pages_do_not_accept_posts(personas, project):
     assert personas["manager"].post(f"/annotate/{project.pk}/").status_code == 405
     assert personas["manager"].post(f"/projects/{project.pk}/").status_code == 405
