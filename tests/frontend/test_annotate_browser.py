@@ -228,3 +228,43 @@ def test_page_weight_and_no_third_party_requests(new_context, live_server, proje
     assert transferred <= 50 * 1024, transferred
     assert compressed <= 25 * 1024, compressed
     print(f"annotator page: {transferred} B transferred here, {compressed} B gzip-compressed")
+
+
+CONTRAST = """(selectors) => {
+  const rgb = (c) => c.match(/[\\d.]+/g).map(Number);
+  const lum = ([r, g, b]) => {
+    const f = (v) => { v /= 255; return v <= 0.03928 ? v / 12.92 : ((v + 0.055) / 1.055) ** 2.4; };
+    return 0.2126 * f(r) + 0.7152 * f(g) + 0.0722 * f(b);
+  };
+  const background = (node) => {
+    for (; node; node = node.parentElement) {
+      const c = rgb(getComputedStyle(node).backgroundColor);
+      if (c.length < 4 || c[3] > 0.9) return c;
+    }
+    return [255, 255, 255];
+  };
+  return selectors.map((s) => {
+    const node = document.querySelector(s);
+    const a = lum(rgb(getComputedStyle(node).color)), b = lum(background(node));
+    return [s, (Math.max(a, b) + 0.05) / (Math.min(a, b) + 0.05)];
+  });
+}"""
+
+
+def test_text_contrast_and_screen_reader_labels(new_context, project, annotator):
+    page = new_context(annotator, **PHONE).new_page()
+    page.goto(f"/annotate/{project.pk}/")
+    page.wait_for_selector("#task:not([hidden])")
+    page.wait_for_function("document.getElementById('today').textContent !== '–'")
+    selectors = ["#sentence", "#sentence mark", "#q0 h3", "#q0 .guide", "#q0 output",
+                 "#q0 .inc", "#submit", ".stats", ".today", ".title"]  # fmt: skip
+    for selector, ratio in page.evaluate(CONTRAST, selectors):
+        assert ratio >= 4.5, (selector, ratio)
+    assert page.get_attribute("#q0 .inc", "aria-label").startswith("One more ")
+    assert page.get_attribute("#q0 .dec", "aria-label").startswith("One fewer ")
+    assert page.get_attribute("#q0 .counter", "role") == "group"
+    assert "Highlighted:" in page.inner_text("#sentence .sr-only")
+    font = page.evaluate(
+        "parseFloat(getComputedStyle(document.querySelector('#q0 .guide')).fontSize)"
+    )
+    assert font >= 14  # readable without zoom
