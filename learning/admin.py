@@ -2,6 +2,7 @@
 happened: read-only here. Schedules and webhooks are editable."""
 
 from django.contrib import admin
+from django.db.models import URLField
 
 from learning import models
 
@@ -83,6 +84,7 @@ class WebhookAdmin(admin.ModelAdmin):
 
     list_display = ["id", "project", "url", "active", "created_at"]
     list_filter = ["active"]
+    formfield_overrides = {URLField: {"assume_scheme": "https"}}
     raw_id_fields = ["project"]
     inlines = [DeliveryInline]
 
