@@ -207,6 +207,7 @@ CELERY_BROKER_TRANSPORT_OPTIONS = (
         "data_folder_in": str(DATA_DIR / "broker"),
         "data_folder_out": str(DATA_DIR / "broker"),
         "processed_folder": str(DATA_DIR / "broker-processed"),
+        "control_folder": str(DATA_DIR / "broker-control"),
         "store_processed": False,
     }
 )
