@@ -18,7 +18,7 @@ class WebhookSerializer(serializers.Serializer):
 
 
 class WebhookListView(ManagerView):
-    @extend_schema(responses={200: OpenApiTypes.OBJECT})
+    @extend_schema(operation_id="projects_webhooks_list", responses={200: OpenApiTypes.OBJECT})
     def get(self, request, project_id):
         return paginated(
             self,
