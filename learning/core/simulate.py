@@ -21,7 +21,7 @@ import numpy as np
 
 from .observations import Observations
 
-__all__ = ["SimulatedCrowd", "simulate_crowd", "ANNOTATOR_KINDS"]
+__all__ = ["SimulatedCrowd", "simulate_crowd", "simulated_answer", "ANNOTATOR_KINDS"]
 
 ANNOTATOR_KINDS = ("exact", "noisy", "spammer")
 
@@ -103,11 +103,12 @@ def simulate_crowd(
 
     counts = np.where(mask, true_counts, 0)
     kind_of = kinds[annotator]
-    for i in np.flatnonzero(kind_of == "spammer"):
-        counts[i] = _uniform_answer(mask[i], int(length[i]), rng)
-    for i in np.flatnonzero(kind_of == "noisy"):
-        if rng.random() < noise_rate:
-            counts[i] = _off_by_one(counts[i], mask[i], int(length[i]), rng)
+    # Spammers first, then noisy annotators: the order the random draws are made in.
+    for kind in ("spammer", "noisy"):
+        for i in np.flatnonzero(kind_of == kind):
+            counts[i] = simulated_answer(
+                kind, counts[i], mask[i], int(length[i]), rng, noise_rate=noise_rate
+            )
 
     observations = Observations.create(
         sentence=sentence,
@@ -120,6 +121,27 @@ def simulate_crowd(
         allow_empty=True,
     )
     return SimulatedCrowd(observations=observations, annotator_kind=kinds)
+
+
+def simulated_answer(
+    kind: str,
+    true_counts: np.ndarray,
+    mask: np.ndarray,
+    window: int,
+    rng: np.random.Generator,
+    *,
+    noise_rate: float = 0.2,
+) -> np.ndarray:
+    """The answer an annotator of ``kind`` gives to one task whose true counts over all tags are
+    ``true_counts`` (entries outside ``mask`` are ignored and come back as 0)."""
+    if kind not in ANNOTATOR_KINDS:
+        raise ValueError(f"unknown annotator kind {kind!r}; expected one of {ANNOTATOR_KINDS}")
+    counts = np.where(mask, true_counts, 0)
+    if kind == "spammer":
+        return _uniform_answer(mask, window, rng)
+    if kind == "noisy" and rng.random() < noise_rate:
+        return _off_by_one(counts, mask, window, rng)
+    return counts
 
 
 def _uniform_answer(mask: np.ndarray, w: int, rng: np.random.Generator) -> np.ndarray:
