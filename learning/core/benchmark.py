@@ -108,7 +108,7 @@ def benchmark(
     model = CountTagger(random_state=seed).fit(sentences, crowd.observations, tagset)
     soft = model.coverage_[:, None] * model.word_tag_probs_
     comparison = compare_fit_with_sklearn(
-        model.vocabulary_, soft, tagset, model.alpha, model.tagger_.feature_config_
+        model.vocabulary_, soft, tagset, model.alpha_, model.tagger_.feature_config_
     )
     return {
         "n_sentences": len(sentences),

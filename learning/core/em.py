@@ -7,7 +7,9 @@ the evidence is combined by loopy belief propagation: observation ``i`` sends to
 message ``m_ij = q_ij / c_ij``, where ``c_ij ∝ p_j Π_{i'≠i} m_{i'j}^{ω_{i'}}`` is the cavity
 prior it was run with and ``q_ij`` its exact posterior; the token's belief is
 ``b_j ∝ p_j Π_i m_ij^{ω_i}``. The reliability weight ``ω_i ∈ [0, 1]`` tempers the evidence of
-doubtful annotators (ω = 0: ignored). With non-overlapping windows one round is the exact E-step.
+doubtful annotators (ω = 0: ignored). With non-overlapping windows one round is the exact E-step;
+with overlapping windows one round treats each window's evidence as independent (a composite
+likelihood, the pipeline's default — further loopy rounds over-counted evidence on real data).
 
 M-step. The tagger is refitted (warm-started) to the beliefs of covered tokens, aggregated per
 word type: ``Q[a, b] = Σ_{j : x_j = a} ρ_j b_j(b)`` with ``ρ_j`` the largest weight among the
@@ -26,6 +28,7 @@ from .posterior import window_posteriors
 
 __all__ = ["EStepResult", "window_token_index", "expected_labels", "aggregate_by_type"]
 
+_CHUNK = 32768
 _LOG_FLOOR = -30.0  # messages are clipped at e^-30: "impossible" without -inf arithmetic
 
 
@@ -56,7 +59,7 @@ def expected_labels(
     observations: Observations,
     weights: np.ndarray,
     *,
-    n_rounds: int = 2,
+    n_rounds: int = 1,
     floor: float = 1e-6,
 ) -> EStepResult:
     """The E-step above. ``token_probs`` (n_tokens, K): model priors of every flat token;
@@ -71,24 +74,31 @@ def expected_labels(
 
     covered_by = np.bincount(window_tokens[inside & active[:, None]], minlength=n_tokens)
     rounds = n_rounds if (covered_by > 1).any() else 1
-    messages = np.zeros((n_obs, w_max, n_tags))
     log_z = np.full(n_obs, -np.inf)
     feasible = np.zeros(n_obs, dtype=bool)
-    for _ in range(rounds):
+    if rounds == 1:
+        # Every message is computed with the plain prior as cavity: observations are
+        # independent, so process them in chunks to bound memory.
+        log_belief = log_prior.copy()
+        for chunk in np.array_split(np.arange(n_obs), max(1, -(-n_obs // _CHUNK))):
+            cavity = token_probs[safe_tokens[chunk]]
+            messages, log_z[chunk], feasible[chunk] = _messages(
+                cavity, observations, chunk, inside[chunk], active[chunk], floor
+            )
+            ok = inside[chunk]
+            np.add.at(log_belief, window_tokens[chunk][ok], (omega[chunk] * messages)[ok])
+    else:
+        messages = np.zeros((n_obs, w_max, n_tags))
+        everything = np.arange(n_obs)
+        for _ in range(rounds):
+            log_belief = _log_beliefs(log_prior, window_tokens, inside, omega, messages)
+            log_cavity = log_belief[safe_tokens] - omega * messages
+            cavity = np.exp(log_cavity - log_cavity.max(axis=2, keepdims=True))
+            cavity /= cavity.sum(axis=2, keepdims=True)
+            messages, log_z, feasible = _messages(
+                cavity, observations, everything, inside, active, floor
+            )
         log_belief = _log_beliefs(log_prior, window_tokens, inside, omega, messages)
-        log_cavity = log_belief[safe_tokens] - omega * messages
-        cavity = np.exp(log_cavity - log_cavity.max(axis=2, keepdims=True))
-        cavity /= cavity.sum(axis=2, keepdims=True)
-        result = window_posteriors(
-            cavity, observations.length, observations.tag_mask, observations.counts, floor=floor
-        )
-        log_z, feasible = result.log_z, result.feasible
-        new = np.log(np.maximum(result.marginals, 1e-300)) - np.log(np.maximum(cavity, 1e-300))
-        new = np.maximum(new, _LOG_FLOOR)
-        new -= new.max(axis=2, keepdims=True)
-        usable = (feasible & active)[:, None, None] & inside[:, :, None]
-        messages = np.where(usable, new, 0.0)
-    log_belief = _log_beliefs(log_prior, window_tokens, inside, omega, messages)
     beliefs = np.exp(log_belief - log_belief.max(axis=1, keepdims=True))
     beliefs /= beliefs.sum(axis=1, keepdims=True)
 
@@ -99,6 +109,22 @@ def expected_labels(
     )
     beliefs[token_weight == 0] = 0.0
     return EStepResult(beliefs=beliefs, token_weight=token_weight, log_z=log_z, feasible=feasible)
+
+
+def _messages(cavity, observations, rows, inside, active, floor):
+    """Log messages ``log q − log cavity`` (clipped, max-normalised) of observations ``rows``."""
+    result = window_posteriors(
+        cavity,
+        observations.length[rows],
+        observations.tag_mask[rows],
+        observations.counts[rows],
+        floor=floor,
+    )
+    new = np.log(np.maximum(result.marginals, 1e-300)) - np.log(np.maximum(cavity, 1e-300))
+    new = np.maximum(new, _LOG_FLOOR)
+    new -= new.max(axis=2, keepdims=True)
+    usable = (result.feasible & active)[:, None, None] & inside[:, :, None]
+    return np.where(usable, new, 0.0), result.log_z, result.feasible
 
 
 def _log_beliefs(log_prior, window_tokens, inside, omega, messages):

@@ -88,7 +88,7 @@ def simulation_report(
         gold,
         tagset,
         shown,
-        alpha=model.alpha,
+        alpha=model.alpha_,
         features=model.features,
         max_iter=model.max_fit_iter * 3,
     )
@@ -114,6 +114,8 @@ def simulation_report(
         "accuracy_moments": accuracy(test_tags, model.moment_tagger_.predict(test_sentences)),
         "accuracy_refined": accuracy(test_tags, model.predict(test_sentences)),
         "ridge": model.ridge_,
+        "alpha": model.alpha_,
+        "alpha_errors": model.alpha_errors_,
         "em_iterations": len(model.history_),
         "skipped_observations": int(model.skipped_observations_.shape[0]),
         "simulated_spammers": [int(a) for a in spammers],

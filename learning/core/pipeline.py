@@ -60,10 +60,14 @@ class CountTagger:
     ----------
     ridge : λ of the ŵ least squares, or ``"auto"`` to pick it from ``ridge_grid``.
     ridge_grid : candidates for ``"auto"``.
-    alpha : L2 strength of the log-linear fit.
+    alpha : L2 strength of the log-linear fit, or ``"auto"`` to pick it from ``alpha_grid`` by
+        the count error of held-out observations (the same hold-out as λ).
     features : :class:`FeatureConfig` of the tagger.
     n_em_iter : EM iterations (0: moments only).
-    n_bp_rounds : belief-propagation rounds per E-step when windows overlap.
+    n_bp_rounds : belief-propagation rounds per E-step when windows overlap. 1 (default) combines
+        each window's exact posterior as independent evidence (a composite likelihood whose value
+        rises monotonically under EM); more rounds run loopy BP, which on EWT with 3 overlapping
+        windows per sentence over-counted evidence and lost accuracy (measured 77 % vs 85 %).
     em_tol : stop EM when the weighted marginal log-likelihood per observation improves less.
     reliability : estimate annotator reliability and use it as weights.
     flag_threshold, min_flag_observations : flag annotators with skill below the threshold.
@@ -87,10 +91,11 @@ class CountTagger:
         *,
         ridge: float | str = "auto",
         ridge_grid: Sequence[float] = (1e-3, 1e-2, 1e-1, 1.0, 10.0),
-        alpha: float = 1.0,
+        alpha: float | str = "auto",
+        alpha_grid: Sequence[float] = (0.3, 1.0, 3.0, 10.0),
         features: FeatureConfig | None = None,
-        n_em_iter: int = 10,
-        n_bp_rounds: int = 2,
+        n_em_iter: int = 30,
+        n_bp_rounds: int = 1,
         em_tol: float = 2e-3,
         reliability: bool = True,
         flag_threshold: float = 0.5,
@@ -104,6 +109,7 @@ class CountTagger:
         self.ridge = ridge
         self.ridge_grid = ridge_grid
         self.alpha = alpha
+        self.alpha_grid = alpha_grid
         self.features = features
         self.n_em_iter = n_em_iter
         self.n_bp_rounds = n_bp_rounds
@@ -172,6 +178,7 @@ class CountTagger:
         watch.stop("fit", tic)
 
         weights = np.ones(len(observations))
+        holdout = rng.random(len(observations)) < self.holdout_fraction
         if self.ridge == "auto":
             tic = watch.start()
             ridge, ridge_errors = select_ridge(
@@ -180,12 +187,30 @@ class CountTagger:
                 observations.tag_mask * 1.0,
                 observations.length,
                 self.ridge_grid,
-                holdout_fraction=self.holdout_fraction,
-                rng=rng,
+                holdout=holdout,
             )
             watch.stop("solve", tic)
         else:
             ridge, ridge_errors = float(self.ridge), {}
+        if self.alpha == "auto":
+            tic = watch.start()
+            alpha, alpha_errors = self._select_alpha(
+                a,
+                corpus,
+                observations,
+                holdout,
+                ridge,
+                forms,
+                x,
+                covered,
+                token_column,
+                windows,
+                tagset,
+                config,
+            )
+            watch.stop("fit", tic)
+        else:
+            alpha, alpha_errors = float(self.alpha), {}
 
         state = {"solution": None, "tagger": previous}
 
@@ -201,7 +226,7 @@ class CountTagger:
             tic = watch.start()
             n_a, _ = coverage(corpus, observations, obs_weights)
             soft = n_a[covered][:, None] * solution.probs
-            tagger = LogLinearTagger(alpha=self.alpha, features=config, max_iter=self.max_fit_iter)
+            tagger = LogLinearTagger(alpha=alpha, features=config, max_iter=self.max_fit_iter)
             state["tagger"] = tagger.fit(forms, soft, tagset, warm_start=state["tagger"], x=x)
             state["coverage"] = n_a[covered]
             watch.stop("fit", tic)
@@ -258,9 +283,9 @@ class CountTagger:
             soft = aggregate_by_type(
                 token_column, covered.shape[0], e_step.beliefs, e_step.token_weight
             )
-            tagger = LogLinearTagger(
-                alpha=self.alpha, features=config, max_iter=self.em_fit_iter
-            ).fit(forms, soft, tagset, warm_start=tagger, x=x)
+            tagger = LogLinearTagger(alpha=alpha, features=config, max_iter=self.em_fit_iter).fit(
+                forms, soft, tagset, warm_start=tagger, x=x
+            )
             watch.stop("refine", tic)
             history.append(
                 {
@@ -283,6 +308,8 @@ class CountTagger:
         self.coverage_ = state["coverage"]
         self.ridge_ = ridge
         self.ridge_errors_ = ridge_errors
+        self.alpha_ = alpha
+        self.alpha_errors_ = alpha_errors
         self.tagger_ = tagger
         self.coef_ = tagger.coef_
         self.intercept_ = tagger.intercept_
@@ -297,6 +324,46 @@ class CountTagger:
         self.timings_ = timings
         self.n_observations_ = len(observations)
         return self
+
+    def _select_alpha(
+        self,
+        a,
+        corpus,
+        observations,
+        holdout,
+        ridge,
+        forms,
+        x,
+        covered,
+        token_column,
+        windows,
+        tagset,
+        config,
+    ) -> tuple[float, dict[float, float]]:
+        """Choose α from ``alpha_grid`` by held-out count error: moments on the other
+        observations, one fit per α (largest first, warm-started), then
+        ``mean_{i held out, b ∈ B_i} |E_θ[N_ib] − N_ib|``. Uses no labels."""
+        if holdout.sum() == 0 or holdout.all():
+            return 1.0, {}
+        keep = ~holdout
+        fit_obs = observations.subset(keep)
+        solution = solve_word_tag_probs(
+            a[keep], fit_obs.counts, fit_obs.tag_mask * 1.0, fit_obs.length, ridge
+        )
+        n_a, _ = coverage(corpus, fit_obs)
+        soft = n_a[covered][:, None] * solution.probs
+        held = observations.subset(holdout)
+        errors: dict[float, float] = {}
+        tagger = None
+        for alpha in sorted(self.alpha_grid, reverse=True):
+            tagger = LogLinearTagger(alpha=alpha, features=config, max_iter=self.max_fit_iter).fit(
+                forms, soft, tagset, warm_start=tagger, x=x
+            )
+            probs = softmax_rows(tagger.decision_function(x))[token_column]
+            mean, _ = expected_counts(probs, windows[holdout])
+            errors[float(alpha)] = float(np.abs(mean - held.counts)[held.tag_mask].mean())
+        best = min(errors, key=lambda k: (errors[k], -k))
+        return best, errors
 
     # -------------------------------------------------------------- predict
     def predict_proba(self, tokens: Sequence[str]) -> np.ndarray:

@@ -139,7 +139,8 @@ def select_ridge(
     grid: Sequence[float],
     *,
     holdout_fraction: float = 0.1,
-    rng: np.random.Generator,
+    rng: np.random.Generator | None = None,
+    holdout: np.ndarray | None = None,
     tol: float = 1e-4,
     max_iter: int = 500,
 ) -> tuple[float, dict[float, float]]:
@@ -148,10 +149,12 @@ def select_ridge(
     A random ``holdout_fraction`` of the observations is held out; for each λ (largest first,
     each solve warm-started from the previous) ŵ is fitted on the rest and the held-out error
     ``mean_{i, b ∈ B_i} ω_i |Σ_{j∈r_i} ŵ(x_j, b) − N_ib|`` is measured. Returns the best λ and
-    the error of every λ. Uses no labels, only observations.
+    the error of every λ. Uses no labels, only observations. ``holdout`` (boolean, one per
+    observation) may be given instead of ``holdout_fraction`` and ``rng``.
     """
     n = a.shape[0]
-    holdout = rng.random(n) < holdout_fraction
+    if holdout is None:
+        holdout = np.random.default_rng(rng).random(n) < holdout_fraction
     if holdout.sum() == 0 or holdout.sum() == n:
         return float(sorted(grid)[len(grid) // 2]), {}
     a = sp.csr_matrix(a)
