@@ -131,6 +131,7 @@ def test_manager_creates_project_from_conllu_and_sees_new_report_live(
     page.wait_for_selector("#confusion table.heat")
     page.wait_for_selector("#versions table")
     assert page.evaluate("window.__notReloaded === true")
+    page.wait_for_selector("#model-status:text-matches('^Model v1')")
     assert page.locator("#f1 tbody tr").count() >= 5
     assert "sim0" in page.inner_text("#annotators")
 

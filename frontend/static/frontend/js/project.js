@@ -354,11 +354,31 @@ async function loadVersions() {
   }
 }
 
+// "Model v4 · 120 new answers since · retraining…", polled while a retrain runs.
+let statusTimer = 0;
+
+async function loadRetrainStatus() {
+  clearTimeout(statusTimer);
+  let status;
+  try {
+    status = await api("GET", `${BASE}/retrain-status/`);
+  } catch {
+    return; // no learning API: the line stays empty
+  }
+  const parts = [status.current_version ? `Model v${status.current_version}` : "No model yet"];
+  if (status.pending_observations) parts.push(`${fmt.format(status.pending_observations)} new answers since`);
+  if (status.running) parts.push("retraining…");
+  else if (status.last_run && status.last_run.status === "failed") parts.push("last retrain failed");
+  $("model-status").textContent = parts.join(" · ");
+  if (status.running) statusTimer = setTimeout(loadRetrainStatus, 3000);
+}
+
 $("retrain").addEventListener("click", async () => {
   $("retrain").disabled = true;
   try {
     const answer = await api("POST", `${BASE}/retrain/`);
     toast(answer.message || (answer.queued ? "Retraining: the new report will appear here." : "Nothing new to learn from."));
+    if (answer.queued) statusTimer = setTimeout(loadRetrainStatus, 1000);
   } catch (error) {
     toast(error.code === "no_observations" ? "No answers yet: nothing to learn from." : describe(error));
   } finally {
@@ -419,7 +439,7 @@ function connect() {
 
 async function refreshModel() {
   try {
-    await Promise.all([loadReport(), loadVersions(), loadStats(), loadMembers()]);
+    await Promise.all([loadReport(), loadVersions(), loadStats(), loadMembers(), loadRetrainStatus()]);
   } catch (error) {
     fail(error);
   }
@@ -430,7 +450,7 @@ async function refreshModel() {
 async function start() {
   try {
     await loadProject();
-    await Promise.all([loadStats(), loadMembers(), loadImports(), loadReport(), loadVersions()]);
+    await Promise.all([loadStats(), loadMembers(), loadImports(), loadReport(), loadVersions(), loadRetrainStatus()]);
   } catch (error) {
     fail(error);
   }
@@ -439,5 +459,7 @@ async function start() {
 
 start();
 setInterval(() => {
-  if (document.visibilityState === "visible") loadStats().catch(() => {});
+  if (document.visibilityState !== "visible") return;
+  loadStats().catch(() => {});
+  loadRetrainStatus();
 }, 30000);
