@@ -13,7 +13,7 @@ import time
 
 from django.conf import settings
 from django.core.management import call_command
-from django.core.management.base import BaseCommand
+from django.core.management.base import BaseCommand, CommandError
 
 from learning.demo import demo_seed
 
@@ -25,12 +25,20 @@ class Command(BaseCommand):
         parser.add_argument("--host", default="127.0.0.1")
         parser.add_argument("--port", type=int, default=8000)
         parser.add_argument("--no-demo", action="store_true", help="skip the demo project")
+        parser.add_argument("--demo-sentences", type=int, default=3000)
+        parser.add_argument("--demo-answers", type=int, default=3000)
 
     def handle(self, *args, host: str, port: int, no_demo: bool, **options):
+        if not 1 <= options["demo_sentences"] <= 12_544 or options["demo_answers"] < 0:
+            raise CommandError("--demo-sentences must be 1..12544 and --demo-answers at least 0")
         call_command("migrate", interactive=False, verbosity=0)
         base = f"http://{host}:{port}"
         if not no_demo:
-            demo = demo_seed(log=lambda line: self.stdout.write(f"demo: {line}"))
+            demo = demo_seed(
+                n_sentences=options["demo_sentences"],
+                n_answers=options["demo_answers"],
+                log=lambda line: self.stdout.write(f"demo: {line}"),
+            )
             logins = demo.logins
             self.stdout.write(
                 "\n".join(
