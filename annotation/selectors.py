@@ -6,6 +6,8 @@ does not exist for them.
 
 from __future__ import annotations
 
+from datetime import datetime, timedelta
+
 from django.db.models import Count, Q, QuerySet, Sum
 from django.utils import timezone
 
@@ -136,8 +138,31 @@ def project_stats(*, project: Project) -> dict:
     }
 
 
-def annotator_stats(*, project: Project, user) -> dict:
-    now = timezone.now()
+# The check-task score counts only answers at least this old and only once there are this many,
+# so that a change in the score never tells an annotator which of their recent answers was a check.
+CHECK_SCORE_DELAY = timedelta(hours=1)
+CHECK_SCORE_MIN_ANSWERS = 5
+
+
+def annotator_check_score(*, project: Project, user, now: datetime) -> float | None:
+    """Share of the annotator's gold check answers whose counts were all exactly right."""
+    rows = Observation.objects.filter(
+        project=project,
+        annotator=user,
+        is_gold=True,
+        submitted_at__lte=now - CHECK_SCORE_DELAY,
+        sentence__gold_tags__isnull=False,
+    ).values_list("start", "length", "tags", "counts", "sentence__gold_tags")
+    right = total = 0
+    for start, length, tags, counts, gold in rows.iterator(chunk_size=500):
+        window = gold[start : start + length]
+        total += 1
+        right += all(window.count(tag) == count for tag, count in zip(tags, counts, strict=True))
+    return round(right / total, 2) if total >= CHECK_SCORE_MIN_ANSWERS else None
+
+
+def annotator_stats(*, project: Project, user, now: datetime | None = None) -> dict:
+    now = now or timezone.now()
     since = now.replace(hour=0, minute=0, second=0, microsecond=0)  # start of the UTC day
     mine = Observation.objects.filter(project=project, annotator=user).aggregate(
         total=Count("id"),
@@ -156,4 +181,5 @@ def annotator_stats(*, project: Project, user) -> dict:
         "observations_today": mine["today"],
         "seconds_on_device": round(mine["seconds"] or 0.0, 1),
         "live_lease": live,
+        "check_score": annotator_check_score(project=project, user=user, now=now),
     }

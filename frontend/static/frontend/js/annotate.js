@@ -490,8 +490,11 @@ async function loadStats() {
     today = stats.observations_today;
     renderToday();
     const avg = stats.observations ? stats.seconds_on_device / stats.observations : 0;
+    const checks = stats.check_score === null || stats.check_score === undefined
+      ? ""
+      : ` · ${Math.round(stats.check_score * 100)} % right on check tasks`;
     $("stats-line").textContent = stats.observations
-      ? `${stats.observations} answers in all · ${avg.toFixed(1)} s per answer`
+      ? `${stats.observations} answers in all · ${avg.toFixed(1)} s per answer${checks}`
       : "Your first answers: take your time.";
   } catch {
     /* progress is optional; the task is not */

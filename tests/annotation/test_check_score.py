@@ -1,0 +1,68 @@
+"""The annotator's own score on gold check tasks (`stats/me/`), delayed so it reveals no task."""
+
+import io
+import uuid
+from datetime import timedelta
+
+from django.utils import timezone
+
+from annotation import scheduler, selectors, services
+from annotation.models import Sentence
+from tests.annotation.conftest import jsonl_bytes
+
+
+def _answer_checks(project, manager, annotator, *, n_right: int, n_wrong: int, now):
+    services.corpus_import(
+        project=project, user=manager, file=io.BytesIO(jsonl_bytes()), filename="c.jsonl",
+        format="jsonl", gold_check_fraction=1.0, max_bytes=10**6, seed=3,
+    )  # fmt: skip
+    project.gold_fraction = 1.0
+    project.save(update_fields=["gold_fraction"])
+    names = selectors.project_tag_names(project=project)
+    for i in range(n_right + n_wrong):
+        lease = scheduler.task_lease_next(project=project, annotator=annotator, now=now)
+        assert lease is not None and lease.is_gold
+        gold = Sentence.objects.get(pk=lease.sentence_id).gold_tags
+        window = gold[lease.start : lease.start + lease.length]
+        counts = {names[t]: window.count(t) for t in lease.tags}
+        if i >= n_right:  # a wrong answer: one count off by one, kept valid
+            first = names[lease.tags[0]]
+            counts[first] = counts[first] - 1 if counts[first] else counts[first] + 1
+        services.observation_submit(
+            annotator=annotator, assignment_id=lease.assignment_id, counts=counts,
+            idempotency_key=str(uuid.uuid4()), now=now,
+        )  # fmt: skip
+
+
+def test_score_is_the_share_of_exactly_right_check_answers(project, manager, annotator):
+    an_hour_ago = timezone.now() - timedelta(hours=2)
+    _answer_checks(project, manager, annotator, n_right=6, n_wrong=2, now=an_hour_ago)
+    stats = selectors.annotator_stats(project=project, user=annotator)
+    assert stats["check_score"] == 0.75
+
+
+def test_recent_answers_do_not_move_the_score_yet(project, manager, annotator):
+    _answer_checks(project, manager, annotator, n_right=8, n_wrong=0, now=timezone.now())
+    assert selectors.annotator_stats(project=project, user=annotator)["check_score"] is None
+    later = timezone.now() + timedelta(hours=2)
+    assert selectors.annotator_stats(project=project, user=annotator, now=later)["check_score"] == 1
+
+
+def test_no_score_before_five_check_answers(project, manager, annotator):
+    _answer_checks(project, manager, annotator, n_right=4, n_wrong=0, now=timezone.now())
+    later = timezone.now() + timedelta(hours=2)
+    assert (
+        selectors.annotator_stats(project=project, user=annotator, now=later)["check_score"] is None
+    )
+
+
+def test_stats_me_serves_the_score_to_the_annotator_only(project, manager, annotator, client):
+    _answer_checks(
+        project, manager, annotator, n_right=5, n_wrong=0, now=timezone.now() - timedelta(hours=3)
+    )
+    client.force_login(annotator)
+    body = client.get(f"/api/projects/{project.pk}/stats/me/").json()
+    assert body["check_score"] == 1.0
+    # The manager's own stats/me has no check answers of theirs, so no score.
+    client.force_login(manager)
+    assert client.get(f"/api/projects/{project.pk}/stats/me/").json()["check_score"] is None
