@@ -83,3 +83,19 @@ def test_core_does_not_import_django():
         [sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=60
     )
     assert result.stdout.strip() == "False"
+
+
+def test_alpha_and_ridge_chosen_from_held_out_observations(data):
+    sentences, gold, _, tagset = data
+    crowd = simulate_crowd(gold[:500], len(tagset), window=4, random_state=3)
+    model = CountTagger(
+        features=CONFIG,
+        alpha="auto",
+        alpha_grid=(0.5, 5.0),
+        ridge_grid=(0.01, 1.0),
+        n_em_iter=1,
+        random_state=0,
+    ).fit(sentences, crowd.observations, tagset)
+    assert model.alpha_ in (0.5, 5.0) and set(model.alpha_errors_) == {0.5, 5.0}
+    assert model.ridge_ in (0.01, 1.0) and set(model.ridge_errors_) == {0.01, 1.0}
+    assert model.tagger_.alpha == model.alpha_
