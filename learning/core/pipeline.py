@@ -23,6 +23,7 @@ from .crowd import Reliability, estimate_reliability
 from .design import coverage, design_matrix, encode_corpus
 from .em import aggregate_by_type, expected_labels, window_token_index
 from .features import FeatureConfig, featurize
+from .modelfile import save_tagger
 from .observations import Observations
 from .solver import select_ridge, solve_word_tag_probs
 from .tagger import LogLinearTagger, softmax_rows
@@ -80,8 +81,8 @@ class CountTagger:
     Attributes (after ``fit``)
     --------------------------
     tagset_, vocabulary_ (covered word types), word_tag_probs_ (ŵ, vocabulary × K), coverage_,
-    ridge_, ridge_errors_, tag_prior_, moment_tagger_ (before EM), tagger_ (final), coef_,
-    intercept_, reliability_ (:class:`Reliability`), flagged_annotators_ (ids),
+    ridge_, ridge_errors_, alpha_, alpha_errors_, tag_prior_, moment_tagger_ (before EM),
+    tagger_ (final), coef_, intercept_, reliability_ (:class:`Reliability`), flagged_annotators_ (ids),
     skipped_observations_ (indices of observations whose counts cannot be realised),
     history_ (per EM iteration), timings_ (seconds per stage).
     """
@@ -364,6 +365,10 @@ class CountTagger:
             errors[float(alpha)] = float(np.abs(mean - held.counts)[held.tag_mask].mean())
         best = min(errors, key=lambda k: (errors[k], -k))
         return best, errors
+
+    def save(self, file, *, metadata: dict | None = None) -> None:
+        """Write the final tagger as a model file (:func:`.modelfile.save_tagger`)."""
+        save_tagger(self.tagger_, file, metadata=metadata)
 
     # -------------------------------------------------------------- predict
     def predict_proba(self, tokens: Sequence[str]) -> np.ndarray:

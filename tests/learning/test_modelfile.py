@@ -71,3 +71,17 @@ def test_wrong_version_and_garbage_are_refused(tmp_path, tagger):
     garbage.write_bytes(b"not a model")
     with pytest.raises(ModelFileError):
         load_tagger(garbage)
+
+
+def test_count_tagger_saves_its_final_tagger(tmp_path):
+    from learning.core import CountTagger, simulate_crowd
+    from tests.learning.synthetic import make_corpus
+
+    sentences, gold, _, tagset = make_corpus(np.random.default_rng(61), n_sentences=200)
+    crowd = simulate_crowd(gold, len(tagset), window=3, random_state=0)
+    model = CountTagger(features=FeatureConfig(n_features=2**10), n_em_iter=1, random_state=0)
+    model.fit(sentences, crowd.observations, tagset)
+    model.save(tmp_path / "m.npz", metadata={"n_observations": model.n_observations_})
+    loaded, metadata = load_tagger(tmp_path / "m.npz")
+    assert metadata == {"n_observations": len(crowd.observations)}
+    assert loaded.predict(sentences[:5]) == model.predict(sentences[:5])
