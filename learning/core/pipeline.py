@@ -82,9 +82,9 @@ class CountTagger:
     --------------------------
     tagset_, vocabulary_ (covered word types), word_tag_probs_ (ŵ, vocabulary × K), coverage_,
     ridge_, ridge_errors_, alpha_, alpha_errors_, tag_prior_, moment_tagger_ (before EM),
-    tagger_ (final), coef_, intercept_, reliability_ (:class:`Reliability`), flagged_annotators_ (ids),
-    skipped_observations_ (indices of observations whose counts cannot be realised),
-    history_ (per EM iteration), timings_ (seconds per stage).
+    tagger_ (final), coef_, intercept_, reliability_ (:class:`Reliability`),
+    flagged_annotators_ (ids), skipped_observations_ (indices of observations whose counts cannot
+    be realised), history_ (per EM iteration), timings_ (wall and CPU seconds per stage).
     """
 
     def __init__(
