@@ -26,14 +26,14 @@ _ANNOTATOR_FIELDS = (
 )  # fmt: skip
 
 
-def report_out(version: ModelVersion, *, learning_curve: list[dict]) -> dict:
+def report_out(version: ModelVersion, *, tags: list[str], learning_curve: list[dict]) -> dict:
     report = version.report
     return {
         "version": version.number,
         "created_at": iso(version.created_at),
         "observations": version.observations_count,
         "newest_observation": version.newest_observation,
-        "tags": report.confusion["tags"] if report.confusion else None,
+        "tags": tags,
         "evaluation": report.evaluation,
         "accuracy": report.accuracy,
         "per_tag": report.per_tag,

@@ -6,6 +6,7 @@ from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import extend_schema
 from rest_framework.response import Response
 
+from annotation import selectors as annotation_selectors
 from annotation.api.base import ManagerView, paginated
 from annotation.exceptions import NotFound
 from learning import selectors
@@ -57,4 +58,5 @@ class ReportView(ManagerView):
         if version is None:
             raise NotFound("No such model version.")
         curve = selectors.learning_curve(project_id=self.project.pk)
-        return Response(report_out(version, learning_curve=curve))
+        tags = annotation_selectors.project_tag_names(project=self.project)
+        return Response(report_out(version, tags=tags, learning_curve=curve))

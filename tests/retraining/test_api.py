@@ -5,7 +5,14 @@ import pytest
 from config.celery import app as celery_app
 from learning import services, webhooks
 from learning.models import ModelVersion, Webhook
-from tests.retraining.conftest import answer_tasks, client_for
+from tests.annotation.factories import make_project
+from tests.retraining.conftest import (
+    add_annotators,
+    answer_tasks,
+    client_for,
+    import_corpus,
+    toy_sentences,
+)
 
 pytestmark = pytest.mark.django_db
 
@@ -255,3 +262,17 @@ def test_events_stream_says_hello(trained, manager, short_streams):
     text = b"".join(response.streaming_content).decode()
     assert text.startswith("retry: 2000\n\n")
     assert 'event: hello\ndata: {"version": 1}' in text
+
+
+def test_report_without_an_evaluation_set(manager, db):
+    project = make_project(owner=manager, name="No eval", window_size=3, tags_per_task=None)
+    import_corpus(project, manager, toy_sentences(40), evaluation_fraction=0.0)
+    crowd = add_annotators(project, 2)
+    answer_tasks(project, crowd, 30)
+    services.retrain_project(project_id=project.pk, trigger="manual")
+    report = client_for(manager).get(f"/api/projects/{project.pk}/reports/latest/").json()
+    assert report["tags"] == ["NOUN", "VERB", "DET", "ADJ"]
+    assert report["accuracy"] is None and report["evaluation"] is None
+    assert report["per_tag"] == [] and report["confusion"] is None
+    assert report["count_consistency"] is None  # fewer than 50 observations: none held out
+    assert report["learning_curve"][0]["accuracy"] is None
