@@ -223,6 +223,7 @@ CELERY_TASK_TIME_LIMIT = env_int("TALLY_TASK_TIME_LIMIT", 30 * 60, minimum=10)
 CELERY_TASK_SOFT_TIME_LIMIT = CELERY_TASK_TIME_LIMIT - 5
 CELERY_TASK_ALWAYS_EAGER = env_bool("CELERY_TASK_ALWAYS_EAGER", False)
 CELERY_BEAT_SCHEDULER = "django_celery_beat.schedulers:DatabaseScheduler"
+CELERY_WORKER_HIJACK_ROOT_LOGGER = False  # workers log through LOGGING below, like the web
 CELERY_TIMEZONE = TIME_ZONE
 
 # Retraining (learning/): lock expiry > the retrain time limit, so a live job keeps its lock.

@@ -1,22 +1,21 @@
 """Settings come from the environment and refuse bad values."""
 
-import os
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 
+from tests.processes import child_env
+
 ROOT = Path(__file__).resolve().parent.parent
 
 
 def _check(env: dict[str, str], tmp_path: Path) -> subprocess.CompletedProcess:
-    clean = {k: v for k, v in os.environ.items() if k not in {"DATABASE_URL", "REDIS_URL"}}
-    clean.update({"TALLY_DATA_DIR": str(tmp_path)}, **env)
     return subprocess.run(
         [sys.executable, "manage.py", "check"],
         cwd=ROOT,
-        env=clean,
+        env=child_env(TALLY_DATA_DIR=str(tmp_path), **env),
         capture_output=True,
         text=True,
         timeout=60,

@@ -1,6 +1,5 @@
 """`./tally up`'s command: migrates, makes the demo, runs web + worker + beat, Ctrl-C stops all."""
 
-import os
 import signal
 import socket
 import subprocess
@@ -10,6 +9,8 @@ from pathlib import Path
 
 import httpx
 import pytest
+
+from tests.processes import child_env
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -28,10 +29,7 @@ def _children(pid: int) -> list[str]:
 @pytest.mark.slow
 def test_starts_everything_prints_logins_and_stops_cleanly_on_ctrl_c(tmp_path):
     port = _free_port()
-    env = {
-        **{k: v for k, v in os.environ.items() if k not in {"DATABASE_URL", "REDIS_URL"}},
-        "TALLY_DATA_DIR": str(tmp_path),
-    }
+    env = child_env(TALLY_DATA_DIR=str(tmp_path))
     log = (tmp_path / "up.log").open("w+b")
     up = subprocess.Popen(
         [sys.executable, "manage.py", "tally_up", "--port", str(port),

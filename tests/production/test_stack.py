@@ -1,0 +1,225 @@
+"""End-to-end smoke test of the production configuration, without Docker.
+
+Starts what docker-compose starts — gunicorn with `gunicorn.conf.py`, a Celery worker and beat as
+separate processes, production settings, PostgreSQL and Redis — on a scratch database, then goes
+through HTTP only: create a project, upload a corpus, annotate, retrain, read the report.
+"""
+
+import gzip
+import itertools
+import json
+import os
+import secrets
+import signal
+import socket
+import subprocess
+import sys
+import time
+import uuid
+from pathlib import Path
+from urllib.parse import urlsplit
+
+import httpx
+import psycopg
+import pytest
+import redis
+
+from tests.processes import child_env
+
+ROOT = Path(__file__).resolve().parents[2]
+EWT_TRAIN = ROOT / "data" / "ud-english-ewt" / "en_ewt-ud-train.conllu.gz"
+# Behind the TLS-terminating proxy production expects, every request says it came over HTTPS.
+PROXY_HEADERS = {"X-Forwarded-Proto": "https"}
+
+pytestmark = [pytest.mark.postgres, pytest.mark.redis, pytest.mark.slow]
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def _conllu_slice(n_sentences: int) -> bytes:
+    """The first sentences of UD English EWT train (CC BY-SA 4.0, see data/README.md)."""
+    blocks, block = [], []
+    with gzip.open(EWT_TRAIN, "rt", encoding="utf-8") as lines:
+        for line in lines:
+            block.append(line)
+            if not line.strip():
+                blocks.append("".join(block))
+                block = []
+                if len(blocks) == n_sentences:
+                    break
+    return "".join(blocks).encode()
+
+
+@pytest.fixture
+def production_stack(tmp_path):
+    base = psycopg.conninfo.conninfo_to_dict(os.environ["DATABASE_URL"])
+    database = f"tally_smoke_{os.getpid()}"
+    admin = psycopg.conninfo.make_conninfo(**{**base, "dbname": "postgres"})
+    with psycopg.connect(admin, autocommit=True) as conn:
+        conn.execute(f'DROP DATABASE IF EXISTS "{database}"')
+        conn.execute(f'CREATE DATABASE "{database}"')
+    redis_url = "redis://127.0.0.1:6379/14"
+    redis.Redis.from_url(redis_url).flushdb()
+    port = _free_port()
+    env = {
+        **child_env(),
+        "TALLY_ENV": "production",
+        "SECRET_KEY": secrets.token_urlsafe(64),
+        "ALLOWED_HOSTS": "127.0.0.1",
+        "DATABASE_URL": urlsplit(os.environ["DATABASE_URL"])._replace(path=f"/{database}").geturl(),
+        "REDIS_URL": redis_url,
+        "TALLY_DATA_DIR": str(tmp_path / "data"),
+        "STATIC_ROOT": str(tmp_path / "static"),
+        "TALLY_BIND": f"127.0.0.1:{port}",
+        "WEB_WORKERS": "2",
+        "PYTHONUNBUFFERED": "1",
+    }
+    python = sys.executable
+    for command in (["migrate", "--noinput"], ["collectstatic", "--noinput"]):
+        subprocess.run([python, "manage.py", *command, "-v0"], cwd=ROOT, env=env, check=True)
+    logs = tmp_path / "logs"
+    logs.mkdir()
+    commands = {
+        "web": [python, "-m", "gunicorn", "config.wsgi"],
+        "worker": [python, "-m", "celery", "-A", "config", "worker", "-l", "INFO", "-c", "1"],
+        "beat": [python, "-m", "celery", "-A", "config", "beat", "-l", "INFO",
+                 "--schedule", str(tmp_path / "beat-schedule")],
+    }  # fmt: skip
+    processes = {
+        name: subprocess.Popen(
+            command,
+            cwd=ROOT,
+            env=env,
+            stdout=(logs / f"{name}.log").open("wb"),
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
+        for name, command in commands.items()
+    }
+    url = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + 60
+        while True:
+            try:
+                if httpx.get(f"{url}/healthz", headers=PROXY_HEADERS).status_code == 200:
+                    break
+            except httpx.TransportError:
+                pass
+            if time.monotonic() > deadline or processes["web"].poll() is not None:
+                pytest.fail("web server did not become healthy:\n" + _tail(logs / "web.log"))
+            time.sleep(0.3)
+        yield url, processes, logs
+    finally:
+        for process in processes.values():
+            if process.poll() is None:
+                os.killpg(process.pid, signal.SIGTERM)
+        for process in processes.values():
+            try:
+                process.wait(timeout=20)
+            except subprocess.TimeoutExpired:
+                os.killpg(process.pid, signal.SIGKILL)
+        with psycopg.connect(admin, autocommit=True) as conn:
+            conn.execute(f'DROP DATABASE IF EXISTS "{database}" WITH (FORCE)')
+
+
+def _tail(path: Path, lines: int = 40) -> str:
+    return "\n".join(path.read_text(errors="replace").splitlines()[-lines:])
+
+
+def _ok(response: httpx.Response, status: int) -> dict:
+    assert response.status_code == status, f"{response.request.url}: {response.text[:500]}"
+    return response.json() if response.content else {}
+
+
+def test_create_upload_annotate_retrain_report(production_stack):
+    url, processes, logs = production_stack
+    client = httpx.Client(base_url=url, headers=PROXY_HEADERS, timeout=30)
+
+    manager = _ok(
+        client.post(
+            "/api/auth/register/", json={"username": "maria", "password": "correct horse 42"}
+        ),
+        201,
+    )
+    as_manager = {"Authorization": f"Token {manager['token']}"}
+    project = _ok(client.post("/api/projects/", headers=as_manager, json={
+        "name": "Smoke", "tag_preset": "ud_upos", "window_size": 5, "tags_per_task": None,
+        "redundancy": 1,
+    }), 201)  # fmt: skip
+    project_id = project["id"]
+    corpus = _ok(client.post(
+        f"/api/projects/{project_id}/corpus/", headers=as_manager,
+        data={"format": "conllu", "evaluation_fraction": "0.2", "seed": "1"},
+        files={"file": ("ewt.conllu", _conllu_slice(300), "text/plain")},
+    ), 201)  # fmt: skip
+    assert corpus["sentences"] == 300
+
+    # Gold tags of every sentence, to answer as an exact annotator would.
+    gold = {}
+    next_page = f"/api/projects/{project_id}/sentences/?limit=500"
+    while next_page:
+        page = _ok(client.get(next_page, headers=as_manager), 200)
+        gold.update({tuple(s["tokens"]): s["gold_tags"] for s in page["results"]})
+        next_page = page["next"]
+
+    annotator = _ok(
+        client.post(
+            "/api/auth/register/", json={"username": "ann", "password": "battery staple 42"}
+        ),
+        201,
+    )
+    as_annotator = {"Authorization": f"Token {annotator['token']}"}
+    _ok(client.post("/api/join/", headers=as_annotator, json={"code": project["invite_code"]}), 201)
+    answered = 0
+    for _ in itertools.repeat(None, 200):
+        response = client.post(f"/api/projects/{project_id}/tasks/next/", headers=as_annotator)
+        if response.status_code == 204:
+            break
+        task = _ok(response, 200)
+        start, length = task["window"]["start"], task["window"]["length"]
+        tags = gold[tuple(task["tokens"])][start : start + length]
+        counts = {tag["name"]: tags.count(tag["name"]) for tag in task["tags"]}
+        _ok(client.post("/api/observations/", headers=as_annotator, json={
+            "assignment": task["assignment"], "counts": counts,
+            "idempotency_key": str(uuid.uuid4()), "seconds_on_device": 3.0,
+        }), 201)  # fmt: skip
+        answered += 1
+    assert answered >= 150
+
+    _ok(client.post(f"/api/projects/{project_id}/retrain/", headers=as_manager), 202)
+    deadline = time.monotonic() + 180
+    while True:
+        response = client.get(f"/api/projects/{project_id}/reports/latest/", headers=as_manager)
+        if response.status_code == 200:
+            break
+        assert response.status_code == 404, response.text
+        assert all(p.poll() is None for p in processes.values()), _tail(logs / "worker.log")
+        if time.monotonic() > deadline:
+            pytest.fail("no report within 180 s:\n" + _tail(logs / "worker.log"))
+        time.sleep(1)
+    report = response.json()
+    assert report["observations"] == answered
+    # 240 training sentences of exact answers: far better than chance on the evaluation split.
+    assert report["accuracy"] > 0.5
+    assert {row["tag"] for row in report["per_tag"]} <= set(report["tags"])
+    assert len(report["tags"]) == 17
+
+    tagged = _ok(client.post(f"/api/projects/{project_id}/predict/", headers=as_annotator,
+                             json={"text": "The dog barked at the mailman ."}), 200)  # fmt: skip
+    assert tagged["tokens"][:2] == ["The", "dog"] and len(tagged["tags"]) == 7
+    assert tagged["tags"][0] == "DET"
+
+    # Structured logs: the worker's record of the retrain is one JSON object on a line.
+    records = [json.loads(line) for line in (logs / "worker.log").read_text().splitlines()
+               if line.startswith("{")]  # fmt: skip
+    succeeded = [r for r in records if r["message"] == "retrain succeeded"]
+    assert succeeded and succeeded[0]["project_id"] == project_id
+
+    health = _ok(client.get("/healthz"), 200)
+    assert health["checks"]["broker"]["ok"]
+    # Production settings really are on: plain HTTP is redirected to HTTPS.
+    assert httpx.get(f"{url}/healthz").status_code == 301
