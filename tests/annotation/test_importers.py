@@ -2,6 +2,8 @@
 
 import gzip
 import io
+import json
+from pathlib import Path
 
 import pytest
 
@@ -62,7 +64,9 @@ def test_text_one_sentence_per_line():
         ('{"tokens": []}', "no tokens"),
         ('{"tokens": ["a"], "tags": ["X", "Y"]}', "must align"),
         ('{"tokens": ["a\\u0000"]}', "control characters"),
-        ('{"tokens": ["' + "x" * 101 + '"]}', "characters long"),
+        ('{"tokens": ["' + "x" * 501 + '"]}', "characters long"),
+        ('{"tokens": ["evil\\u202etxt.exe"]}', "control characters"),
+        ('{"tokens": ["a\\u2028b"]}', "control characters"),
     ],
 )
 def test_jsonl_errors_name_the_line(line, message):
@@ -109,3 +113,21 @@ def test_reading_streams_line_by_line():
     with pytest.raises(importers.CorpusError):
         list(importers.parse(endless(), format="jsonl"))
     assert consumed == 0
+
+
+def test_real_text_is_accepted_soft_hyphens_joiners_and_long_urls():
+    url = "http://lllreptile.com/store/catalog/reptile-supplies/" + "x" * 90
+    tokens = ["co\u00adoperate", "\U0001f469\u200d\U0001f4bb", url]
+    text = json.dumps({"tokens": tokens}) + "\n"
+    (parsed,) = importers.parse(lines(text), format="jsonl")
+    assert parsed.tokens == tokens
+
+
+@pytest.mark.slow
+def test_the_whole_released_ewt_train_file_parses():
+    """Regression: the importer once refused UD English EWT (a 140-character URL, a soft hyphen)."""
+    path = Path(__file__).resolve().parents[2] / "data/ud-english-ewt/en_ewt-ud-train.conllu.gz"
+    with path.open("rb") as corpus:
+        read = importers.read_lines(corpus, max_bytes=10**8)
+        n_sentences = sum(1 for _ in importers.parse(read, format="conllu"))
+    assert n_sentences == 12_544

@@ -18,7 +18,6 @@ of both, the accuracy on EWT dev and the count-consistency. Only 127.0.0.1 is to
 
 from __future__ import annotations
 
-import io
 import json
 import os
 import secrets
@@ -36,10 +35,8 @@ from django.db import connection, transaction
 from django.utils import timezone
 
 from annotation import services
-from annotation.importers import MAX_TOKEN_CHARS
 from annotation.models import Assignment, Membership, Observation, Project, Sentence, Task
 from learning import tasks
-from learning.core.conllu import read_conllu
 from learning.core.simulate import simulate_crowd
 
 ADMIN_URL_DEFAULT = "postgres://postgres@127.0.0.1:5432/postgres"
@@ -145,20 +142,6 @@ class Command(BaseCommand):
         self.stdout.write(json.dumps(result))
 
 
-def _as_jsonl(path: Path) -> bytes:
-    """EWT as JSON lines for the importer. A handful of EWT tokens are refused by the importer
-    (URLs longer than 100 characters, soft hyphens): they are shortened and cleaned, so every
-    sentence is kept."""
-    lines = []
-    for sentence in read_conllu(path):
-        tokens = [
-            "".join(c for c in token if c.isprintable())[:MAX_TOKEN_CHARS] or "_"
-            for token in sentence.tokens
-        ]
-        lines.append(json.dumps({"tokens": tokens, "tags": sentence.tags("upos")}))
-    return ("\n".join(lines) + "\n").encode()
-
-
 def _seed_corpus(data: Path) -> tuple[Project, object, list[int], list[list[int]]]:
     """The project: EWT train as training sentences, EWT dev as the evaluation set."""
     manager = get_user_model().objects.create_user(username="bench-manager")
@@ -172,16 +155,17 @@ def _seed_corpus(data: Path) -> tuple[Project, object, list[int], list[list[int]
     )
     for split, evaluation_fraction in (("train", 0.0), ("dev", 1.0)):
         path = data / f"en_ewt-ud-{split}.conllu.gz"
-        services.corpus_import(
-            project=project,
-            user=manager,
-            file=io.BytesIO(_as_jsonl(path)),
-            filename=path.name,
-            format="jsonl",
-            evaluation_fraction=evaluation_fraction,
-            max_bytes=10**9,
-            seed=0,
-        )
+        with path.open("rb") as corpus:  # the released gzipped CoNLL-U, as a manager uploads it
+            services.corpus_import(
+                project=project,
+                user=manager,
+                file=corpus,
+                filename=path.name,
+                format="conllu",
+                evaluation_fraction=evaluation_fraction,
+                max_bytes=10**9,
+                seed=0,
+            )
     Task.objects.filter(project=project).delete()  # the benchmark stores its own regions
     rows = list(
         Sentence.objects.filter(project=project, split=Sentence.Split.TRAIN)
