@@ -261,6 +261,17 @@ class CountTagger:
                     weights = new_weights
                     break
                 weights = new_weights
+                if self.ridge == "auto":  # re-choose λ without the down-weighted answers
+                    tic = watch.start()
+                    ridge, ridge_errors = select_ridge(
+                        a,
+                        observations.counts,
+                        observations.tag_mask * weights[:, None],
+                        observations.length,
+                        self.ridge_grid,
+                        holdout=holdout,
+                    )
+                    watch.stop("solve", tic)
                 moments_round(weights)
         self.moment_tagger_ = state["tagger"]
 
