@@ -1,5 +1,6 @@
 // A project's dashboard: progress, invite, annotators, corpus, exports (annotation API), and the
-// model's reports (learning API), kept up to date by the project's event stream.
+// model's reports, retraining (schedule, runs, failures) and webhooks (learning API), kept up to
+// date by the project's event stream.
 import { api, describe, el, toast } from "./api.js";
 
 const root = document.getElementById("dash");
@@ -354,6 +355,18 @@ async function loadVersions() {
   }
 }
 
+// --- Retraining: status line, schedule, recent runs, last error -------------------------------
+
+const STATUSES = new Set(["running", "succeeded", "failed", "skipped", "pending", "retrying"]);
+const statusPill = (status) => el("span", { class: `pill pill-${STATUSES.has(status) ? status : "other"}`, text: status });
+
+const SHORT_TIME = { month: "short", day: "numeric", hour: "numeric", minute: "2-digit" };
+function when(iso, options = { dateStyle: "medium", timeStyle: "short" }) {
+  if (!iso) return el("span", { class: "muted", text: "–" });
+  const date = new Date(iso);
+  return el("time", { datetime: iso, title: date.toLocaleString(), text: date.toLocaleString([], options) });
+}
+
 // "Model v4 · 120 new answers since · retraining…", polled while a retrain runs.
 let statusTimer = 0;
 
@@ -368,10 +381,279 @@ async function loadRetrainStatus() {
   const parts = [status.current_version ? `Model v${status.current_version}` : "No model yet"];
   if (status.pending_observations) parts.push(`${fmt.format(status.pending_observations)} new answers since`);
   if (status.running) parts.push("retraining…");
-  else if (status.last_run && status.last_run.status === "failed") parts.push("last retrain failed");
-  $("model-status").textContent = parts.join(" · ");
+  const line = [parts.join(" · ")];
+  if (!status.running && status.last_run && status.last_run.status === "failed") {
+    line.push(" · ", el("a", { href: "#h-retraining", class: "bad-link", text: "last retrain failed" }));
+  }
+  $("model-status").replaceChildren(...line);
+  renderLastError(status);
+  renderRuns(status.recent_runs || []);
   if (status.running) statusTimer = setTimeout(loadRetrainStatus, 3000);
 }
+
+// The newest failure: red while it is the latest run, a quieter note once a later run succeeded.
+function renderLastError(status) {
+  const box = $("last-error");
+  const error = status.last_error;
+  if (!error) {
+    box.hidden = true;
+    box.replaceChildren();
+    return;
+  }
+  const current = status.last_run && status.last_run.id === error.run;
+  box.className = current ? "error last-error" : "warn last-error";
+  box.replaceChildren(
+    el("p", {}, el("b", { text: current ? "The last retrain failed" : "Earlier failed retrain (the latest run did not fail)" }), " · ", when(error.at)),
+    el("p", { class: "error-text", text: error.message }),
+  );
+  box.hidden = false;
+}
+
+function renderRuns(runs) {
+  if (!runs.length) {
+    $("runs").replaceChildren(empty("No retraining yet."));
+    return;
+  }
+  const head = el("tr", {}, ...["Started", "Result", "Seconds"].map((h, i) => el("th", { scope: "col", class: i === 2 ? "num" : "", text: h })));
+  const rows = [];
+  for (const run of runs) {
+    const bad = run.status === "failed";
+    rows.push(
+      el(
+        "tr",
+        { class: bad ? "bad" : "", "data-run": String(run.id) },
+        el("td", {}, when(run.started_at, SHORT_TIME), el("span", { class: "sub", text: run.trigger })),
+        el("td", {}, statusPill(run.status), run.version ? el("span", { class: "sub", text: `model v${run.version}` }) : null),
+        el("td", { class: "num", text: run.seconds === null || run.seconds === undefined ? "–" : Number(run.seconds).toFixed(1) }),
+      ),
+    );
+    if (run.error) {
+      rows.push(el("tr", { class: bad ? "bad detail" : "detail" }, el("td", { colspan: "3" }, el("span", { class: "error-text", text: run.error }))));
+    }
+  }
+  $("runs").replaceChildren(el("table", { class: "table runs" }, el("thead", {}, head), el("tbody", {}, ...rows)));
+}
+
+async function loadSchedule() {
+  let schedule;
+  try {
+    schedule = await api("GET", `${BASE}/retrain-schedule/`);
+  } catch (error) {
+    if (error.status === 404) return;
+    throw error;
+  }
+  $("sched-minutes").value = String(schedule.interval_minutes);
+  $("sched-enabled").checked = schedule.enabled;
+}
+
+function scheduleError(text) {
+  const box = $("sched-error");
+  box.textContent = text || "";
+  box.hidden = !text;
+  if (text) $("sched-minutes").setAttribute("aria-invalid", "true");
+  else $("sched-minutes").removeAttribute("aria-invalid");
+}
+
+$("schedule").addEventListener("submit", async (event) => {
+  event.preventDefault();
+  const raw = $("sched-minutes").value.trim();
+  const minutes = Number(raw);
+  if (!/^\d+$/.test(raw) || minutes < 1 || minutes > 10080) {
+    scheduleError("Enter a whole number of minutes from 1 to 10080 (one week).");
+    $("sched-minutes").focus();
+    return;
+  }
+  scheduleError("");
+  try {
+    const saved = await api("PUT", `${BASE}/retrain-schedule/`, { interval_minutes: minutes, enabled: $("sched-enabled").checked });
+    $("sched-minutes").value = String(saved.interval_minutes);
+    $("sched-enabled").checked = saved.enabled;
+    toast(saved.enabled ? `Saved: retrained at most every ${fmt.format(saved.interval_minutes)} minutes.` : "Saved: automatic retraining is off.");
+  } catch (error) {
+    scheduleError(describe(error));
+  }
+});
+
+// --- Webhooks ---------------------------------------------------------------------------------
+
+let hooks = [];
+const openHooks = new Set(); // webhooks whose deliveries are shown
+let hooksTimer = 0;
+
+async function loadHooks() {
+  clearTimeout(hooksTimer);
+  let page;
+  try {
+    page = await api("GET", `${BASE}/webhooks/?limit=50`);
+  } catch (error) {
+    if (error.status === 404) return;
+    throw error;
+  }
+  hooks = page.results;
+  renderHooks();
+  await Promise.all(hooks.filter((hook) => openHooks.has(hook.id)).map(loadDeliveries));
+  // A delivery in flight: look again soon.
+  if (hooks.some((hook) => hook.last_delivery && ["pending", "retrying"].includes(hook.last_delivery.status))) {
+    hooksTimer = setTimeout(() => loadHooks().catch(() => {}), 5000);
+  }
+}
+
+function renderHooks() {
+  for (const id of [...openHooks]) if (!hooks.some((hook) => hook.id === id)) openHooks.delete(id);
+  if (!hooks.length) {
+    $("hooks").replaceChildren(empty("No webhooks yet."));
+    return;
+  }
+  $("hooks").replaceChildren(el("ul", { class: "hooks" }, ...hooks.map(hookItem)));
+}
+
+function hookItem(hook) {
+  const last = hook.last_delivery;
+  const open = openHooks.has(hook.id);
+  const panel = el("div", { id: `deliveries-${hook.id}`, class: "deliveries" });
+  panel.hidden = !open;
+  const toggle = el("button", { type: "button", class: "show-deliveries", "aria-expanded": String(open), "aria-controls": panel.id, text: open ? "Hide deliveries" : "Deliveries" });
+  toggle.addEventListener("click", () => {
+    if (openHooks.has(hook.id)) {
+      openHooks.delete(hook.id);
+      panel.hidden = true;
+      toggle.textContent = "Deliveries";
+      toggle.setAttribute("aria-expanded", "false");
+      return;
+    }
+    openHooks.add(hook.id);
+    panel.hidden = false;
+    toggle.textContent = "Hide deliveries";
+    toggle.setAttribute("aria-expanded", "true");
+    panel.replaceChildren(el("p", { class: "muted", text: "Loading…" }));
+    loadDeliveries(hook).catch((error) => panel.replaceChildren(el("p", { class: "error", text: describe(error) })));
+  });
+  const item = el(
+    "li",
+    { class: `hook${last && last.status === "failed" ? " bad" : ""}`, "data-hook": String(hook.id) },
+    el("code", { class: "hook-url", text: hook.url }),
+    el(
+      "p",
+      { class: "hook-meta" },
+      el("span", { class: `pill ${hook.active ? "pill-active" : "pill-off"}`, text: hook.active ? "active" : "off" }),
+      " ",
+      ...(last ? ["Last delivery: ", statusPill(last.status), " ", when(last.at)] : [el("span", { class: "muted", text: "No deliveries yet." })]),
+    ),
+    el(
+      "div",
+      { class: "hook-actions" },
+      toggle,
+      el("button", { type: "button", class: "toggle-active", text: hook.active ? "Turn off" : "Turn on", onclick: () => hookSetActive(hook, !hook.active) }),
+      el("button", { type: "button", class: "danger delete-hook", text: "Delete", onclick: () => hookDelete(hook) }),
+    ),
+    panel,
+  );
+  return item;
+}
+
+async function hookSetActive(hook, active) {
+  try {
+    await api("PATCH", `${BASE}/webhooks/${hook.id}/`, { active });
+    toast(active ? "Webhook turned on." : "Webhook turned off: it gets no deliveries.");
+    await loadHooks();
+  } catch (error) {
+    fail(error);
+  }
+}
+
+async function hookDelete(hook) {
+  if (!window.confirm(`Delete the webhook to ${hook.url}? Its delivery log is deleted too.`)) return;
+  try {
+    await api("DELETE", `${BASE}/webhooks/${hook.id}/`);
+    openHooks.delete(hook.id);
+    toast("Webhook deleted.");
+    await loadHooks();
+  } catch (error) {
+    fail(error);
+  }
+}
+
+const DELIVERY_CLASS = { failed: "bad", retrying: "warn", pending: "warn", succeeded: "good" };
+
+async function loadDeliveries(hook) {
+  const panel = document.getElementById(`deliveries-${hook.id}`);
+  const page = await api("GET", `${BASE}/webhooks/${hook.id}/deliveries/?limit=20`);
+  if (!panel) return;
+  if (!page.results.length) {
+    panel.replaceChildren(el("p", { class: "muted", text: "No deliveries yet: one is sent after every new model." }));
+    return;
+  }
+  const items = page.results.map((d) => {
+    const facts = [`v${d.version ?? "–"}`, `${d.attempts} ${d.attempts === 1 ? "attempt" : "attempts"}`];
+    if (d.response_code !== null && d.response_code !== undefined) facts.push(`HTTP ${d.response_code}`);
+    const times = [el("span", {}, "Created ", when(d.created_at, SHORT_TIME))];
+    if (d.last_attempt_at) times.push(el("span", {}, "Last attempt ", when(d.last_attempt_at, SHORT_TIME)));
+    if (d.next_attempt_at && d.status !== "succeeded" && d.status !== "failed") times.push(el("span", {}, "Next attempt ", when(d.next_attempt_at, SHORT_TIME)));
+    if (d.delivered_at) times.push(el("span", {}, "Delivered ", when(d.delivered_at, SHORT_TIME)));
+    return el(
+      "li",
+      { class: `delivery ${DELIVERY_CLASS[d.status] || ""}`, "data-delivery": String(d.id) },
+      el("p", { class: "delivery-head" }, statusPill(d.status), " ", el("span", { class: "delivery-facts", text: facts.join(" · ") })),
+      d.error ? el("p", { class: "error-text", text: d.error }) : null,
+      el("p", { class: "delivery-times help" }, ...times.flatMap((t, i) => (i ? [" · ", t] : [t]))),
+    );
+  });
+  const more = page.count > page.results.length ? el("p", { class: "help", text: `The newest ${page.results.length} of ${fmt.format(page.count)} deliveries.` }) : null;
+  panel.replaceChildren(el("ul", { class: "delivery-list", "aria-label": `Deliveries to ${hook.url}` }, ...items), ...(more ? [more] : []));
+}
+
+function hookError(text) {
+  $("hook-error").textContent = text || "";
+  $("hook-error").hidden = !text;
+}
+
+$("hook-form").addEventListener("submit", async (event) => {
+  event.preventDefault();
+  const url = $("hook-url").value.trim();
+  const secret = $("hook-secret").value;
+  if (!/^https?:\/\/\S+$/i.test(url)) {
+    hookError("Enter an http:// or https:// URL.");
+    $("hook-url").focus();
+    return;
+  }
+  if (secret && (secret.length < 16 || secret.length > 200)) {
+    hookError("A secret has 16 to 200 characters (or leave it empty).");
+    $("hook-secret").focus();
+    return;
+  }
+  hookError("");
+  const submit = $("hook-form").querySelector("button[type=submit]");
+  submit.disabled = true;
+  try {
+    const made = await api("POST", `${BASE}/webhooks/`, secret ? { url, secret } : { url });
+    $("hook-form").reset();
+    $("new-secret-value").value = made.secret;
+    $("new-secret").hidden = false;
+    $("new-secret-value").focus();
+    $("new-secret-value").select();
+    await loadHooks();
+  } catch (error) {
+    // The API's reasons (e.g. an internal address) are in `fields`.
+    const reasons = error.fields ? Object.values(error.fields).flat().join(" ") : "";
+    hookError(reasons || describe(error));
+  } finally {
+    submit.disabled = false;
+  }
+});
+
+$("copy-secret").addEventListener("click", async () => {
+  try {
+    await navigator.clipboard.writeText($("new-secret-value").value);
+    toast("Secret copied.");
+  } catch {
+    $("new-secret-value").select();
+  }
+});
+
+$("secret-done").addEventListener("click", () => {
+  $("new-secret-value").value = "";
+  $("new-secret").hidden = true;
+});
 
 $("retrain").addEventListener("click", async () => {
   $("retrain").disabled = true;
@@ -439,7 +721,7 @@ function connect() {
 
 async function refreshModel() {
   try {
-    await Promise.all([loadReport(), loadVersions(), loadStats(), loadMembers(), loadRetrainStatus()]);
+    await Promise.all([loadReport(), loadVersions(), loadStats(), loadMembers(), loadRetrainStatus(), loadHooks()]);
   } catch (error) {
     fail(error);
   }
@@ -450,7 +732,7 @@ async function refreshModel() {
 async function start() {
   try {
     await loadProject();
-    await Promise.all([loadStats(), loadMembers(), loadImports(), loadReport(), loadVersions(), loadRetrainStatus()]);
+    await Promise.all([loadStats(), loadMembers(), loadImports(), loadReport(), loadVersions(), loadRetrainStatus(), loadSchedule(), loadHooks()]);
   } catch (error) {
     fail(error);
   }
@@ -462,4 +744,5 @@ setInterval(() => {
   if (document.visibilityState !== "visible") return;
   loadStats().catch(() => {});
   loadRetrainStatus();
+  loadHooks().catch(() => {});
 }, 30000);
