@@ -45,10 +45,15 @@ LIVE_LEASE = (
     "WHERE a.annotator_id = %s AND a.project_id = %s AND a.status = 'leased' "
     "AND a.expires_at > %s LIMIT 1"
 )
+# "Never the same region twice to one annotator": one probe of `assignment_unique` (task, annotator)
+# per candidate task, walking `task_open_idx` in id order. The LIMIT keeps PostgreSQL from turning
+# the test into an anti-join, which it plans as a merge join over *all* the annotator's
+# assignments (read through the whole unique index, since annotator is its second column): a
+# lease then cost time in proportion to the assignments made so far.
 _OPEN_TASKS = (
     "FROM annotation_task t WHERE t.project_id = %s AND t.open_slots > 0 AND NOT t.is_gold "
-    "AND NOT EXISTS (SELECT 1 FROM annotation_assignment a "
-    "WHERE a.task_id = t.id AND a.annotator_id = %s) "
+    "AND (SELECT 1 FROM annotation_assignment a "
+    "WHERE a.task_id = t.id AND a.annotator_id = %s LIMIT 1) IS NULL "
 )
 _FIRST = "ORDER BY t.id LIMIT 1"
 PICK_OPEN_TASK = (
@@ -174,13 +179,22 @@ def row_lock() -> str:
     )
 
 
+_PREPARE_THRESHOLD = 5  # psycopg's default; our statements pass prepare=True anyway
+
+
 def _prepared_cursor():
     """On PostgreSQL, a server-side-binding cursor on Django's connection: these statements
     are fixed strings, so the server parses and plans each once per connection (prepared
     statements) instead of on every request. Django's own cursors bind on the client side."""
     connection.ensure_connection()
     connection.validate_no_broken_transaction()
-    return ServerBindingCursor(connection.connection)
+    raw = connection.connection
+    if raw.prepare_threshold is None:
+        # Django opens psycopg connections with preparation off (threshold None), which makes
+        # psycopg ignore `prepare=True`. Its own (client-side binding) cursors never prepare, so
+        # turning it on here affects only these statements.
+        raw.prepare_threshold = _PREPARE_THRESHOLD
+    return ServerBindingCursor(raw)
 
 
 def fetchone(sql: str, params: list[Any]) -> tuple | None:
