@@ -123,6 +123,11 @@ class Membership(models.Model):
     )
     role = models.CharField(max_length=10, choices=Role.choices)
     joined_at = models.DateTimeField(auto_now_add=True)
+    # Set by each retrain from the annotator's reliability: a flagged annotator's answers stop
+    # counting, their regions are opened to others, and they are served only gold check tasks
+    # (so that a later retrain can clear the flag).
+    flagged = models.BooleanField(default=False)
+    flag_reason = models.CharField(max_length=300, blank=True, default="")
 
     class Meta:
         ordering = ["project", "id"]

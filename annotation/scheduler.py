@@ -134,20 +134,25 @@ def task_lease_next(
     annotator,
     now: datetime | None = None,
     rng: random.Random | None = None,
+    flagged: bool = False,
 ) -> Lease | None:
-    """Lease the caller's next task in `project` (or return their live lease); None if none."""
+    """Lease the caller's next task in `project` (or return their live lease); None if none.
+
+    A `flagged` annotator (see `Membership.flagged`) gets only gold check tasks: their answers no
+    longer use up the regions' redundancy, and the checks tell whether the flag still holds.
+    """
     if project.status != Project.Status.ACTIVE:
         raise ProjectNotActive("This project is not active; it serves no new tasks.")
     now = now or timezone.now()
     rng = rng or _system_random
     if project.leases_reclaimed_at is None or project.leases_reclaimed_at < now - RECLAIM_INTERVAL:
         assignments_expire(project=project, now=now)
-    if project.gold_fraction > 0 and rng.random() < project.gold_fraction:
+    if flagged or (project.gold_fraction > 0 and rng.random() < project.gold_fraction):
         live = sql.fetchone(sql.LIVE_LEASE, [annotator.pk, project.pk, sql.to_db_datetime(now)])
         if live is not None:
             return _lease_from_row(live[0], live[1], live[2:])
         lease = _lease_gold(project=project, annotator=annotator, now=now, rng=rng)
-        if lease is not None:
+        if lease is not None or flagged:
             return lease
     lease = _lease_live_or_open(project=project, annotator=annotator, now=now)
     if lease is None and tasks_replenish(project=project, rng=rng):

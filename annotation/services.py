@@ -14,7 +14,7 @@ from django.contrib.auth import authenticate, get_user_model
 from django.contrib.auth.password_validation import validate_password
 from django.core.exceptions import ValidationError
 from django.db import IntegrityError, transaction
-from django.db.models import Max
+from django.db.models import F, Max
 from django.utils import timezone
 from rest_framework.authtoken.models import Token
 
@@ -37,6 +37,7 @@ from annotation.models import (
     Project,
     Sentence,
     Tag,
+    Task,
     new_invite_code,
 )
 from annotation.tagsets import PRESETS
@@ -212,6 +213,34 @@ def membership_join(*, user, code: str) -> tuple[Membership, bool]:
         project=project, user=user, defaults={"role": Membership.Role.ANNOTATOR}
     )
     return membership, created
+
+
+@transaction.atomic
+def memberships_flag_update(*, project_id: int, flags: Mapping[int, str]) -> list[int]:
+    """Flag exactly the annotators in `flags` (user id → reason) and clear everyone else.
+
+    The regions a newly flagged annotator answered get their slot back, so that the redundancy a
+    manager asked for is met by answers that count. Returns the newly flagged user ids.
+    """
+    members = Membership.objects.select_for_update().filter(
+        project_id=project_id, role=Membership.Role.ANNOTATOR
+    )
+    newly = list(
+        members.filter(user_id__in=list(flags), flagged=False).values_list("user_id", flat=True)
+    )
+    members.filter(flagged=True).exclude(user_id__in=list(flags)).update(
+        flagged=False, flag_reason=""
+    )
+    for user_id, reason in flags.items():
+        members.filter(user_id=user_id).update(flagged=True, flag_reason=reason[:300])
+    answered = Assignment.objects.filter(
+        project_id=project_id,
+        annotator_id__in=newly,
+        status=Assignment.Status.SUBMITTED,
+        task__is_gold=False,
+    ).values("task_id")
+    Task.objects.filter(pk__in=answered).update(open_slots=F("open_slots") + 1)
+    return newly
 
 
 def membership_remove(*, project: Project, user_id: int) -> None:

@@ -28,6 +28,7 @@ from django.utils import timezone
 
 from annotation.exceptions import Conflict, InvalidInput
 from annotation.models import Project
+from annotation.services import memberships_flag_update
 from learning import adapter, locks, selectors
 from learning.core.crowd import estimate_reliability
 from learning.core.evaluate import accuracy, confusion_matrix, count_consistency, per_tag_scores
@@ -300,6 +301,10 @@ def _fit_and_store(
                 **evaluation,
             )
             _annotator_quality_store(project_id=project_id, number=number, table=table)
+            memberships_flag_update(
+                project_id=project_id,
+                flags={row["annotator"]: row["flag_reason"] for row in table if row["flagged"]},
+            )
             run.status = RetrainRun.Status.SUCCEEDED
             run.version_number = number
             run.finished_at = timezone.now()

@@ -74,6 +74,8 @@ def _member_out(membership) -> dict:
         "role": membership.role,
         "joined_at": iso(membership.joined_at),
         "observations": membership.n_observations,
+        "flagged": membership.flagged,
+        "flag_reason": membership.flag_reason,
     }
 
 
