@@ -75,3 +75,38 @@ def test_features_are_stable_hashes():
     b = featurize(["Running", "running"], config)
     assert (a != b).nnz == 0
     assert word_shape("McDonald's-2") == "XxXx'x-d"
+
+
+def test_fit_reaches_the_optimum_of_a_reference_solver():
+    """Same minimum as scipy's L-BFGS-B run to a tight tolerance on the same objective, and the
+    in-place objective agrees with a dense evaluation."""
+    from scipy.optimize import minimize
+
+    rng = np.random.default_rng(5)
+    forms = [f"w{i}{'ing' if i % 3 == 0 else 'ed' if i % 3 == 1 else ''}" for i in range(60)]
+    soft = rng.random((60, 4)) * (rng.random((60, 4)) < 0.5) * 3.0
+    soft[soft.sum(axis=1) == 0, 0] = 1.0
+    config = FeatureConfig(n_features=2**9)
+    tagset = ["A", "B", "C", "D"]
+    ours = LogLinearTagger(alpha=0.3, features=config, tol=1e-10, ftol=0.0, max_iter=5000)
+    ours.fit(forms, soft, tagset)
+    x = featurize(forms, config)
+    active = np.flatnonzero(np.diff(x.tocsc().indptr))
+    xa = x[:, active].tocsr()
+    # Dense reference of the objective at our solution.
+    scores = xa.toarray() @ ours.coef_[active] + ours.intercept_
+    log_p = scores - np.log(np.exp(scores).sum(axis=1, keepdims=True))
+    dense = -(soft * log_p).sum() + 0.15 * (ours.coef_**2).sum()
+    assert ours.objective_ == pytest.approx(dense, rel=1e-10)
+    reference = minimize(
+        lambda p: soft_label_objective(p, xa, None, soft, 0.3),
+        np.zeros(active.shape[0] * 4 + 4),
+        jac=True,
+        method="L-BFGS-B",
+        options={"gtol": 1e-10, "ftol": 0.0, "maxiter": 10000, "maxcor": 20},
+    )
+    assert ours.objective_ <= reference.fun + 1e-8 * abs(reference.fun)
+    np.testing.assert_allclose(ours.coef_[active], reference.x[:-4].reshape(-1, 4), atol=1e-5)
+    # The intercept is unpenalized, so it is determined up to a common shift of all tags.
+    shift = ours.intercept_ - reference.x[-4:]
+    np.testing.assert_allclose(shift, shift.mean(), atol=1e-5)
