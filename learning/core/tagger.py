@@ -101,7 +101,7 @@ def _lbfgs(
     stop_below: float | None,
 ) -> tuple[np.ndarray, float, int]:
     """L-BFGS (two-loop recursion, ``H₀ = γI`` with ``γ = sᵀy/yᵀy``, backtracking Armijo line
-    search from step 1) with the stopping rules of :func:`.optimize.minimize_lbfgs`: stop when
+    search from step 1). It stops when
     ``max|∇f| ≤ gtol``, when one iteration lowers ``f`` by at most ``ftol · max(|f|, 1)``, when
     ``f ≤ stop_below``, or after ``max_iter`` iterations. Returns ``(x, f, iterations)``.
 
