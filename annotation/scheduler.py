@@ -113,7 +113,12 @@ class Lease:
     tokens: list[str]
 
 
-def _lease_from_row(assignment_id: int, expires_at, row: tuple) -> Lease:
+def gold_draw() -> float:
+    """The number that decides whether the next task is a gold check (see `task_lease_next`)."""
+    return _system_random.random()
+
+
+def lease_from_row(assignment_id: int, expires_at, row: tuple) -> Lease:
     task_id, sentence_id, start, length, tags, is_gold, tokens = row
     return Lease(
         assignment_id=assignment_id,
@@ -135,8 +140,12 @@ def task_lease_next(
     now: datetime | None = None,
     rng: random.Random | None = None,
     flagged: bool = False,
+    gold_draw: float | None = None,
 ) -> Lease | None:
     """Lease the caller's next task in `project` (or return their live lease); None if none.
+
+    `gold_draw`: the uniform [0, 1) number that decides a gold check task, when the caller drew
+    it already (the hot path draws it for its one-statement lease, see `sql.next_task`).
 
     A `flagged` annotator (see `Membership.flagged`) gets only gold check tasks: their answers no
     longer use up the regions' redundancy, and the checks tell whether the flag still holds.
@@ -147,10 +156,13 @@ def task_lease_next(
     rng = rng or _system_random
     if project.leases_reclaimed_at is None or project.leases_reclaimed_at < now - RECLAIM_INTERVAL:
         assignments_expire(project=project, now=now)
-    if flagged or (project.gold_fraction > 0 and rng.random() < project.gold_fraction):
+    if flagged or (
+        project.gold_fraction > 0
+        and (rng.random() if gold_draw is None else gold_draw) < project.gold_fraction
+    ):
         live = sql.fetchone(sql.LIVE_LEASE, [annotator.pk, project.pk, sql.to_db_datetime(now)])
         if live is not None:
-            return _lease_from_row(live[0], live[1], live[2:])
+            return lease_from_row(live[0], live[1], live[2:])
         lease = _lease_gold(project=project, annotator=annotator, now=now, rng=rng)
         if lease is not None or flagged:
             return lease
@@ -189,7 +201,7 @@ def _lease_live_or_open(*, project: Project, annotator, now: datetime) -> Lease 
         return None  # the same annotator's concurrent request leased that task just now
     if row is None:
         return None
-    return _lease_from_row(row[0], row[1], row[2:])
+    return lease_from_row(row[0], row[1], row[2:])
 
 
 def _lease_gold(*, project: Project, annotator, now: datetime, rng: random.Random) -> Lease | None:

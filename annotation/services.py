@@ -392,10 +392,36 @@ def observation_submit(
     the lease expired is still stored unless the project is archived. On the hot path this is
     one read (lease, task, project, membership and replay check together) and one transaction.
     """
-    now = now or timezone.now()
     context = sql.fetchone(sql.SUBMISSION_CONTEXT, [idempotency_key, assignment_id, annotator.pk])
+    return observation_submit_in_context(
+        annotator_id=annotator.pk,
+        context=context,
+        assignment_id=assignment_id,
+        counts=counts,
+        idempotency_key=idempotency_key,
+        seconds_on_device=seconds_on_device,
+        now=now,
+    )
+
+
+def observation_submit_in_context(
+    *,
+    annotator_id: int,
+    context: tuple | None,
+    assignment_id: int,
+    counts: Mapping[str, Any],
+    idempotency_key: str,
+    seconds_on_device: float | None = None,
+    now: datetime | None = None,
+) -> tuple[Observation, bool]:
+    """`observation_submit` once the caller has read `context` (the row of
+    `sql.SUBMISSION_CONTEXT` for this annotator, assignment and key, None if there is none): the
+    hot view reads it together with the token lookup."""
+    now = now or timezone.now()
     if context is None:
-        stored = selectors.observation_by_key(annotator=annotator, idempotency_key=idempotency_key)
+        stored = selectors.observation_by_key(
+            annotator=annotator_id, idempotency_key=idempotency_key
+        )
         if stored is not None:
             raise Conflict("This idempotency key was already used for another assignment.")
         raise LeaseNotYours("No such assignment of yours.")
@@ -405,7 +431,7 @@ def observation_submit(
         if replay_of != assignment_id:
             raise Conflict("This idempotency key was already used for another assignment.")
         return selectors.observation_by_key(
-            annotator=annotator, idempotency_key=idempotency_key
+            annotator=annotator_id, idempotency_key=idempotency_key
         ), True
     if not is_member:
         raise LeaseNotYours("No such assignment of yours.")
@@ -424,21 +450,23 @@ def observation_submit(
         observation_id = sql.observation_insert(
             assignment_id=assignment_id,
             submitted_at=now,
-            values=[project_id, annotator.pk, sentence_id, start, length, sql.to_json(tags),
+            values=[project_id, annotator_id, sentence_id, start, length, sql.to_json(tags),
                     sql.to_json(values), bool(is_gold), seconds_on_device, idempotency_key],
         )  # fmt: skip
         if observation_id is None:
             raise IntegrityError("assignment answered concurrently")
     except IntegrityError as exc:
         # A concurrent submission won: a replay of this key, or a different answer.
-        stored = selectors.observation_by_key(annotator=annotator, idempotency_key=idempotency_key)
+        stored = selectors.observation_by_key(
+            annotator=annotator_id, idempotency_key=idempotency_key
+        )
         if stored is not None and stored.assignment_id == assignment_id:
             return stored, True
         raise Conflict("This assignment has already been answered.") from exc
     observation = Observation(
         id=observation_id,
         project=project,
-        annotator=annotator,
+        annotator_id=annotator_id,
         assignment_id=assignment_id,
         sentence_id=sentence_id,
         start=start,

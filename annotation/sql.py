@@ -123,6 +123,111 @@ PG_SUBMIT = (
     "FROM answered RETURNING id"
 )
 
+# The annotator's two requests, each with the caller's token lookup folded in (PostgreSQL).
+_USER_TABLE = get_user_model()._meta.db_table
+CALLER_BY_TOKEN = (
+    f"SELECT u.id, u.is_active FROM authtoken_token k JOIN {_USER_TABLE} u "  # noqa: S608
+    "ON u.id = k.user_id WHERE k.key = %s"
+)
+CALLER_BY_ID = f"SELECT u.id, u.is_active FROM {_USER_TABLE} u WHERE u.id = %s"  # noqa: S608
+
+
+def _pg_next_task(caller: str) -> str:
+    """Caller, membership and, when the plain case applies, the live lease or a new one, in one
+    statement. The plain case: active user and project, member not flagged, lease reclaim not
+    due, no gold check drawn; otherwise nothing is leased and `scheduler.task_lease_next` takes
+    over. Parameters: caller, reclaim-due-before, gold draw, project, now (live), project, now,
+    now. A new lease
+    is committed without waiting for the WAL flush: losing one in a crash is harmless (the
+    annotator asks again), unlike an observation."""
+    return (
+        f"WITH caller AS ({caller}), "  # noqa: S608 (fixed SQL; every value is a parameter)
+        "member AS (SELECT c.id AS user_id, c.is_active, m.id AS membership_id, m.flagged, "
+        "p.id AS project_id, p.updated_at, p.lease_seconds, "
+        "(c.is_active AND NOT m.flagged AND p.status = 'active' "
+        "AND p.leases_reclaimed_at >= %s::timestamptz "
+        "AND %s::double precision >= p.gold_fraction) AS plain "
+        "FROM caller c LEFT JOIN annotation_membership m ON m.user_id = c.id "
+        "AND m.project_id = %s LEFT JOIN annotation_project p ON p.id = m.project_id), "
+        "go AS (SELECT user_id, project_id, lease_seconds FROM member WHERE plain), "
+        "live AS (SELECT a.id, a.task_id, a.expires_at FROM annotation_assignment a "
+        "WHERE a.annotator_id = (SELECT user_id FROM go) "
+        "AND a.project_id = (SELECT project_id FROM go) AND a.status = 'leased' "
+        "AND a.expires_at > %s::timestamptz LIMIT 1), "
+        "picked AS (SELECT t.id FROM annotation_task t WHERE t.project_id = %s "
+        "AND t.open_slots > 0 AND NOT t.is_gold AND (SELECT 1 FROM annotation_assignment a "
+        "WHERE a.task_id = t.id AND a.annotator_id = (SELECT user_id FROM go) LIMIT 1) IS NULL "
+        "AND EXISTS (SELECT 1 FROM go) AND NOT EXISTS (SELECT 1 FROM live) "
+        + _FIRST
+        + " FOR UPDATE OF t SKIP LOCKED), "
+        "taken AS (UPDATE annotation_task t SET open_slots = t.open_slots - 1 FROM picked "
+        "WHERE t.id = picked.id RETURNING t.id), "
+        "leased AS (INSERT INTO annotation_assignment "
+        "(project_id, task_id, annotator_id, status, leased_at, expires_at, submitted_at) "
+        "SELECT go.project_id, taken.id, go.user_id, 'leased', %s::timestamptz, "
+        "%s::timestamptz + make_interval(secs => go.lease_seconds), NULL "
+        "FROM taken CROSS JOIN go "
+        "CROSS JOIN (SELECT set_config('synchronous_commit', 'off', true)) AS quiet "
+        "RETURNING id, task_id, expires_at) "
+        "SELECT mb.user_id, mb.is_active, mb.membership_id, mb.flagged, mb.plain, mb.updated_at, "
+        "x.id, x.expires_at, t.id, t.sentence_id, t.start, t.length, t.tags, t.is_gold, "
+        "s.tokens FROM member mb LEFT JOIN ((SELECT * FROM leased UNION ALL SELECT * FROM live) x "
+        "JOIN annotation_task t ON t.id = x.task_id "
+        "JOIN annotation_sentence s ON s.id = t.sentence_id) ON true"
+    )
+
+
+PG_NEXT_TASK_BY_TOKEN = _pg_next_task(CALLER_BY_TOKEN)
+PG_NEXT_TASK_BY_ID = _pg_next_task(CALLER_BY_ID)
+# SUBMISSION_CONTEXT for a token: (user id, is_active, assignment is the caller's,
+# *SUBMISSION_CONTEXT's columns). The assignment is joined on its id alone (its primary key; a
+# join on the annotator too is planned as a scan of all the annotator's assignments).
+SUBMISSION_CONTEXT_BY_TOKEN = (
+    "SELECT u.id, u.is_active, a.annotator_id = u.id, a.status, p.id, p.status, p.updated_at, "  # noqa: S608
+    "t.sentence_id, t.start, t.length, t.tags, t.is_gold, "
+    "EXISTS (SELECT 1 FROM annotation_membership m "
+    "WHERE m.project_id = a.project_id AND m.user_id = u.id), "
+    "(SELECT o.assignment_id FROM annotation_observation o "
+    "WHERE o.annotator_id = u.id AND o.idempotency_key = %s) "
+    f"FROM authtoken_token k JOIN {_USER_TABLE} u ON u.id = k.user_id "
+    "LEFT JOIN (annotation_assignment a JOIN annotation_task t ON t.id = a.task_id "
+    "JOIN annotation_project p ON p.id = a.project_id) ON a.id = %s "
+    "WHERE k.key = %s"
+)
+
+
+def next_task(
+    *,
+    key: str | None,
+    user_id: int | None,
+    project_id: int,
+    now,
+    gold_draw: float,
+    reclaim_due_before,
+) -> tuple | None:
+    """PostgreSQL only: one round trip for the annotator's next task (see `_pg_next_task`).
+    None if the token is unknown; else (user id, is_active, membership id or None, flagged,
+    plain case, project updated_at, assignment id, expires at, task id, sentence id, start,
+    length, tags, is_gold, tokens), the lease columns NULL when nothing was leased."""
+    statement, caller = (
+        (PG_NEXT_TASK_BY_TOKEN, key) if key is not None else (PG_NEXT_TASK_BY_ID, user_id)
+    )
+    when = to_db_datetime(now)
+    return fetchone(
+        statement,
+        [caller, to_db_datetime(reclaim_due_before), gold_draw, project_id, when, project_id,
+         when, when],
+    )  # fmt: skip
+
+
+def submission_context_for_token(*, key: str, assignment_id: int, idempotency_key: str):
+    """PostgreSQL only: (user id, is_active, SUBMISSION_CONTEXT row or None), or None for an
+    unknown token."""
+    row = fetchone(SUBMISSION_CONTEXT_BY_TOKEN, [idempotency_key, assignment_id, key])
+    if row is None:
+        return None
+    return row[0], row[1], (row[3:] if row[2] else None)
+
 
 def single_statement_atomic():
     """The transaction a single-statement write needs: none of its own on PostgreSQL in

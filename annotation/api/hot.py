@@ -12,15 +12,19 @@ hold the same three lines of logic; `as_fast_view` serves these functions under 
 from __future__ import annotations
 
 import json
+from typing import Any
 
+from django.db import connection
 from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.middleware.csrf import CsrfViewMiddleware
+from django.utils import timezone
 from rest_framework.authentication import get_authorization_header
 
 from annotation import exceptions, scheduler, selectors, services, sql
 from annotation.api.errors import STATUS_BY_ERROR, error_body
 from annotation.api.serializers import observation_out, task_out
 from annotation.api.tasks import submission_fields
+from annotation.models import Membership, Project
 
 
 class _Unauthenticated(Exception):
@@ -37,16 +41,15 @@ class _CsrfCheck(CsrfViewMiddleware):
         return reason  # returned, not rendered: the view answers with the API's error body
 
 
-def _caller(request: HttpRequest):
-    """Token from the Authorization header, else the session user (CSRF-checked, like DRF)."""
+def _credentials(request: HttpRequest) -> tuple[str | None, Any]:
+    """(token key, None) for `Authorization: Token <key>`, else (None, the session user) after
+    the same CSRF check DRF applies. The token is looked up by the caller (on PostgreSQL inside
+    the view's own statement)."""
     header = get_authorization_header(request).split()
     if header and header[0].lower() == b"token":
         if len(header) != 2:
             raise _Unauthenticated("authentication_failed", "Invalid token header.")
-        user = sql.user_for_token(header[1].decode("latin-1"))
-        if user is None or not user.is_active:
-            raise _Unauthenticated("authentication_failed", "Invalid token.")
-        return user
+        return header[1].decode("latin-1"), None
     user = getattr(request, "user", None)
     if user is None or not user.is_authenticated:
         raise _Unauthenticated("not_authenticated", "Authentication credentials were not provided.")
@@ -55,6 +58,20 @@ def _caller(request: HttpRequest):
     reason = check.process_view(request, None, (), {})
     if reason:
         raise _CsrfFailed(f"CSRF Failed: {reason}")
+    return None, user
+
+
+def _invalid_token() -> _Unauthenticated:
+    return _Unauthenticated("authentication_failed", "Invalid token.")
+
+
+def _user(key: str | None, user):
+    """The caller as a user: the session user, or the active owner of the token."""
+    if key is None:
+        return user
+    user = sql.user_for_token(key)
+    if user is None or not user.is_active:
+        raise _invalid_token()
     return user
 
 
@@ -71,8 +88,8 @@ def as_fast_view(view, drf_class):
         if request.method != "POST":
             return _error(405, "method_not_allowed", f'Method "{request.method}" not allowed.')
         try:
-            user = _caller(request)
-            return view(request, user, **kwargs)
+            key, user = _credentials(request)
+            return view(request, key, user, **kwargs)
         except _Unauthenticated as exc:
             response = _error(401, exc.code, exc.message)
             response["WWW-Authenticate"] = "Token"
@@ -93,22 +110,79 @@ def as_fast_view(view, drf_class):
     return wrapped
 
 
-def next_task(request: HttpRequest, user, project_id: int) -> HttpResponse:
+def next_task(request: HttpRequest, key: str | None, user, project_id: int) -> HttpResponse:
+    if connection.vendor == "postgresql":
+        return _next_task_one_statement(key, user, project_id)
+    user = _user(key, user)
     membership = selectors.membership_for(user=user, project_id=project_id)
-    lease = scheduler.task_lease_next(project=membership.project, annotator=user)
+    flagged = Membership.objects.filter(pk=membership.pk, flagged=True).exists()
+    lease = scheduler.task_lease_next(project=membership.project, annotator=user, flagged=flagged)
+    return _task_response(lease, membership.project)
+
+
+def _next_task_one_statement(key: str | None, user, project_id: int) -> HttpResponse:
+    """Token check, membership and the plain-case lease in one statement (`sql.next_task`); the
+    other cases (gold check drawn, lease reclaim due, project not active, flagged member, no
+    open task) go through `scheduler.task_lease_next` with the same gold draw."""
+    now = timezone.now()
+    draw = scheduler.gold_draw()
+    row = sql.next_task(
+        key=key,
+        user_id=None if user is None else user.pk,
+        project_id=project_id,
+        now=now,
+        gold_draw=draw,
+        reclaim_due_before=now - scheduler.RECLAIM_INTERVAL,
+    )
+    if row is None or not row[1]:
+        raise _invalid_token()
+    user_id, _, membership_id, flagged, plain, updated_at, assignment_id, expires_at = row[:8]
+    if membership_id is None:
+        raise exceptions.NotFound("Not found.")
+    if plain and assignment_id is not None:
+        project = Project(pk=project_id, updated_at=sql.from_db_datetime(updated_at))
+        return _task_response(scheduler.lease_from_row(assignment_id, expires_at, row[8:]), project)
+    user = _user(key, user)
+    membership = selectors.membership_for(user=user, project_id=project_id)
+    lease = scheduler.task_lease_next(
+        project=membership.project,
+        annotator=user,
+        now=now,
+        flagged=bool(flagged),
+        gold_draw=draw,
+    )
+    return _task_response(lease, membership.project)
+
+
+def _task_response(lease, project: Project) -> HttpResponse:
     if lease is None:
         return HttpResponse(status=204)
-    return JsonResponse(task_out(lease, selectors.project_tags(project=membership.project)))
+    return JsonResponse(task_out(lease, selectors.project_tags(project=project)))
 
 
-def submit_observation(request: HttpRequest, user) -> HttpResponse:
+def submit_observation(request: HttpRequest, key: str | None, user) -> HttpResponse:
     if request.content_type != "application/json":
         return _error(415, "unsupported_media_type", "Send application/json.")
     try:
         data = json.loads(request.body)
     except (ValueError, UnicodeDecodeError) as exc:
         return _error(400, "parse_error", f"JSON parse error - {exc}")
-    observation, replayed = services.observation_submit(annotator=user, **submission_fields(data))
+    fields = submission_fields(data)
+    if key is not None and connection.vendor == "postgresql":
+        # The token lookup rides along with the submission's context read.
+        found = sql.submission_context_for_token(
+            key=key,
+            assignment_id=fields["assignment_id"],
+            idempotency_key=fields["idempotency_key"],
+        )
+        if found is None or not found[1]:
+            raise _invalid_token()
+        annotator_id, _, context = found
+        observation, replayed = services.observation_submit_in_context(
+            annotator_id=annotator_id, context=context, **fields
+        )
+    else:
+        observation, replayed = services.observation_submit(annotator=_user(key, user), **fields)
     names = selectors.project_tag_names(project=observation.project)
     return JsonResponse(
         observation_out(observation, names, replayed=replayed), status=200 if replayed else 201
