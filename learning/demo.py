@@ -7,7 +7,6 @@ retrain). Running it again reuses what is there. It refuses to run in production
 
 from __future__ import annotations
 
-import gzip
 import io
 import json
 import secrets
@@ -24,6 +23,7 @@ from django.core.exceptions import ImproperlyConfigured
 from annotation import scheduler, services
 from annotation.models import Project, Sentence
 from learning import selectors
+from learning.core.conllu import conllu_head
 from learning.core.simulate import simulated_answer
 from learning.models import RetrainRun
 from learning.tasks import retrain_and_push
@@ -67,19 +67,6 @@ def _user(username: str, password: str):
     if user is None:
         user, _token = services.user_register(username=username, password=password)
     return user
-
-
-def _corpus_slice(n_sentences: int) -> bytes:
-    """The first `n_sentences` of EWT train (CC BY-SA 4.0; see data/README.md)."""
-    out, taken = io.StringIO(), 0
-    with gzip.open(CORPUS, "rt", encoding="utf-8") as lines:
-        for line in lines:
-            out.write(line)
-            if not line.strip():
-                taken += 1
-                if taken == n_sentences:
-                    break
-    return out.getvalue().encode()
 
 
 def _crowd_answers(project: Project, n_answers: int, seed: int) -> int:
@@ -145,7 +132,7 @@ def demo_seed(
         services.corpus_import(
             project=project,
             user=manager,
-            file=io.BytesIO(_corpus_slice(n_sentences)),
+            file=io.BytesIO(conllu_head(CORPUS, n_sentences).encode()),
             filename="en_ewt-ud-train.conllu",
             format="conllu",
             evaluation_fraction=0.1,

@@ -5,7 +5,7 @@ Pure numpy/scipy (no Django). Pipeline: :class:`CountTagger` (solve ŵ → momen
 the stable public API is re-exported here.
 """
 
-from .conllu import ConlluError, ConlluSentence, iter_conllu, read_conllu
+from .conllu import ConlluError, ConlluSentence, conllu_head, iter_conllu, read_conllu
 from .crowd import Reliability, estimate_reliability
 from .design import Corpus, design_matrix, encode_corpus
 from .evaluate import (
@@ -46,6 +46,7 @@ __all__ = [
     "estimate_reliability",
     "expected_counts",
     "featurize",
+    "conllu_head",
     "iter_conllu",
     "load_tagger",
     "per_tag_scores",

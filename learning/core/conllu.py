@@ -15,10 +15,11 @@ from __future__ import annotations
 import gzip
 import io
 from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
-__all__ = ["ConlluError", "ConlluSentence", "iter_conllu", "read_conllu"]
+__all__ = ["ConlluError", "ConlluSentence", "conllu_head", "iter_conllu", "read_conllu"]
 
 _N_COLUMNS = 10
 
@@ -81,18 +82,38 @@ def iter_conllu(lines: Iterable[str]) -> Iterator[ConlluSentence]:
         raise ConlluError(line_number, "sentence has comments but no tokens")
 
 
+@contextmanager
+def _open_text(path: str | Path) -> Iterator[io.TextIOWrapper]:
+    """A CoNLL-U file as UTF-8 text, plain or gzip-compressed (detected by content)."""
+    with Path(path).open("rb") as raw:
+        magic = raw.read(2)
+        raw.seek(0)
+        binary = gzip.GzipFile(fileobj=raw) if magic == b"\x1f\x8b" else raw
+        yield io.TextIOWrapper(binary, encoding="utf-8", newline="")
+
+
+def conllu_head(path: str | Path, n_sentences: int) -> str:
+    """The first ``n_sentences`` sentences of a CoNLL-U file, verbatim (comments included), each
+    ending in its blank line: a slice of a treebank that is itself a valid CoNLL-U file."""
+    kept: list[str] = []
+    n_kept = 0
+    with _open_text(path) as text:
+        for line in text:
+            kept.append(line)
+            if not line.strip():
+                n_kept += 1
+                if n_kept == n_sentences:
+                    break
+    return "".join(kept)
+
+
 def read_conllu(path: str | Path) -> Iterator[ConlluSentence]:
     """Stream the sentences of a CoNLL-U file, plain or gzip-compressed (detected by content).
 
     The file is opened when iteration starts and closed when it ends. Missing files raise
     ``FileNotFoundError``; undecodable bytes raise :class:`ConlluError` (UTF-8 is required).
     """
-    path = Path(path)
-    with path.open("rb") as raw:
-        magic = raw.read(2)
-        raw.seek(0)
-        binary = gzip.GzipFile(fileobj=raw) if magic == b"\x1f\x8b" else raw
-        text = io.TextIOWrapper(binary, encoding="utf-8", newline="")
+    with _open_text(path) as text:
         counted = _CountingLines(text)
         try:
             yield from iter_conllu(counted)

@@ -2,10 +2,9 @@
 from simulated annotators, a retrain, and the open page showing the new report without a reload.
 
 The corpus slice comes from UD English EWT (Universal Dependencies English Web Treebank,
-© its authors, CC BY-SA 4.0; see data/ud-english-ewt/ and /work/shared/data/ud-english-ewt/).
+© its authors, CC BY-SA 4.0; see data/README.md).
 """
 
-import gzip
 import importlib
 import re
 from pathlib import Path
@@ -15,31 +14,15 @@ import pytest
 from annotation import scheduler, services
 from annotation.models import Membership, Project
 from tests.annotation.factories import UserFactory
+from tests.ewt import ewt_slice as ewt_text
 from tests.frontend.conftest import DESKTOP
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
-EWT_CANDIDATES = [
-    Path(__file__).resolve().parents[2] / "data/ud-english-ewt/en_ewt-ud-train.conllu.gz",
-    Path("/work/shared/data/ud-english-ewt/en_ewt-ud-train.conllu.gz"),
-]
-
 
 def ewt_slice(path: Path, n_sentences: int) -> Path:
     """The first `n_sentences` sentences of EWT's training file, as a CoNLL-U file."""
-    source = next((p for p in EWT_CANDIDATES if p.exists()), None)
-    if source is None:
-        pytest.skip("UD English EWT is not here")
-    kept, sentence = [], []
-    with gzip.open(source, "rt", encoding="utf-8") as lines:
-        for line in lines:
-            sentence.append(line)
-            if not line.strip():
-                kept.append("".join(sentence))
-                sentence = []
-                if len(kept) == n_sentences:
-                    break
-    path.write_text("".join(kept), encoding="utf-8")
+    path.write_text(ewt_text(n_sentences), encoding="utf-8")
     return path
 
 

@@ -1,4 +1,3 @@
-import gzip
 import io
 import itertools
 import json
@@ -8,23 +7,19 @@ import pytest
 from django.core.management import call_command
 from django.core.management.base import CommandError
 
-EWT = Path("/work/shared/data/ud-english-ewt")
+from tests.ewt import ewt_slice
 
 
-def _slice(source: Path, target: Path, n_sentences: int) -> Path:
-    with gzip.open(source, "rt", encoding="utf-8") as handle:
-        text = handle.read()
-    target.write_text("\n\n".join(text.split("\n\n")[:n_sentences]) + "\n\n", encoding="utf-8")
+def _slice(target: Path, n_sentences: int, split: str) -> Path:
+    target.write_text(ewt_slice(n_sentences, split), encoding="utf-8")
     return target
 
 
 @pytest.fixture(scope="module")
 def corpora(tmp_path_factory):
-    if not (EWT / "en_ewt-ud-train.conllu.gz").exists():
-        pytest.skip("UD English EWT not available")
     directory = tmp_path_factory.mktemp("ewt")
-    train = _slice(EWT / "en_ewt-ud-train.conllu.gz", directory / "train.conllu", 600)
-    test = _slice(EWT / "en_ewt-ud-test.conllu.gz", directory / "test.conllu", 150)
+    train = _slice(directory / "train.conllu", 600, "train")
+    test = _slice(directory / "test.conllu", 150, "test")
     return train, test
 
 

@@ -2,7 +2,8 @@ import gzip
 
 import pytest
 
-from learning.core.conllu import ConlluError, iter_conllu, read_conllu
+from learning.core.conllu import ConlluError, conllu_head, iter_conllu, read_conllu
+from tests.ewt import EWT_DIR
 
 SAMPLE = """# newdoc id = d1
 # sent_id = s1
@@ -77,3 +78,14 @@ def test_reader_is_streaming():
 
     first = next(iter(iter_conllu(lines())))
     assert first.sent_id == "s1"
+
+
+def test_conllu_head_is_a_valid_slice_of_plain_and_gzipped_files(tmp_path):
+    gzipped = EWT_DIR / "en_ewt-ud-dev.conllu.gz"
+    head = conllu_head(gzipped, 7)
+    sentences = list(iter_conllu(head.splitlines(keepends=True)))
+    assert len(sentences) == 7 and head.endswith("\n\n")
+    plain = tmp_path / "dev.conllu"
+    plain.write_text(head, encoding="utf-8")
+    assert conllu_head(plain, 3) == "\n\n".join(head.split("\n\n")[:3]) + "\n\n"
+    assert conllu_head(plain, 100) == head  # asking for more than there is gives the whole file

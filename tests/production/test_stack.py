@@ -5,7 +5,6 @@ separate processes, production settings, PostgreSQL and Redis — on a scratch d
 through HTTP only: create a project, upload a corpus, annotate, retrain, read the report.
 """
 
-import gzip
 import itertools
 import json
 import os
@@ -24,10 +23,10 @@ import psycopg
 import pytest
 import redis
 
+from tests.ewt import ewt_slice
 from tests.processes import child_env
 
 ROOT = Path(__file__).resolve().parents[2]
-EWT_TRAIN = ROOT / "data" / "ud-english-ewt" / "en_ewt-ud-train.conllu.gz"
 # Behind the TLS-terminating proxy production expects, every request says it came over HTTPS.
 PROXY_HEADERS = {"X-Forwarded-Proto": "https"}
 
@@ -38,20 +37,6 @@ def _free_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         return sock.getsockname()[1]
-
-
-def _conllu_slice(n_sentences: int) -> bytes:
-    """The first sentences of UD English EWT train (CC BY-SA 4.0, see data/README.md)."""
-    blocks, block = [], []
-    with gzip.open(EWT_TRAIN, "rt", encoding="utf-8") as lines:
-        for line in lines:
-            block.append(line)
-            if not line.strip():
-                blocks.append("".join(block))
-                block = []
-                if len(blocks) == n_sentences:
-                    break
-    return "".join(blocks).encode()
 
 
 @pytest.fixture
@@ -154,7 +139,7 @@ def test_create_upload_annotate_retrain_report(production_stack):
     corpus = _ok(client.post(
         f"/api/projects/{project_id}/corpus/", headers=as_manager,
         data={"format": "conllu", "evaluation_fraction": "0.2", "seed": "1"},
-        files={"file": ("ewt.conllu", _conllu_slice(300), "text/plain")},
+        files={"file": ("ewt.conllu", ewt_slice(300).encode(), "text/plain")},
     ), 201)  # fmt: skip
     assert corpus["sentences"] == 300
 

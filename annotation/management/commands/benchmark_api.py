@@ -40,8 +40,6 @@ from annotation import services
 from annotation.models import Membership
 
 EWT = Path(settings.BASE_DIR) / "data" / "ud-english-ewt" / "en_ewt-ud-train.conllu.gz"
-if not EWT.exists():
-    EWT = Path("/work/shared/data/ud-english-ewt/en_ewt-ud-train.conllu.gz")
 ADMIN_URL_DEFAULT = "postgres://postgres@127.0.0.1:5432/postgres"
 
 

@@ -4,13 +4,17 @@ from __future__ import annotations
 
 import json
 import resource
+from pathlib import Path
 
+from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from learning.core.benchmark import benchmark
 from learning.management.commands.simulate_crowd import read_corpus
 
-DEFAULT_TRAIN = "/work/shared/data/ud-english-ewt/en_ewt-ud-train.conllu.gz"
+DEFAULT_TRAIN = str(
+    Path(settings.BASE_DIR) / "data" / "ud-english-ewt" / "en_ewt-ud-train.conllu.gz"
+)
 
 
 class Command(BaseCommand):

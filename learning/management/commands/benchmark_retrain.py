@@ -40,9 +40,7 @@ from learning import tasks
 from learning.core.simulate import simulate_crowd
 
 ADMIN_URL_DEFAULT = "postgres://postgres@127.0.0.1:5432/postgres"
-EWT = Path("/work/shared/data/ud-english-ewt")
-if not EWT.exists():
-    EWT = Path(settings.BASE_DIR) / "data" / "ud-english-ewt"
+EWT = Path(settings.BASE_DIR) / "data" / "ud-english-ewt"
 N_ANNOTATORS = 20
 NEW_OBSERVATIONS = 500
 
