@@ -36,6 +36,12 @@ class ProjectNotActive(Conflict):
     code = "project_not_active"
 
 
+class LeaseLimit(Conflict):
+    """The caller already holds as many live leases in the project as one annotator may."""
+
+    code = "lease_limit"
+
+
 class InvalidCorpus(AnnotationError):
     code = "invalid_corpus"
 

@@ -7,6 +7,11 @@ Tasks are generated a *round* at a time (one region per training sentence) and e
 at most `redundancy` distinct annotators. Task rows are unique per (sentence, window, tags) and an
 annotator leases a task at most once, so nobody is asked the same window and tags twice.
 
+An annotator may hold up to `MAX_LEASES` live leases in a project: the one on screen and the ones
+fetched ahead, so that the next task shows at once and a phone that loses its connection can
+still answer those it holds. The client names the leases it holds (`holding`); a live lease it does
+not name is handed back first (a reloaded page gets its tasks again), and only then a new one.
+
 Concurrency: `Task.open_slots` is decremented while the task row is locked with
 `SELECT ... FOR UPDATE SKIP LOCKED` (PostgreSQL; SQLite serializes write transactions), so two
 annotators asking at once never get more leases on a region than its redundancy. Rounds and the
@@ -17,7 +22,7 @@ from __future__ import annotations
 
 import random
 from collections import Counter
-from collections.abc import Iterable
+from collections.abc import Collection, Iterable
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
@@ -26,10 +31,11 @@ from django.db.models import F, Q
 from django.utils import timezone
 
 from annotation import sql
-from annotation.exceptions import ProjectNotActive
+from annotation.exceptions import LeaseLimit, ProjectNotActive
 from annotation.models import Assignment, Project, Sentence, Task
 
 RECLAIM_INTERVAL = timedelta(seconds=30)
+MAX_LEASES = 3
 GOLD_ATTEMPTS = 5
 REPLENISH_DRAWS = 3
 _BATCH = 2000
@@ -137,12 +143,17 @@ def task_lease_next(
     *,
     project: Project,
     annotator,
+    holding: Collection[int] = (),
     now: datetime | None = None,
     rng: random.Random | None = None,
     flagged: bool = False,
     gold_draw: float | None = None,
 ) -> Lease | None:
-    """Lease the caller's next task in `project` (or return their live lease); None if none.
+    """Lease the caller's next task in `project`; None if there is none for them.
+
+    `holding`: the assignment ids of the leases the caller already has (on screen or fetched
+    ahead). A live lease of theirs not among them is returned again; else a new lease is made,
+    unless they hold `MAX_LEASES` live leases already (`LeaseLimit`).
 
     `gold_draw`: the uniform [0, 1) number that decides a gold check task, when the caller drew
     it already (the hot path draws it for its one-statement lease, see `sql.next_task`).
@@ -156,19 +167,25 @@ def task_lease_next(
     rng = rng or _system_random
     if project.leases_reclaimed_at is None or project.leases_reclaimed_at < now - RECLAIM_INTERVAL:
         assignments_expire(project=project, now=now)
+    live = sql.live_leases(annotator_id=annotator.pk, project_id=project.pk, now=now)
+    held = set(holding)
+    for row in live:
+        if row[0] not in held:
+            return lease_from_row(row[0], row[1], row[2:])
+    if len(live) >= MAX_LEASES:
+        raise LeaseLimit(
+            f"You already hold {len(live)} tasks in this project; answer one of them first."
+        )
     if flagged or (
         project.gold_fraction > 0
         and (rng.random() if gold_draw is None else gold_draw) < project.gold_fraction
     ):
-        live = sql.fetchone(sql.LIVE_LEASE, [annotator.pk, project.pk, sql.to_db_datetime(now)])
-        if live is not None:
-            return lease_from_row(live[0], live[1], live[2:])
         lease = _lease_gold(project=project, annotator=annotator, now=now, rng=rng)
         if lease is not None or flagged:
             return lease
-    lease = _lease_live_or_open(project=project, annotator=annotator, now=now)
+    lease = _lease_open(project=project, annotator=annotator, now=now)
     if lease is None and tasks_replenish(project=project, rng=rng):
-        lease = _lease_live_or_open(project=project, annotator=annotator, now=now)
+        lease = _lease_open(project=project, annotator=annotator, now=now)
     return lease
 
 
@@ -187,11 +204,10 @@ def _insert_assignment(*, project: Project, task_id: int, annotator, now: dateti
     return assignment_id, expires_at
 
 
-def _lease_live_or_open(*, project: Project, annotator, now: datetime) -> Lease | None:
-    """The caller's live lease, else a slot of the first open task they have not had (taken
-    under a row lock)."""
+def _lease_open(*, project: Project, annotator, now: datetime) -> Lease | None:
+    """A slot of the first open task the caller has not had (taken under a row lock)."""
     try:
-        row = sql.lease_live_or_open(
+        row = sql.lease_open(
             project_id=project.pk,
             annotator_id=annotator.pk,
             now=now,

@@ -38,12 +38,12 @@ MEMBER_PROJECT = (
     f"SELECT m.id, m.role, {_PROJECT_COLUMNS} FROM annotation_membership m "  # noqa: S608
     "JOIN annotation_project p ON p.id = m.project_id WHERE m.project_id = %s AND m.user_id = %s"
 )
-LIVE_LEASE = (
+LIVE_LEASES = (
     "SELECT a.id, a.expires_at, t.id, t.sentence_id, t.start, t.length, t.tags, t.is_gold, "
     "s.tokens FROM annotation_assignment a JOIN annotation_task t ON t.id = a.task_id "
     "JOIN annotation_sentence s ON s.id = t.sentence_id "
     "WHERE a.annotator_id = %s AND a.project_id = %s AND a.status = 'leased' "
-    "AND a.expires_at > %s LIMIT 1"
+    "AND a.expires_at > %s ORDER BY a.id"
 )
 # "Never the same region twice to one annotator": one probe of `assignment_unique` (task, annotator)
 # per candidate task, walking `task_open_idx` in id order. The LIMIT keeps PostgreSQL from turning
@@ -93,12 +93,8 @@ INSERT_OBSERVATION = (
 # and the whole submission (mark the lease answered, insert the observation) are one statement
 # each, so one round trip and an implicit transaction. Other databases run the steps in order.
 PG_LEASE = (
-    "WITH live AS (SELECT a.id, a.task_id, a.expires_at FROM annotation_assignment a "  # noqa: S608
-    "WHERE a.annotator_id = %s AND a.project_id = %s AND a.status = 'leased' "
-    "AND a.expires_at > %s::timestamptz LIMIT 1), "
-    "picked AS (SELECT t.id "
+    "WITH picked AS (SELECT t.id "  # noqa: S608
     + _OPEN_TASKS
-    + "AND NOT EXISTS (SELECT 1 FROM live) "
     + _FIRST
     + " FOR UPDATE SKIP LOCKED), "
     "taken AS (UPDATE annotation_task t SET open_slots = t.open_slots - 1 FROM picked "
@@ -108,8 +104,7 @@ PG_LEASE = (
     "SELECT %s, taken.id, %s, 'leased', %s::timestamptz, %s::timestamptz, NULL FROM taken "
     "RETURNING id, task_id, expires_at) "
     "SELECT x.id, x.expires_at, t.id, t.sentence_id, t.start, t.length, t.tags, t.is_gold, "
-    "s.tokens FROM (SELECT * FROM leased UNION ALL SELECT * FROM live) x "
-    "JOIN annotation_task t ON t.id = x.task_id "
+    "s.tokens FROM leased x JOIN annotation_task t ON t.id = x.task_id "
     "JOIN annotation_sentence s ON s.id = t.sentence_id"
 )
 PG_SUBMIT = (
@@ -133,13 +128,13 @@ CALLER_BY_ID = f"SELECT u.id, u.is_active FROM {_USER_TABLE} u WHERE u.id = %s" 
 
 
 def _pg_next_task(caller: str) -> str:
-    """Caller, membership and, when the plain case applies, the live lease or a new one, in one
-    statement. The plain case: active user and project, member not flagged, lease reclaim not
-    due, no gold check drawn; otherwise nothing is leased and `scheduler.task_lease_next` takes
-    over. Parameters: caller, reclaim-due-before, gold draw, project, now (live), project, now,
-    now. A new lease
-    is committed without waiting for the WAL flush: losing one in a crash is harmless (the
-    annotator asks again), unlike an observation."""
+    """Caller, membership and, when the plain case applies, a live lease the caller does not
+    hold already or a new one, in one statement. The plain case: active user and project,
+    member not flagged, lease reclaim not due, no gold check drawn; otherwise nothing is leased
+    and `scheduler.task_lease_next` takes over (as it does when the caller is at the lease cap).
+    Parameters: caller, reclaim-due-before, gold draw, project, held assignment ids, now (live),
+    project, lease cap, now, now. A new lease is committed without waiting for the WAL flush:
+    losing one in a crash is harmless (the annotator asks again), unlike an observation."""
     return (
         f"WITH caller AS ({caller}), "  # noqa: S608 (fixed SQL; every value is a parameter)
         "member AS (SELECT c.id AS user_id, c.is_active, m.id AS membership_id, m.flagged, "
@@ -150,16 +145,16 @@ def _pg_next_task(caller: str) -> str:
         "FROM caller c LEFT JOIN annotation_membership m ON m.user_id = c.id "
         "AND m.project_id = %s LEFT JOIN annotation_project p ON p.id = m.project_id), "
         "go AS (SELECT user_id, project_id, lease_seconds FROM member WHERE plain), "
-        "live AS (SELECT a.id, a.task_id, a.expires_at FROM annotation_assignment a "
-        "WHERE a.annotator_id = (SELECT user_id FROM go) "
+        "held AS (SELECT a.id, a.task_id, a.expires_at, a.id = ANY(%s::bigint[]) AS named "
+        "FROM annotation_assignment a WHERE a.annotator_id = (SELECT user_id FROM go) "
         "AND a.project_id = (SELECT project_id FROM go) AND a.status = 'leased' "
-        "AND a.expires_at > %s::timestamptz LIMIT 1), "
+        "AND a.expires_at > %s::timestamptz), "
+        "live AS (SELECT id, task_id, expires_at FROM held WHERE NOT named ORDER BY id LIMIT 1), "
         "picked AS (SELECT t.id FROM annotation_task t WHERE t.project_id = %s "
         "AND t.open_slots > 0 AND NOT t.is_gold AND (SELECT 1 FROM annotation_assignment a "
         "WHERE a.task_id = t.id AND a.annotator_id = (SELECT user_id FROM go) LIMIT 1) IS NULL "
         "AND EXISTS (SELECT 1 FROM go) AND NOT EXISTS (SELECT 1 FROM live) "
-        + _FIRST
-        + " FOR UPDATE OF t SKIP LOCKED), "
+        "AND (SELECT count(*) FROM held) < %s " + _FIRST + " FOR UPDATE OF t SKIP LOCKED), "
         "taken AS (UPDATE annotation_task t SET open_slots = t.open_slots - 1 FROM picked "
         "WHERE t.id = picked.id RETURNING t.id), "
         "leased AS (INSERT INTO annotation_assignment "
@@ -201,6 +196,8 @@ def next_task(
     key: str | None,
     user_id: int | None,
     project_id: int,
+    holding: list[int],
+    max_leases: int,
     now,
     gold_draw: float,
     reclaim_due_before,
@@ -215,8 +212,8 @@ def next_task(
     when = to_db_datetime(now)
     return fetchone(
         statement,
-        [caller, to_db_datetime(reclaim_due_before), gold_draw, project_id, when, project_id,
-         when, when],
+        [caller, to_db_datetime(reclaim_due_before), gold_draw, project_id, list(holding), when,
+         project_id, max_leases, when, when],
     )  # fmt: skip
 
 
@@ -237,18 +234,20 @@ def single_statement_atomic():
     return transaction.atomic()
 
 
-def lease_live_or_open(*, project_id: int, annotator_id: int, now, expires_at) -> tuple | None:
-    """The annotator's live lease in the project, else a new lease of the first open task they
-    have not had: (assignment id, expires at, task id, sentence id, start, length, tags,
-    is_gold, tokens), or None. Atomic; on PostgreSQL one statement."""
+def live_leases(*, annotator_id: int, project_id: int, now) -> list[tuple]:
+    """The annotator's live leases in the project, oldest first, as `lease_open` rows."""
+    return fetchall(LIVE_LEASES, [annotator_id, project_id, to_db_datetime(now)])
+
+
+def lease_open(*, project_id: int, annotator_id: int, now, expires_at) -> tuple | None:
+    """A new lease of the first open task the annotator has not had: (assignment id, expires
+    at, task id, sentence id, start, length, tags, is_gold, tokens), or None. Atomic; on
+    PostgreSQL one statement."""
     when, until = to_db_datetime(now), to_db_datetime(expires_at)
     if connection.vendor == "postgresql":
         with single_statement_atomic():
-            params = [annotator_id, project_id, when, project_id, annotator_id]
-            return fetchone(PG_LEASE, [*params, project_id, annotator_id, when, until])
-    live = fetchone(LIVE_LEASE, [annotator_id, project_id, when])
-    if live is not None:
-        return live
+            params = [project_id, annotator_id, project_id, annotator_id, when, until]
+            return fetchone(PG_LEASE, params)
     with transaction.atomic():
         row = fetchone(PICK_OPEN_TASK + row_lock(), [project_id, annotator_id])
         if row is None:
@@ -310,6 +309,16 @@ def fetchone(sql: str, params: list[Any]) -> tuple | None:
     with connection.cursor() as cursor:
         cursor.execute(sql, params)
         return cursor.fetchone()
+
+
+def fetchall(sql: str, params: list[Any]) -> list[tuple]:
+    if connection.vendor == "postgresql":
+        with connection.wrap_database_errors, _prepared_cursor() as cursor:
+            cursor.execute(sql, params, prepare=True)
+            return cursor.fetchall()
+    with connection.cursor() as cursor:
+        cursor.execute(sql, params)
+        return cursor.fetchall()
 
 
 def execute(sql: str, params: list[Any]) -> int:

@@ -23,7 +23,7 @@ from rest_framework.authentication import get_authorization_header
 from annotation import exceptions, scheduler, selectors, services, sql
 from annotation.api.errors import STATUS_BY_ERROR, error_body
 from annotation.api.serializers import observation_out, task_out
-from annotation.api.tasks import submission_fields
+from annotation.api.tasks import next_task_fields, submission_fields
 from annotation.models import Membership, Project
 
 
@@ -34,6 +34,11 @@ class _Unauthenticated(Exception):
 
 class _CsrfFailed(Exception):
     pass
+
+
+class _BadBody(Exception):
+    def __init__(self, response: HttpResponse) -> None:
+        self.response = response
 
 
 class _CsrfCheck(CsrfViewMiddleware):
@@ -96,6 +101,8 @@ def as_fast_view(view, drf_class):
             return response
         except _CsrfFailed as exc:
             return _error(403, "permission_denied", str(exc))
+        except _BadBody as exc:
+            return exc.response
         except exceptions.AnnotationError as exc:
             status = next(
                 (code for cls, code in STATUS_BY_ERROR.items() if isinstance(exc, cls)), 400
@@ -110,17 +117,34 @@ def as_fast_view(view, drf_class):
     return wrapped
 
 
+def _json_body(request: HttpRequest, *, optional: bool = False):
+    """The request's JSON body (None when `optional` and there is none), or an error response."""
+    if optional and not request.body:
+        return None
+    if request.content_type != "application/json":
+        raise _BadBody(_error(415, "unsupported_media_type", "Send application/json."))
+    try:
+        return json.loads(request.body)
+    except (ValueError, UnicodeDecodeError) as exc:
+        raise _BadBody(_error(400, "parse_error", f"JSON parse error - {exc}")) from exc
+
+
 def next_task(request: HttpRequest, key: str | None, user, project_id: int) -> HttpResponse:
+    holding = next_task_fields(_json_body(request, optional=True))["holding"]
     if connection.vendor == "postgresql":
-        return _next_task_one_statement(key, user, project_id)
+        return _next_task_one_statement(key, user, project_id, holding)
     user = _user(key, user)
     membership = selectors.membership_for(user=user, project_id=project_id)
     flagged = Membership.objects.filter(pk=membership.pk, flagged=True).exists()
-    lease = scheduler.task_lease_next(project=membership.project, annotator=user, flagged=flagged)
+    lease = scheduler.task_lease_next(
+        project=membership.project, annotator=user, holding=holding, flagged=flagged
+    )
     return _task_response(lease, membership.project)
 
 
-def _next_task_one_statement(key: str | None, user, project_id: int) -> HttpResponse:
+def _next_task_one_statement(
+    key: str | None, user, project_id: int, holding: list[int]
+) -> HttpResponse:
     """Token check, membership and the plain-case lease in one statement (`sql.next_task`); the
     other cases (gold check drawn, lease reclaim due, project not active, flagged member, no
     open task) go through `scheduler.task_lease_next` with the same gold draw."""
@@ -130,6 +154,8 @@ def _next_task_one_statement(key: str | None, user, project_id: int) -> HttpResp
         key=key,
         user_id=None if user is None else user.pk,
         project_id=project_id,
+        holding=holding,
+        max_leases=scheduler.MAX_LEASES,
         now=now,
         gold_draw=draw,
         reclaim_due_before=now - scheduler.RECLAIM_INTERVAL,
@@ -147,6 +173,7 @@ def _next_task_one_statement(key: str | None, user, project_id: int) -> HttpResp
     lease = scheduler.task_lease_next(
         project=membership.project,
         annotator=user,
+        holding=holding,
         now=now,
         flagged=bool(flagged),
         gold_draw=draw,
@@ -161,13 +188,7 @@ def _task_response(lease, project: Project) -> HttpResponse:
 
 
 def submit_observation(request: HttpRequest, key: str | None, user) -> HttpResponse:
-    if request.content_type != "application/json":
-        return _error(415, "unsupported_media_type", "Send application/json.")
-    try:
-        data = json.loads(request.body)
-    except (ValueError, UnicodeDecodeError) as exc:
-        return _error(400, "parse_error", f"JSON parse error - {exc}")
-    fields = submission_fields(data)
+    fields = submission_fields(_json_body(request))
     if key is not None and connection.vendor == "postgresql":
         # The token lookup rides along with the submission's context read.
         found = sql.submission_context_for_token(

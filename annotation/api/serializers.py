@@ -75,6 +75,17 @@ class CorpusUploadSerializer(serializers.Serializer):
         return value
 
 
+class NextTaskSerializer(serializers.Serializer):
+    """Documents the next-task body (optional); the view validates it without DRF fields."""
+
+    holding = serializers.ListField(
+        child=serializers.IntegerField(),
+        required=False,
+        max_length=3,
+        help_text="Assignment ids of the leases you hold already (on screen or fetched ahead).",
+    )
+
+
 class ObservationSubmitSerializer(serializers.Serializer):
     """Documents the submission body; the view validates the same rules without DRF fields."""
 

@@ -13,19 +13,51 @@ from rest_framework.response import Response
 
 from annotation import scheduler, selectors, services
 from annotation.api.base import ApiView, ProjectView
-from annotation.api.serializers import ObservationSubmitSerializer, observation_out, task_out
+from annotation.api.serializers import (
+    NextTaskSerializer,
+    ObservationSubmitSerializer,
+    observation_out,
+    task_out,
+)
 from annotation.exceptions import InvalidInput
 
 _MAX_KEY = 64
+
+
+def next_task_fields(data) -> dict:
+    """Validate a next-task request: an empty body, or `{"holding": [assignment ids]}`."""
+    if data is None:
+        return {"holding": []}
+    if not isinstance(data, dict):
+        raise InvalidInput("Expected a JSON object.")
+    holding = data.get("holding", [])
+    if (
+        not isinstance(holding, list)
+        or len(holding) > scheduler.MAX_LEASES
+        or any(isinstance(item, bool) or not isinstance(item, int) for item in holding)
+    ):
+        raise InvalidInput(
+            "The request is not valid.",
+            fields={
+                "holding": [
+                    "A list of at most "
+                    f"{scheduler.MAX_LEASES} assignment ids (integers) that you hold already."
+                ]
+            },
+        )
+    return {"holding": holding}
 
 
 class NextTaskView(ProjectView):
     renderer_classes = [JSONRenderer]
     parser_classes = [JSONParser]
 
-    @extend_schema(request=None, responses={200: OpenApiTypes.OBJECT, 204: None})
+    @extend_schema(
+        request=NextTaskSerializer, responses={200: OpenApiTypes.OBJECT, 204: None, 409: None}
+    )
     def post(self, request, project_id):
-        lease = scheduler.task_lease_next(project=self.project, annotator=request.user)
+        fields = next_task_fields(request.data or None)
+        lease = scheduler.task_lease_next(project=self.project, annotator=request.user, **fields)
         if lease is None:
             return Response(status=status.HTTP_204_NO_CONTENT)
         return Response(task_out(lease, selectors.project_tags(project=self.project)))

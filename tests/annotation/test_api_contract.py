@@ -143,6 +143,13 @@ def test_create_project_with_preset_and_validation_errors(manager):
     bad = client.post("/api/projects/", {"name": "", "window_size": 0}, format="json")
     assert bad.status_code == 400
     assert {"name", "window_size"} <= set(bad.json()["error"]["fields"])
+    ptb = client.post("/api/projects/", {"name": "PTB", "tag_preset": "ptb"}, format="json")
+    assert ptb.status_code == 201
+    names = [tag["name"] for tag in ptb.json()["tags"]]
+    assert len(names) == len(set(names)) == 51 and {"NN", "VBZ", "-LRB-", "``"} <= set(names)
+    unknown = client.post("/api/projects/", {"name": "?", "tag_preset": "penn"}, format="json")
+    assert unknown.status_code == 400
+    assert "tag_preset" in unknown.json()["error"]["fields"]
 
 
 def test_tags_frozen_after_import_is_409(project, corpus, manager):

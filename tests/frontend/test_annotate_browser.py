@@ -12,10 +12,24 @@ from tests.frontend.conftest import PASSWORD, PHONE
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
 
-def live_lease(user, project) -> Assignment:
-    return Assignment.objects.select_related("task__sentence").get(
-        annotator=user, project=project, status=Assignment.Status.LEASED
-    )
+def shown_lease(page) -> Assignment:
+    """The lease of the task on screen."""
+    page.wait_for_selector("#task:not([hidden])")
+    assignment = page.get_attribute("#task", "data-assignment")
+    return Assignment.objects.select_related("task__sentence").get(pk=int(assignment))
+
+
+def live_leases(user, project):
+    return Assignment.objects.filter(annotator=user, project=project, status="leased")
+
+
+def wait_for_lookahead(page, user, project) -> None:
+    """Until the page holds the task on screen and two more leased ahead."""
+    for _ in range(100):
+        if live_leases(user, project).count() == 3:
+            return
+        page.wait_for_timeout(100)
+    raise AssertionError("the page did not lease two tasks ahead")
 
 
 def gold_counts(assignment: Assignment) -> dict[str, int]:
@@ -35,21 +49,16 @@ def answer_by_taps(page, counts: dict[str, int]) -> None:
     page.tap("#submit")
 
 
-def wait_for_new_task(page, previous: int, user, project) -> Assignment:
-    page.wait_for_selector("#task:not([hidden])")
+def wait_for_new_task(page, previous: int) -> Assignment:
+    """Until a task other than `previous` is on screen and nothing waits to be sent."""
     page.wait_for_function(
-        "id => !document.getElementById('pending').textContent.includes('waiting')"
-        " || document.getElementById('pending').hidden",
+        "previous => { const task = document.getElementById('task');"
+        " const pending = document.getElementById('pending');"
+        " return !task.hidden && task.dataset.assignment !== String(previous)"
+        " && (pending.hidden || !pending.textContent.includes('waiting')); }",
         arg=previous,
     )
-    for _ in range(50):
-        lease = Assignment.objects.filter(
-            annotator=user, project=project, status=Assignment.Status.LEASED
-        ).first()
-        if lease is not None and lease.pk != previous:
-            return live_lease(user, project)
-        page.wait_for_timeout(100)
-    raise AssertionError("no new task was leased")
+    return shown_lease(page)
 
 
 def test_annotator_joins_by_code_and_answers_five_tasks_by_taps(new_context, project):
@@ -72,14 +81,14 @@ def test_annotator_joins_by_code_and_answers_five_tasks_by_taps(new_context, pro
         assert box["width"] >= 48 and box["height"] >= 48, selector
 
     expected = {}
-    lease = live_lease(newcomer, project)
+    lease = shown_lease(page)
     for i in range(5):
         counts = gold_counts(lease)
         expected[lease.pk] = counts
         answer_by_taps(page, counts)
         page.wait_for_function(f"document.getElementById('today').textContent === '{i + 1}'")
         if i < 4:
-            lease = wait_for_new_task(page, lease.pk, newcomer, project)
+            lease = wait_for_new_task(page, lease.pk)
 
     stored = Observation.objects.filter(annotator=newcomer, project=project)
     assert stored.count() == 5
@@ -90,21 +99,52 @@ def test_annotator_joins_by_code_and_answers_five_tasks_by_taps(new_context, pro
         assert observation.seconds_on_device is not None
 
 
-def test_offline_answers_are_kept_and_stored_exactly_once(new_context, project, annotator):
-    """Three answers that did not reach the server at first: one made with the network cut
-    (the page is even closed before the network comes back), two whose responses were lost
-    after the server had stored them. Each is stored once, with the counts given."""
+def test_three_answers_made_offline_are_stored_exactly_once(new_context, project, annotator):
+    """The network is cut with a task on screen and two leased ahead: all three are answered
+    offline; back online, each answer is stored once, with its counts, on its own lease."""
     context = new_context(annotator, **PHONE)
     page = context.new_page()
     page.goto(f"/annotate/{project.pk}/")
-    page.wait_for_selector("#task:not([hidden])")
-    first = live_lease(annotator, project)
+    wait_for_lookahead(page, annotator, project)
+
+    context.set_offline(True)
+    expected = {}
+    for i in range(3):
+        lease = shown_lease(page)
+        assert lease.pk not in expected
+        expected[lease.pk] = gold_counts(lease)
+        answer_by_taps(page, expected[lease.pk])
+        noun = "answer" if i == 0 else "answers"
+        page.wait_for_selector(f"text=Offline · {i + 1} {noun} waiting to be sent")
+    page.wait_for_selector("text=You are offline")
+    assert Observation.objects.count() == 0
+
+    context.set_offline(False)
+    page.wait_for_selector("#pending", state="hidden", timeout=15_000)
+    wait_for_new_task(page, max(expected))
+    stored = Observation.objects.filter(annotator=annotator)
+    assert sorted(stored.values_list("assignment_id", flat=True)) == sorted(expected)
+    names = list(project.tags.order_by("position").values_list("name", flat=True))
+    for observation in stored:
+        asked = {names[t]: c for t, c in zip(observation.tags, observation.counts, strict=True)}
+        assert asked == expected[observation.assignment_id]
+    assert page.evaluate(f"localStorage.getItem('tally.outbox.{annotator.pk}')") == "[]"
+    assert page.inner_text("#today") == "3"
+
+
+def test_unsent_answers_survive_a_closed_page_and_lost_responses(new_context, project, annotator):
+    """Answers that did not reach the server at first: one made with the network cut (the page
+    is even closed before the network comes back), two whose responses were lost after the
+    server had stored them. Each is stored once, with the counts given."""
+    context = new_context(annotator, **PHONE)
+    page = context.new_page()
+    page.goto(f"/annotate/{project.pk}/")
+    first = shown_lease(page)
 
     context.set_offline(True)
     page.tap("#q0 .inc")
     page.tap("#submit")
     page.wait_for_selector("text=Offline · 1 answer waiting to be sent")
-    page.wait_for_selector("text=You are offline")
     assert Observation.objects.count() == 0
     page.close()  # the answer lives on the device, not in the page
 
@@ -129,11 +169,11 @@ def test_offline_answers_are_kept_and_stored_exactly_once(new_context, project, 
 
     page.route("**/api/observations/", lose_response)
     for _ in range(2):
-        lease = live_lease(annotator, project)
+        lease = shown_lease(page)
         page.tap("#q1 .inc")
         page.tap("#submit")
         page.wait_for_selector("#pending", state="hidden", timeout=15_000)
-        lease = wait_for_new_task(page, lease.pk, annotator, project)
+        wait_for_new_task(page, lease.pk)
 
     observations = Observation.objects.filter(annotator=annotator)
     assert observations.count() == 3
@@ -168,8 +208,7 @@ def test_states_no_tasks_paused_and_session_expired(new_context, project, annota
 def test_lease_expired_state(new_context, project, annotator):
     page = new_context(annotator, **PHONE).new_page()
     page.goto(f"/annotate/{project.pk}/")
-    page.wait_for_selector("#task:not([hidden])")
-    lease = live_lease(annotator, project)
+    lease = shown_lease(page)
     # Pretend the lease ran out: the page computes the deadline from expires_at.
     page.evaluate("() => { document.dispatchEvent(new Event('visibilitychange')); }")
     assert page.is_hidden("#notice")
@@ -181,14 +220,13 @@ def test_lease_expired_state(new_context, project, annotator):
     page.wait_for_selector("text=Time is up for this task")
     page.tap("#notice button")
     page.wait_for_function("document.getElementById('notice').hidden")
-    assert live_lease(annotator, project).pk != lease.pk
+    assert shown_lease(page).pk != lease.pk
 
 
 def test_keys_work_on_desktop(new_context, project, annotator):
     page = new_context(annotator, viewport={"width": 1280, "height": 800}).new_page()
     page.goto(f"/annotate/{project.pk}/")
-    page.wait_for_selector("#task:not([hidden])")
-    lease = live_lease(annotator, project)
+    lease = shown_lease(page)
     page.keyboard.press("2")
     page.keyboard.press("ArrowLeft")
     page.keyboard.press("ArrowDown")  # to the second tag

@@ -4,10 +4,9 @@
 // there until the server has it; resending uses the same idempotency key, so the server stores
 // each answer exactly once, however often the network fails in between.
 //
-// Prefetch: the API returns the caller's live lease again while one is held, so a second task can
-// only be held if the server hands it out. The page asks for one ahead, telling the server which
-// lease it already shows (`{"holding": [id]}`); when the answer is the same lease, the server does
-// not offer look-ahead, and the next task is requested as soon as the answer is stored.
+// Prefetch: besides the task on screen the page holds up to two more, leased ahead by naming the
+// leases it has (`{"holding": [ids]}`), so the next task shows at once after a submit and, with
+// the connection gone, all three can still be answered.
 "use strict";
 
 const app = document.getElementById("app");
@@ -115,7 +114,7 @@ let shownAt = 0;
 let counts = [];
 let active = 0;
 let lookahead = []; // tasks leased ahead of time
-let lookaheadOffered = true; // until the server answers with the lease already held
+const MAX_HELD = 3; // the server's cap on one annotator's live leases in a project
 let sessionLost = false;
 let online = navigator.onLine !== false;
 let today = null;
@@ -265,6 +264,7 @@ function change(i, delta) {
 
 function show(t) {
   task = t;
+  $("task").dataset.assignment = String(t.assignment);
   counts = t.tags.map(() => 0);
   active = 0;
   shownAt = performance.now();
@@ -414,6 +414,7 @@ async function nextTask() {
   try {
     const next = await lease();
     setOnline(true);
+    if (next !== null) lookahead = lookahead.filter((t) => t.assignment !== next.assignment);
     if (next === null) {
       setState("done", "No tasks for you right now", "Everything open has been answered. Check back later: new tasks appear as others finish.", {
         label: "Look again",
@@ -429,18 +430,21 @@ async function nextTask() {
 }
 
 async function fillLookahead() {
-  if (!lookaheadOffered || !task || lookahead.length || !online) return;
-  const held = task.assignment;
-  try {
-    const next = await lease([held]);
-    if (next === null) return;
-    if (next.assignment === held || outbox.has(next.assignment)) {
-      lookaheadOffered = false; // the server returns the lease already held: no look-ahead
-      return;
+  // Only with nothing waiting to be sent: the server hands back live leases the page does not
+  // name, and an answered lease stays live there until its answer arrives.
+  while (task && online && lookahead.length < MAX_HELD - 1 && outbox.all().length === 0) {
+    const holding = [task.assignment, ...lookahead.map((t) => t.assignment)];
+    let next;
+    try {
+      next = await lease(holding);
+    } catch {
+      return; /* look-ahead is best effort */
     }
-    lookahead.push(next);
-  } catch {
-    /* look-ahead is best effort */
+    if (next === null || holding.includes(next.assignment) || outbox.has(next.assignment)) return;
+    // The task on screen may have been answered meanwhile; `nextTask` takes it from here then.
+    if (task?.assignment !== next.assignment && !lookahead.some((t) => t.assignment === next.assignment)) {
+      lookahead.push(next);
+    }
   }
 }
 

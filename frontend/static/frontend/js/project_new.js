@@ -81,8 +81,8 @@ function projectBody() {
     lease_seconds: number("lease_seconds"),
   };
   const chosen = preset();
-  if (chosen === "ud_upos") body.tag_preset = "ud_upos";
-  else body.tags = chosen === "custom" ? parseCustom($("custom_tags").value) : presets[chosen];
+  if (chosen === "custom") body.tags = parseCustom($("custom_tags").value);
+  else body.tag_preset = chosen;
   return body;
 }
 
