@@ -3,7 +3,7 @@
 ``fit`` runs, on a corpus and its region-count observations:
 
 1. **solve** — ŵ by per-tag ridge least squares toward the tag rates, λ chosen from ``ridge_grid``
-   by held-out observations' count error, rows projected onto the simplex (:mod:`.solver`);
+   by held-out observations' squared count error, rows projected onto the simplex (:mod:`.solver`);
 2. **moments** — soft counts ``Q[a, b] = n_a ŵ(a, b)`` with ``n_a`` the coverage of type ``a``;
 3. **fit** — the log-linear tagger on ``Q`` (:mod:`.tagger`), warm-started from ``warm_start``;
 4. **reliability** — annotator noise from residuals against the fitted tagger (:mod:`.crowd`);

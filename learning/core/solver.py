@@ -147,10 +147,18 @@ def select_ridge(
     """Choose λ from ``grid`` by the count error of held-out observations.
 
     A random ``holdout_fraction`` of the observations is held out; for each λ (largest first,
-    each solve warm-started from the previous) ŵ is fitted on the rest and the held-out error
-    ``mean_{i, b ∈ B_i} ω_i |Σ_{j∈r_i} ŵ(x_j, b) − N_ib|`` is measured. Returns the best λ and
-    the error of every λ. Uses no labels, only observations. ``holdout`` (boolean, one per
-    observation) may be given instead of ``holdout_fraction`` and ``rng``.
+    each solve warm-started from the previous) ŵ is fitted on the rest and the held-out squared
+    error ``Σ_{i, b} D_ib (Σ_{j∈r_i} ŵ(x_j, b) − N_ib)² / Σ_{i, b} D_ib`` is measured (``D`` =
+    ``weights``: ω_i where ``b ∈ B_i``). Returns the best λ and the error of every λ. Uses no
+    labels, only observations. ``holdout`` (boolean, one per observation) may be given instead of
+    ``holdout_fraction`` and ``rng``.
+
+    The criterion is the loss the ridge problem itself minimizes. The mean *absolute* error was
+    used before: it discounts the large errors of windows holding rare word types — exactly the
+    errors that λ trades off — and chose λ too small. On EWT UPOS (window 5, one window per
+    sentence, all tags, seed 0) it picked λ = 0.01 from the decades 1e-3…10, the squared error
+    picks 0.1; the moment tagger fitted to convergence scores 87.4 % vs 87.9 % on test (over
+    λ = 1e-3, 0.01, 0.03, 0.1, 0.3, 1: 87.3, 87.4, 87.7, 87.9, 87.7, 87.3 %).
     """
     n = a.shape[0]
     if holdout is None:
@@ -175,7 +183,7 @@ def select_ridge(
         )
         x0 = solution.raw
         predicted = a_out @ solution.probs
-        error = (w_out * np.abs(predicted - counts[holdout])).sum() / max(w_out.sum(), 1e-300)
+        error = (w_out * (predicted - counts[holdout]) ** 2).sum() / max(w_out.sum(), 1e-300)
         errors[float(ridge)] = float(error)
     best = min(errors, key=lambda k: (errors[k], -k))
     return best, errors

@@ -71,3 +71,30 @@ def test_ridge_selection_uses_only_observations():
     assert set(errors) == {1e-2, 1.0, 100.0}
     assert errors[best] == min(errors.values())
     assert best < 100.0  # heavy shrinkage toward the tag rates predicts counts worse
+
+
+def test_ridge_selection_error_is_weighted_held_out_squared_error():
+    """Regression (λ chosen by mean absolute error, too small on EWT): the criterion is the
+    ridge problem's own loss, ``Σ D (A_out ŵ − N_out)² / Σ D`` over the held-out rows."""
+    rng = np.random.default_rng(7)
+    _, _, a, obs = _solve(600, seed=7, tags_per_task=2)
+    weights = obs.tag_mask * rng.uniform(0.2, 1.0, size=(len(obs), 1))
+    holdout = rng.random(len(obs)) < 0.2
+    with np.errstate(invalid="raise", divide="raise"):
+        for ridge in (1e-2, 1.0):
+            _, errors = select_ridge(a, obs.counts, weights, obs.length, (ridge,), holdout=holdout)
+            fitted = solve_word_tag_probs(
+                a[~holdout],
+                obs.counts[~holdout],
+                weights[~holdout],
+                obs.length[~holdout],
+                ridge,
+                tol=1e-4,
+                max_iter=500,
+            )
+            residual = a[holdout] @ fitted.probs - obs.counts[holdout]
+            w_out = weights[holdout]
+            expected = (w_out * residual**2).sum() / w_out.sum()
+            np.testing.assert_allclose(errors[ridge], expected, rtol=1e-10)
+            absolute = (w_out * np.abs(residual)).sum() / w_out.sum()
+            assert abs(errors[ridge] - absolute) > 1e-3 * absolute
