@@ -15,6 +15,17 @@ P = "projects/<int:project_id>/"
 
 urlpatterns = [
     path("ping/", ping, name="ping"),
+    # The annotator's cycle first: Django tries the patterns in order, on every request.
+    path(
+        P + "tasks/next/",
+        hot.as_fast_view(hot.next_task, tasks.NextTaskView),
+        name="task-next",
+    ),
+    path(
+        "observations/",
+        hot.as_fast_view(hot.submit_observation, tasks.ObservationSubmitView),
+        name="observation-submit",
+    ),
     path("auth/register/", auth.RegisterView.as_view(), name="register"),
     path("auth/login/", auth.LoginView.as_view(), name="login"),
     path("auth/logout/", auth.LogoutView.as_view(), name="logout"),
@@ -29,16 +40,6 @@ urlpatterns = [
     path(P + "stats/me/", projects.MyStatsView.as_view(), name="my-stats"),
     path(P + "corpus/", corpus.CorpusView.as_view(), name="corpus"),
     path(P + "sentences/", corpus.SentenceListView.as_view(), name="sentence-list"),
-    path(
-        P + "tasks/next/",
-        hot.as_fast_view(hot.next_task, tasks.NextTaskView),
-        name="task-next",
-    ),
-    path(
-        "observations/",
-        hot.as_fast_view(hot.submit_observation, tasks.ObservationSubmitView),
-        name="observation-submit",
-    ),
     path(P + "observations/", exports.ObservationListView.as_view(), name="observation-list"),
     *(
         path(

@@ -46,12 +46,13 @@ from learning.webhooks import deliveries_create
 
 logger = logging.getLogger(__name__)
 
-# CountTagger settings. Full fit: a fixed ridge (λ chosen by held-out count error on EWT; "auto"
-# costs ~5 s more for +0.3 points) and 3 exact-count EM iterations. Warm-started fit: the previous
+# CountTagger settings. Full fit: λ chosen on each project's own held-out answers (by squared
+# count error, see `learning.core.solver.select_ridge`; a constant picked on one corpus would not
+# carry over to another) and 3 exact-count EM iterations. Warm-started fit: the previous
 # version's tagger is a good start, so fewer L-BFGS iterations per fit reach the same accuracy
 # (measured on EWT dev: 87.8 % warm vs 88.0 % full, in under half the time).
 HYPERPARAMETERS = {
-    "ridge": 0.01,
+    "ridge": "auto",
     "alpha": 1.0,
     "n_em_iter": 3,
     "n_bp_rounds": 1,
