@@ -9,7 +9,8 @@ database has them), and return plain tuples that the callers turn into model ins
 from __future__ import annotations
 
 import json
-from contextlib import nullcontext
+from collections.abc import Iterator
+from contextlib import contextmanager, nullcontext
 from datetime import UTC, datetime
 from typing import Any
 
@@ -301,33 +302,31 @@ def _prepared_cursor():
     return ServerBindingCursor(raw)
 
 
-def fetchone(sql: str, params: list[Any]) -> tuple | None:
+@contextmanager
+def _executed(sql: str, params: list[Any]) -> Iterator:
+    """A cursor that has run `sql`: prepared on PostgreSQL, Django's own cursor elsewhere."""
     if connection.vendor == "postgresql":
         with connection.wrap_database_errors, _prepared_cursor() as cursor:
             cursor.execute(sql, params, prepare=True)
-            return cursor.fetchone()
-    with connection.cursor() as cursor:
-        cursor.execute(sql, params)
+            yield cursor
+    else:
+        with connection.cursor() as cursor:
+            cursor.execute(sql, params)
+            yield cursor
+
+
+def fetchone(sql: str, params: list[Any]) -> tuple | None:
+    with _executed(sql, params) as cursor:
         return cursor.fetchone()
 
 
 def fetchall(sql: str, params: list[Any]) -> list[tuple]:
-    if connection.vendor == "postgresql":
-        with connection.wrap_database_errors, _prepared_cursor() as cursor:
-            cursor.execute(sql, params, prepare=True)
-            return cursor.fetchall()
-    with connection.cursor() as cursor:
-        cursor.execute(sql, params)
+    with _executed(sql, params) as cursor:
         return cursor.fetchall()
 
 
 def execute(sql: str, params: list[Any]) -> int:
-    if connection.vendor == "postgresql":
-        with connection.wrap_database_errors, _prepared_cursor() as cursor:
-            cursor.execute(sql, params, prepare=True)
-            return cursor.rowcount
-    with connection.cursor() as cursor:
-        cursor.execute(sql, params)
+    with _executed(sql, params) as cursor:
         return cursor.rowcount
 
 
