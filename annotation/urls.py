@@ -11,7 +11,7 @@ def ping(request):
     return JsonResponse({"ok": True})
 
 
-P = "projects/<int:project_id>/"
+P = "projects/<id:project_id>/"
 
 urlpatterns = [
     path("ping/", ping, name="ping"),
@@ -35,7 +35,7 @@ urlpatterns = [
     path(P, projects.ProjectDetailView.as_view(), name="project-detail"),
     path(P + "invite/", projects.InviteRotateView.as_view(), name="project-invite"),
     path(P + "members/", projects.MemberListView.as_view(), name="member-list"),
-    path(P + "members/<int:user_id>/", projects.MemberDetailView.as_view(), name="member-detail"),
+    path(P + "members/<id:user_id>/", projects.MemberDetailView.as_view(), name="member-detail"),
     path(P + "stats/", projects.ProjectStatsView.as_view(), name="project-stats"),
     path(P + "stats/me/", projects.MyStatsView.as_view(), name="my-stats"),
     path(P + "corpus/", corpus.CorpusView.as_view(), name="corpus"),

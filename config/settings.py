@@ -196,6 +196,7 @@ SPECTACULAR_SETTINGS = {
     "DESCRIPTION": "Region-count annotation tasks, observations, projects and models.",
     "VERSION": "0.1.0",
     "SERVE_INCLUDE_SCHEMA": False,
+    "PATH_CONVERTER_OVERRIDES": {"id": int},  # config.converters.IdConverter
 }
 
 # Celery: one app in config/celery.py; JSON only; bounded time.

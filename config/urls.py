@@ -1,8 +1,11 @@
 from django.contrib import admin
-from django.urls import include, path
+from django.urls import include, path, register_converter
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
 
+from config.converters import IdConverter
 from config.health import healthz
+
+register_converter(IdConverter, "id")  # before the apps' URLconfs below use `<id:...>`
 
 urlpatterns = [
     path("healthz", healthz, name="healthz"),

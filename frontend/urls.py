@@ -16,7 +16,7 @@ urlpatterns = [
     path("signup/", accounts.signup, name="signup"),
     path("join/", accounts.join_form, name="join-form"),
     path("join/<str:code>", accounts.join, name="join"),
-    path("annotate/<int:project_id>/", pages.annotate, name="annotate"),
+    path("annotate/<id:project_id>/", pages.annotate, name="annotate"),
     path("projects/new/", pages.project_new, name="project-new"),
-    path("projects/<int:project_id>/", pages.project_detail, name="project-detail"),
+    path("projects/<id:project_id>/", pages.project_detail, name="project-detail"),
 ]

@@ -4,17 +4,17 @@ from django.urls import path
 
 from learning.api import events, predictions, retraining, versions, webhooks
 
-P = "projects/<int:project_id>/"
+P = "projects/<id:project_id>/"
 
 urlpatterns = [
     path(P + "models/", versions.ModelListView.as_view(), name="model-list"),
     path(
-        P + "models/<int:number>/download",
+        P + "models/<id:number>/download",
         versions.ModelDownloadView.as_view(),
         name="model-download",
     ),
     path(P + "reports/latest/", versions.ReportView.as_view(), name="report-latest"),
-    path(P + "reports/<int:number>/", versions.ReportView.as_view(), name="report-detail"),
+    path(P + "reports/<id:number>/", versions.ReportView.as_view(), name="report-detail"),
     path(P + "retrain/", retraining.RetrainView.as_view(), name="retrain"),
     path(
         P + "retrain-schedule/", retraining.RetrainScheduleView.as_view(), name="retrain-schedule"
@@ -28,12 +28,12 @@ urlpatterns = [
     ),
     path(P + "webhooks/", webhooks.WebhookListView.as_view(), name="webhook-list"),
     path(
-        P + "webhooks/<int:webhook_id>/",
+        P + "webhooks/<id:webhook_id>/",
         webhooks.WebhookDetailView.as_view(),
         name="webhook-detail",
     ),
     path(
-        P + "webhooks/<int:webhook_id>/deliveries/",
+        P + "webhooks/<id:webhook_id>/deliveries/",
         webhooks.DeliveryListView.as_view(),
         name="webhook-deliveries",
     ),

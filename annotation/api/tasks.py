@@ -20,8 +20,14 @@ from annotation.api.serializers import (
     task_out,
 )
 from annotation.exceptions import InvalidInput
+from config.converters import MAX_ID
 
 _MAX_KEY = 64
+
+
+def _is_id(value) -> bool:
+    """A database id: a whole number from 1 to 2**63 - 1 (a larger one names nothing)."""
+    return isinstance(value, int) and not isinstance(value, bool) and 0 < value <= MAX_ID
 
 
 def next_task_fields(data) -> dict:
@@ -34,7 +40,7 @@ def next_task_fields(data) -> dict:
     if (
         not isinstance(holding, list)
         or len(holding) > scheduler.MAX_LEASES
-        or any(isinstance(item, bool) or not isinstance(item, int) for item in holding)
+        or not all(_is_id(item) for item in holding)
     ):
         raise InvalidInput(
             "The request is not valid.",
@@ -69,7 +75,7 @@ def submission_fields(data) -> dict:
     if not isinstance(data, dict):
         raise InvalidInput("Expected a JSON object.")
     assignment = data.get("assignment")
-    if isinstance(assignment, bool) or not isinstance(assignment, int):
+    if not _is_id(assignment):
         errors["assignment"] = ["An assignment id (integer) is required."]
     key = data.get("idempotency_key")
     if not isinstance(key, str) or not 1 <= len(key) <= _MAX_KEY:

@@ -328,3 +328,24 @@ def test_schema_and_docs(manager):
 
 def test_ping_needs_nothing(db):
     assert APIClient().get("/api/ping/").json() == {"ok": True}
+
+
+def test_numbers_too_large_for_an_id_name_nothing(project, corpus, annotator, manager):
+    """Ids beyond 64 bits never reach the database (which could not hold them): 404 in a URL,
+    400 in a body."""
+    huge = 10**30
+    for path in (
+        f"/api/projects/{huge}/",
+        f"/api/projects/{huge}/tasks/next/",
+        f"/api/projects/{project.pk}/members/{2**63}/",
+        f"/api/projects/{project.pk}/models/{huge}/download",
+        f"/projects/{huge}/",
+        f"/annotate/{huge}/",
+    ):
+        response = (
+            client_for(manager).post(path) if "tasks" in path else client_for(manager).get(path)
+        )
+        assert response.status_code == 404, path
+    response = answer(client_for(annotator), {"assignment": huge, "tags": []})
+    assert response.status_code == 400
+    assert "assignment" in response.json()["error"]["fields"]

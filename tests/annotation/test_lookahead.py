@@ -93,7 +93,7 @@ def test_three_leases_answered_later_are_all_stored_once(project, corpus, annota
 
 def test_bad_holding_is_refused_with_what_is_wrong(project, corpus, annotator):
     client = client_for(annotator)
-    for holding in ("12", [1, 2, 3, 4], ["1"], [True], [1.5], {"a": 1}):
+    for holding in ("12", [1, 2, 3, 4], ["1"], [True], [1.5], {"a": 1}, [0], [-1], [2**63]):
         response = lease(client, project, holding)
         assert response.status_code == 400, holding
         error = response.json()["error"]
