@@ -109,7 +109,16 @@ def solve_word_tag_probs(
 def _batched_cg(operator, rhs, diag, x, tol, max_iter):
     """Jacobi-preconditioned CG run column-wise in parallel on ``operator(X) = RHS``."""
     r = rhs - operator(x) if np.any(x) else rhs.copy()
-    target = tol * np.maximum(np.linalg.norm(rhs, axis=0), 1e-300)
+    rhs_norm = np.linalg.norm(rhs, axis=0)
+    # A warm start worse than none (a residual above the right-hand side's) is dropped, column by
+    # column (the K problems are independent). Above all for a right-hand side of 0 (a tag asked
+    # but never counted): its solution is 0, while from elsewhere CG would chase a tolerance of
+    # 1e-305 that floating point cannot reach, and drift.
+    worse = np.linalg.norm(r, axis=0) > rhs_norm
+    if worse.any():
+        x[:, worse] = 0.0
+        r[:, worse] = rhs[:, worse]
+    target = tol * np.maximum(rhs_norm, 1e-300)
     z = r / diag
     p = z.copy()
     rz = np.einsum("ij,ij->j", r, z)

@@ -98,3 +98,22 @@ def test_ridge_selection_error_is_weighted_held_out_squared_error():
             np.testing.assert_allclose(errors[ridge], expected, rtol=1e-10)
             absolute = (w_out * np.abs(residual)).sum() / w_out.sum()
             assert abs(errors[ridge] - absolute) > 1e-3 * absolute
+
+
+def test_a_warm_start_worse_than_none_is_dropped_column_by_column():
+    """Regression: a tag asked but never counted (its rate 0) has a right-hand side of exactly
+    0. Warm-started from a solution in which it had a rate, CG chased a tolerance of 1e-305
+    through all its iterations and drifted in floating point; in a small demo project's retrain
+    it reached NaN, and the retrain failed on non-finite soft counts."""
+    solution, _, a, obs = _solve(300, seed=5, tags_per_task=2)
+    counts = obs.counts.copy()
+    counts[:, 1] = 0  # tag 1 is asked but nobody ever sees it any more
+    weights = obs.tag_mask * 1.0
+    with np.errstate(invalid="raise", divide="raise", over="raise"):
+        again = solve_word_tag_probs(
+            a, counts, weights, obs.length, 1e-2, x0=solution.raw, max_iter=300
+        )
+    assert again.converged
+    np.testing.assert_allclose(again.raw[:, 1], 0.0, atol=1e-9)  # its prior, 0, exactly
+    fresh = solve_word_tag_probs(a, counts, weights, obs.length, 1e-2, max_iter=300)
+    np.testing.assert_allclose(again.raw, fresh.raw, atol=1e-3)
