@@ -131,6 +131,8 @@ def parse_jsonl(lines: Iterable[str]) -> Iterator[ParsedSentence]:
             record = json.loads(text)
         except json.JSONDecodeError as exc:
             raise CorpusError(line_number, f"not valid JSON ({exc.msg})") from exc
+        except RecursionError as exc:
+            raise CorpusError(line_number, "not valid JSON (nested too deeply)") from exc
         if not isinstance(record, dict):
             raise CorpusError(line_number, "expected a JSON object")
         tokens = record.get("tokens")

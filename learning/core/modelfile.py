@@ -83,7 +83,7 @@ def load_tagger(file: str | Path | IO[bytes]) -> tuple[LogLinearTagger, dict]:
         raise ModelFileError("malformed header")
     try:
         header = json.loads(header_bytes.tobytes().decode("utf-8"))
-    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+    except (UnicodeDecodeError, json.JSONDecodeError, RecursionError) as exc:
         raise ModelFileError(f"malformed header: {exc}") from exc
     if not isinstance(header, dict) or header.get("format") != FORMAT_NAME:
         raise ModelFileError("not a Tally tagger file")

@@ -71,6 +71,11 @@ def test_wrong_version_and_garbage_are_refused(tmp_path, tagger):
     garbage.write_bytes(b"not a model")
     with pytest.raises(ModelFileError):
         load_tagger(garbage)
+    arrays["header"] = np.frombuffer(b"[" * 100_000 + b"]" * 100_000, dtype=np.uint8)
+    deep = tmp_path / "deep.npz"
+    np.savez(deep, **arrays)
+    with pytest.raises(ModelFileError, match="malformed header"):
+        load_tagger(deep)
 
 
 def test_count_tagger_saves_its_final_tagger(tmp_path):
