@@ -42,7 +42,10 @@ from annotation.models import (
 )
 from annotation.tagsets import PRESETS
 
+# Sentences are stored a batch at a time, so an import holds at most a batch in memory, however
+# large the file: at most this many sentences, and at most this many tokens (long sentences).
 _SENTENCE_BATCH = 1000
+_TOKEN_BATCH = 20_000
 _PROJECT_FIELDS = (
     "name",
     "description",
@@ -302,7 +305,7 @@ def corpus_import(
     )
     position = (project.sentences.aggregate(m=Max("position"))["m"] or -1) + 1
     batch: list[Sentence] = []
-    n_sentences = n_gold = 0
+    n_sentences = n_gold = batch_tokens = 0
     try:
         lines = importers.read_lines(file, max_bytes=max_bytes)
         for parsed in importers.parse(lines, format=format, tag_column=tag_column):
@@ -329,9 +332,11 @@ def corpus_import(
             )
             position += 1
             n_sentences += 1
-            if len(batch) >= _SENTENCE_BATCH:
+            batch_tokens += len(parsed.tokens)
+            if len(batch) >= _SENTENCE_BATCH or batch_tokens >= _TOKEN_BATCH:
                 Sentence.objects.bulk_create(batch)
                 batch.clear()
+                batch_tokens = 0
     except importers.CorpusError as exc:
         raise InvalidCorpus(str(exc), line_number=exc.line_number) from exc
     except importers.CorpusTooLarge as exc:

@@ -226,3 +226,32 @@ def test_rotated_code_stops_working(project):
 def test_owner_cannot_be_removed(project, manager):
     with pytest.raises(Conflict):
         services.membership_remove(project=project, user_id=manager.pk)
+
+
+@pytest.mark.slow
+def test_a_20_mb_corpus_is_imported_without_holding_it_in_memory(project, manager, tmp_path):
+    """Regression: sentences were stored 1,000 at a time whatever their length, so a file of long
+    sentences was held whole in memory (a 21 MB file peaked at 22 MB of Python objects)."""
+    import random
+    import tracemalloc
+
+    rng = random.Random(0)
+    words = [f"w{i:05d}" for i in range(20_000)]
+    path = tmp_path / "long-sentences.txt"
+    with path.open("w") as out:
+        size = 0
+        while size < 20 * 1024 * 1024:
+            line = " ".join(rng.choices(words, k=rng.randint(200, 400))) + "\n"
+            size += out.write(line)
+    tracemalloc.start()
+    try:
+        with path.open("rb") as upload:
+            record = services.corpus_import(
+                project=project, user=manager, file=upload, format="text",
+                max_bytes=50 * 1024 * 1024, seed=0,
+            )  # fmt: skip
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert record.sentences == Sentence.objects.filter(project=project).count() > 9_000
+    assert peak < 8 * 1024 * 1024
