@@ -207,7 +207,10 @@ class Task(models.Model):
     """
 
     project = models.ForeignKey(Project, on_delete=models.CASCADE, related_name="tasks")
-    sentence = models.ForeignKey(Sentence, on_delete=models.CASCADE, related_name="tasks")
+    # task_region_unique starts with the sentence: no index of its own.
+    sentence = models.ForeignKey(
+        Sentence, on_delete=models.CASCADE, related_name="tasks", db_index=False
+    )
     start = models.PositiveIntegerField()
     length = models.PositiveSmallIntegerField()
     tags = models.JSONField(help_text="Sorted tag indices asked in this task.")
@@ -243,10 +246,21 @@ class Assignment(models.Model):
         SUBMITTED = "submitted"
         EXPIRED = "expired"
 
-    project = models.ForeignKey(Project, on_delete=models.CASCADE, related_name="assignments")
-    task = models.ForeignKey(Task, on_delete=models.CASCADE, related_name="assignments")
+    # Every index is a write on each lease and each answer (the status change is not a HOT
+    # update), so the foreign keys have none of their own: `assignment_unique` starts with the
+    # task, `assignment_annotator_idx` with the annotator, and nothing reads assignments by
+    # project alone (a project's deletion scans them once).
+    project = models.ForeignKey(
+        Project, on_delete=models.CASCADE, related_name="assignments", db_index=False
+    )
+    task = models.ForeignKey(
+        Task, on_delete=models.CASCADE, related_name="assignments", db_index=False
+    )
     annotator = models.ForeignKey(
-        settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="assignments"
+        settings.AUTH_USER_MODEL,
+        on_delete=models.CASCADE,
+        related_name="assignments",
+        db_index=False,
     )
     status = models.CharField(max_length=10, choices=Status.choices, default=Status.LEASED)
     leased_at = models.DateTimeField()
@@ -259,6 +273,8 @@ class Assignment(models.Model):
             models.UniqueConstraint(fields=["task", "annotator"], name="assignment_unique"),
         ]
         indexes = [
+            # The annotator's last task in a project: where their next lease starts looking.
+            models.Index(fields=["annotator", "project", "task"], name="assignment_annotator_idx"),
             models.Index(
                 fields=["annotator", "project"],
                 condition=Q(status="leased"),
@@ -278,9 +294,16 @@ class Assignment(models.Model):
 class Observation(models.Model):
     """o = (r, B, N), append-only. `tags` are tag indices, `counts` aligned with them."""
 
-    project = models.ForeignKey(Project, on_delete=models.CASCADE, related_name="observations")
+    # observation_project_idx starts with the project, observation_idempotency_unique with the
+    # annotator: no index of their own (one write less on each answer).
+    project = models.ForeignKey(
+        Project, on_delete=models.CASCADE, related_name="observations", db_index=False
+    )
     annotator = models.ForeignKey(
-        settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="observations"
+        settings.AUTH_USER_MODEL,
+        on_delete=models.PROTECT,
+        related_name="observations",
+        db_index=False,
     )
     assignment = models.OneToOneField(
         Assignment, on_delete=models.PROTECT, related_name="observation"

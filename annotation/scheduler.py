@@ -205,7 +205,7 @@ def _insert_assignment(*, project: Project, task_id: int, annotator, now: dateti
 
 
 def _lease_open(*, project: Project, annotator, now: datetime) -> Lease | None:
-    """A slot of the first open task the caller has not had (taken under a row lock)."""
+    """A slot of the next open task the caller has not had (`sql.lease_open`), under a row lock."""
     try:
         row = sql.lease_open(
             project_id=project.pk,

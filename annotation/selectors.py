@@ -53,12 +53,18 @@ def project_tags(*, project: Project) -> list[dict]:
 
     Cached per process, keyed by the project's `updated_at` (every tag change saves the project).
     """
-    key = (project.pk, project.updated_at)
+    return project_tags_at(project_id=project.pk, updated_at=project.updated_at)
+
+
+def project_tags_at(*, project_id: int, updated_at) -> list[dict]:
+    """`project_tags` of the project `project_id` as of `updated_at`, for a caller that read the
+    two columns without loading the project (the annotator's hot path)."""
+    key = (project_id, updated_at)
     tags = _tag_cache.get(key)
     if tags is None:
         tags = [
             {"index": t.position, "name": t.name, "guideline": t.guideline, "examples": t.examples}
-            for t in Tag.objects.filter(project=project).order_by("position")
+            for t in Tag.objects.filter(project_id=project_id).order_by("position")
         ]
         if len(_tag_cache) >= _TAG_CACHE_SIZE:
             _tag_cache.clear()

@@ -9,13 +9,13 @@ database has them), and return plain tuples that the callers turn into model ins
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
-from contextlib import contextmanager, nullcontext
+from collections.abc import Callable
+from contextlib import nullcontext
 from datetime import UTC, datetime
 from typing import Any
 
 from django.contrib.auth import get_user_model
-from django.db import connection, transaction
+from django.db import DEFAULT_DB_ALIAS, connection, connections, transaction
 from django.db.backends.postgresql.base import ServerBindingCursor
 from django.utils.dateparse import parse_datetime
 
@@ -46,22 +46,49 @@ LIVE_LEASES = (
     "WHERE a.annotator_id = %s AND a.project_id = %s AND a.status = 'leased' "
     "AND a.expires_at > %s ORDER BY a.id"
 )
-# "Never the same region twice to one annotator": one probe of `assignment_unique` (task, annotator)
-# per candidate task, walking `task_open_idx` in id order. The LIMIT keeps PostgreSQL from turning
-# the test into an anti-join, which it plans as a merge join over *all* the annotator's
-# assignments (read through the whole unique index, since annotator is its second column): a
-# lease then cost time in proportion to the assignments made so far.
-_OPEN_TASKS = (
-    "FROM annotation_task t WHERE t.project_id = %s AND t.open_slots > 0 AND NOT t.is_gold "
-    "AND (SELECT 1 FROM annotation_assignment a "
-    "WHERE a.task_id = t.id AND a.annotator_id = %s LIMIT 1) IS NULL "
+# Which open task an annotator leases next: the first (by id) after the last training task they
+# leased in the project (`_LAST_TASK`, one backward step in `assignment_annotator_idx`), and only
+# when there is none ahead, the first before it: a region reopened by an expired lease or a
+# flagged annotator. Starting at the annotator's own mark keeps a lease to a handful of rows
+# however far the project has got: walking from the project's first task instead passed every
+# task the annotator had answered that others had not (a lone annotator paid for all their
+# answers on every lease) and, on PostgreSQL, every dead index entry left by the tasks filled
+# since the last vacuum.
+#
+# "Never the same region twice to one annotator": one probe of `assignment_unique` (task,
+# annotator) per candidate. The LIMIT keeps PostgreSQL from turning the test into an anti-join,
+# which it plans as a merge join over *all* the annotator's assignments.
+#
+# Placeholders: {user} and {project} are SQL expressions (a named parameter, or a CTE's column).
+_LAST_TASK = (
+    "SELECT a.task_id FROM annotation_assignment a JOIN annotation_task g ON g.id = a.task_id "
+    "WHERE a.annotator_id = {user} AND a.project_id = {project} AND NOT g.is_gold "
+    "ORDER BY a.task_id DESC LIMIT 1"
 )
+_OPEN_FOR = (
+    "FROM annotation_task t WHERE t.project_id = {project} AND t.open_slots > 0 "
+    "AND NOT t.is_gold AND (SELECT 1 FROM annotation_assignment a "
+    "WHERE a.task_id = t.id AND a.annotator_id = {user} LIMIT 1) IS NULL "
+)
+_AHEAD = "AND t.id > {mark} "
+_BEHIND = "AND t.id <= {mark} "
 _FIRST = "ORDER BY t.id LIMIT 1"
-PICK_OPEN_TASK = (
-    "SELECT t.id, t.sentence_id, t.start, t.length, t.tags, t.is_gold, "  # noqa: S608
+_NOTHING_AHEAD = "AND NOT EXISTS (SELECT 1 FROM ahead) "
+_TASK_COLUMNS = (
+    "t.id, t.sentence_id, t.start, t.length, t.tags, t.is_gold, "
     "(SELECT s.tokens FROM annotation_sentence s WHERE s.id = t.sentence_id) "
-    + _OPEN_TASKS
-    + _FIRST
+)
+
+
+def _fill(template: str, **names: str) -> str:
+    return template.format(**names)
+
+
+_ME = {"user": "%(annotator)s", "project": "%(project)s"}
+LAST_TASK = _fill(_LAST_TASK, **_ME)
+PICK_AHEAD = "SELECT " + _TASK_COLUMNS + _fill(_OPEN_FOR + _AHEAD, mark="%(mark)s", **_ME) + _FIRST
+PICK_BEHIND = (
+    "SELECT " + _TASK_COLUMNS + _fill(_OPEN_FOR + _BEHIND, mark="%(mark)s", **_ME) + _FIRST
 )
 TAKE_SLOT = "UPDATE annotation_task SET open_slots = open_slots - 1 WHERE id = %s"
 INSERT_ASSIGNMENT = (
@@ -69,6 +96,28 @@ INSERT_ASSIGNMENT = (
     "(project_id, task_id, annotator_id, status, leased_at, expires_at, submitted_at) "
     "VALUES (%s, %s, %s, 'leased', %s, %s, NULL) RETURNING id"
 )
+
+
+def _pg_pick(*, user: str, project: str, when: str = "", behind: bool = True) -> str:
+    """PostgreSQL CTEs `mark`, `ahead`, `behind` and `picked` (the chosen task's id, locked), for
+    the annotator `user` in `project`; `when` adds a condition to the scans. Without `behind`,
+    only the tasks ahead of the mark."""
+    names = {"user": user, "project": project}
+    mark = "COALESCE((SELECT task_id FROM mark), 0)"
+    lock = " FOR UPDATE OF t SKIP LOCKED"
+    ahead = _fill(_OPEN_FOR + _AHEAD, mark=mark, **names) + when + _FIRST + lock
+    behind_scan = _fill(_OPEN_FOR + _BEHIND, mark=mark, **names) + when + _NOTHING_AHEAD
+    behind_scan += _FIRST + lock
+    # Fixed SQL; every value is a parameter.
+    ctes = [f"mark AS ({_fill(_LAST_TASK, **names)})", f"ahead AS (SELECT t.id {ahead})"]  # noqa: S608
+    if behind:
+        ctes.append(f"behind AS (SELECT t.id {behind_scan})")  # noqa: S608
+        ctes.append("picked AS (SELECT id FROM ahead UNION ALL SELECT id FROM behind)")
+    else:
+        ctes.append("picked AS (SELECT id FROM ahead)")
+    return ", ".join(ctes)
+
+
 SUBMISSION_CONTEXT = (
     "SELECT a.status, p.id, p.status, p.updated_at, t.sentence_id, t.start, t.length, t.tags, "
     "t.is_gold, "
@@ -94,16 +143,14 @@ INSERT_OBSERVATION = (
 # and the whole submission (mark the lease answered, insert the observation) are one statement
 # each, so one round trip and an implicit transaction. Other databases run the steps in order.
 PG_LEASE = (
-    "WITH picked AS (SELECT t.id "  # noqa: S608
-    + _OPEN_TASKS
-    + _FIRST
-    + " FOR UPDATE SKIP LOCKED), "
-    "taken AS (UPDATE annotation_task t SET open_slots = t.open_slots - 1 FROM picked "
+    "WITH "  # noqa: S608 (fixed SQL; every value is a parameter)
+    + _pg_pick(user="%(annotator)s", project="%(project)s")
+    + ", taken AS (UPDATE annotation_task t SET open_slots = t.open_slots - 1 FROM picked "
     "WHERE t.id = picked.id RETURNING t.id), "
     "leased AS (INSERT INTO annotation_assignment "
     "(project_id, task_id, annotator_id, status, leased_at, expires_at, submitted_at) "
-    "SELECT %s, taken.id, %s, 'leased', %s::timestamptz, %s::timestamptz, NULL FROM taken "
-    "RETURNING id, task_id, expires_at) "
+    "SELECT %(project)s, taken.id, %(annotator)s, 'leased', %(now)s::timestamptz, "
+    "%(until)s::timestamptz, NULL FROM taken RETURNING id, task_id, expires_at) "
     "SELECT x.id, x.expires_at, t.id, t.sentence_id, t.start, t.length, t.tags, t.is_gold, "
     "s.tokens FROM leased x JOIN annotation_task t ON t.id = x.task_id "
     "JOIN annotation_sentence s ON s.id = t.sentence_id"
@@ -123,9 +170,9 @@ PG_SUBMIT = (
 _USER_TABLE = get_user_model()._meta.db_table
 CALLER_BY_TOKEN = (
     f"SELECT u.id, u.is_active FROM authtoken_token k JOIN {_USER_TABLE} u "  # noqa: S608
-    "ON u.id = k.user_id WHERE k.key = %s"
+    "ON u.id = k.user_id WHERE k.key = %(caller)s"
 )
-CALLER_BY_ID = f"SELECT u.id, u.is_active FROM {_USER_TABLE} u WHERE u.id = %s"  # noqa: S608
+CALLER_BY_ID = f"SELECT u.id, u.is_active FROM {_USER_TABLE} u WHERE u.id = %(caller)s"  # noqa: S608
 
 
 def _pg_next_task(caller: str) -> str:
@@ -133,35 +180,39 @@ def _pg_next_task(caller: str) -> str:
     hold already or a new one, in one statement. The plain case: active user and project,
     member not flagged, lease reclaim not due, no gold check drawn; otherwise nothing is leased
     and `scheduler.task_lease_next` takes over (as it does when the caller is at the lease cap).
-    Parameters: caller, reclaim-due-before, gold draw, project, held assignment ids, now (live),
-    project, lease cap, now, now. A new lease is committed without waiting for the WAL flush:
+    Parameters: caller, reclaim_due_before, gold_draw, project, holding (assignment ids),
+    max_leases, now. A new lease is committed without waiting for the WAL flush:
     losing one in a crash is harmless (the annotator asks again), unlike an observation."""
     return (
         f"WITH caller AS ({caller}), "  # noqa: S608 (fixed SQL; every value is a parameter)
         "member AS (SELECT c.id AS user_id, c.is_active, m.id AS membership_id, m.flagged, "
         "p.id AS project_id, p.updated_at, p.lease_seconds, "
         "(c.is_active AND NOT m.flagged AND p.status = 'active' "
-        "AND p.leases_reclaimed_at >= %s::timestamptz "
-        "AND %s::double precision >= p.gold_fraction) AS plain "
+        "AND p.leases_reclaimed_at >= %(reclaim_due_before)s::timestamptz "
+        "AND %(gold_draw)s::double precision >= p.gold_fraction) AS plain "
         "FROM caller c LEFT JOIN annotation_membership m ON m.user_id = c.id "
-        "AND m.project_id = %s LEFT JOIN annotation_project p ON p.id = m.project_id), "
+        "AND m.project_id = %(project)s LEFT JOIN annotation_project p ON p.id = m.project_id), "
         "go AS (SELECT user_id, project_id, lease_seconds FROM member WHERE plain), "
-        "held AS (SELECT a.id, a.task_id, a.expires_at, a.id = ANY(%s::bigint[]) AS named "
+        "held AS (SELECT a.id, a.task_id, a.expires_at, a.id = ANY(%(holding)s::bigint[]) AS named "
         "FROM annotation_assignment a WHERE a.annotator_id = (SELECT user_id FROM go) "
         "AND a.project_id = (SELECT project_id FROM go) AND a.status = 'leased' "
-        "AND a.expires_at > %s::timestamptz), "
+        "AND a.expires_at > %(now)s::timestamptz), "
         "live AS (SELECT id, task_id, expires_at FROM held WHERE NOT named ORDER BY id LIMIT 1), "
-        "picked AS (SELECT t.id FROM annotation_task t WHERE t.project_id = %s "
-        "AND t.open_slots > 0 AND NOT t.is_gold AND (SELECT 1 FROM annotation_assignment a "
-        "WHERE a.task_id = t.id AND a.annotator_id = (SELECT user_id FROM go) LIMIT 1) IS NULL "
-        "AND EXISTS (SELECT 1 FROM go) AND NOT EXISTS (SELECT 1 FROM live) "
-        "AND (SELECT count(*) FROM held) < %s " + _FIRST + " FOR UPDATE OF t SKIP LOCKED), "
+        "room AS (SELECT 1 FROM go WHERE NOT EXISTS (SELECT 1 FROM live) "
+        "AND (SELECT count(*) FROM held) < %(max_leases)s), "
+        + _pg_pick(
+            user="(SELECT user_id FROM go)",
+            project="%(project)s",
+            when="AND EXISTS (SELECT 1 FROM room) ",
+            behind=False,  # rare (a round's end, a reopened region): the scheduler looks there
+        )
+        + ", "
         "taken AS (UPDATE annotation_task t SET open_slots = t.open_slots - 1 FROM picked "
         "WHERE t.id = picked.id RETURNING t.id), "
         "leased AS (INSERT INTO annotation_assignment "
         "(project_id, task_id, annotator_id, status, leased_at, expires_at, submitted_at) "
-        "SELECT go.project_id, taken.id, go.user_id, 'leased', %s::timestamptz, "
-        "%s::timestamptz + make_interval(secs => go.lease_seconds), NULL "
+        "SELECT go.project_id, taken.id, go.user_id, 'leased', %(now)s::timestamptz, "
+        "%(now)s::timestamptz + make_interval(secs => go.lease_seconds), NULL "
         "FROM taken CROSS JOIN go "
         "CROSS JOIN (SELECT set_config('synchronous_commit', 'off', true)) AS quiet "
         "RETURNING id, task_id, expires_at) "
@@ -175,21 +226,57 @@ def _pg_next_task(caller: str) -> str:
 
 PG_NEXT_TASK_BY_TOKEN = _pg_next_task(CALLER_BY_TOKEN)
 PG_NEXT_TASK_BY_ID = _pg_next_task(CALLER_BY_ID)
-# SUBMISSION_CONTEXT for a token: (user id, is_active, assignment is the caller's,
-# *SUBMISSION_CONTEXT's columns). The assignment is joined on its id alone (its primary key; a
-# join on the annotator too is planned as a scan of all the annotator's assignments).
-SUBMISSION_CONTEXT_BY_TOKEN = (
-    "SELECT u.id, u.is_active, a.annotator_id = u.id, a.status, p.id, p.status, p.updated_at, "  # noqa: S608
-    "t.sentence_id, t.start, t.length, t.tags, t.is_gold, "
-    "EXISTS (SELECT 1 FROM annotation_membership m "
-    "WHERE m.project_id = a.project_id AND m.user_id = u.id), "
-    "(SELECT o.assignment_id FROM annotation_observation o "
-    "WHERE o.annotator_id = u.id AND o.idempotency_key = %s) "
-    f"FROM authtoken_token k JOIN {_USER_TABLE} u ON u.id = k.user_id "
-    "LEFT JOIN (annotation_assignment a JOIN annotation_task t ON t.id = a.task_id "
-    "JOIN annotation_project p ON p.id = a.project_id) ON a.id = %s "
-    "WHERE k.key = %s"
-)
+
+
+def _pg_submit(caller: str) -> str:
+    """The whole submission in one statement: caller, lease, task, project, membership and
+    replay check (`ctx`, the columns of `SUBMISSION_CONTEXT`), the counts checked against the
+    task, and, when all is in order, the lease marked answered and the observation stored.
+
+    The check is a gate, not the judge: it admits exactly what `services._validate_counts`
+    accepts (the counts name the task's tags and no other, each is a whole number from 0 to the
+    window, together at most the window), and anything it does not store goes to
+    `services.observation_submit_in_context` with `ctx`, which gives the reason (or the stored
+    answer of a replay, or loses a race properly). Parameters: caller, assignment, key (the
+    idempotency key), names and counts (the submitted counts as two arrays), seconds, now."""
+    return (
+        f"WITH caller AS ({caller}), "  # noqa: S608 (fixed SQL; every value is a parameter)
+        "ctx AS (SELECT c.id AS user_id, c.is_active, a.annotator_id = c.id AS mine, "
+        "a.status, p.id AS project_id, p.status AS project_status, p.updated_at, "
+        "t.sentence_id, t.start, t.length, t.tags, t.is_gold, "
+        "EXISTS (SELECT 1 FROM annotation_membership m "
+        "WHERE m.project_id = a.project_id AND m.user_id = c.id) AS is_member, "
+        "(SELECT o.assignment_id FROM annotation_observation o "
+        "WHERE o.annotator_id = c.id AND o.idempotency_key = %(key)s) AS replay_of "
+        "FROM caller c LEFT JOIN (annotation_assignment a "
+        "JOIN annotation_task t ON t.id = a.task_id "
+        "JOIN annotation_project p ON p.id = a.project_id) ON a.id = %(assignment)s), "
+        "given AS (SELECT jsonb_agg(g.position ORDER BY g.position) AS tags, "
+        "jsonb_agg(x.n ORDER BY g.position) AS counts, "
+        "bool_and(x.n BETWEEN 0 AND ctx.length) AS in_range, sum(x.n) AS total "
+        "FROM ctx CROSS JOIN unnest(%(names)s::text[], %(counts)s::integer[]) AS x (name, n) "
+        "LEFT JOIN annotation_tag g ON g.project_id = ctx.project_id AND g.name = x.name), "
+        "valid AS (SELECT ctx.*, given.counts AS count_values FROM ctx CROSS JOIN given "
+        "WHERE ctx.is_active AND ctx.mine AND ctx.is_member AND ctx.replay_of IS NULL "
+        "AND ctx.project_status <> 'archived' AND ctx.status IN ('leased', 'expired') "
+        "AND given.tags = ctx.tags AND given.in_range AND given.total <= ctx.length), "
+        "answered AS (UPDATE annotation_assignment a SET status = 'submitted', "
+        "submitted_at = %(now)s::timestamptz FROM valid "
+        "WHERE a.id = %(assignment)s AND a.status IN ('leased', 'expired') RETURNING a.id), "
+        "stored AS (INSERT INTO annotation_observation (project_id, annotator_id, "
+        "assignment_id, sentence_id, start, length, tags, counts, is_gold, seconds_on_device, "
+        "idempotency_key, submitted_at) "
+        "SELECT v.project_id, v.user_id, answered.id, v.sentence_id, v.start, v.length, v.tags, "
+        "v.count_values, v.is_gold, %(seconds)s::double precision, %(key)s, "
+        "%(now)s::timestamptz FROM answered CROSS JOIN valid v RETURNING id) "
+        "SELECT ctx.user_id, ctx.is_active, ctx.mine, (SELECT id FROM stored), ctx.status, "
+        "ctx.project_id, ctx.project_status, ctx.updated_at, ctx.sentence_id, ctx.start, "
+        "ctx.length, ctx.tags, ctx.is_gold, ctx.is_member, ctx.replay_of FROM ctx"
+    )
+
+
+PG_SUBMIT_BY_TOKEN = _pg_submit(CALLER_BY_TOKEN)
+PG_SUBMIT_BY_ID = _pg_submit(CALLER_BY_ID)
 
 
 def next_task(
@@ -210,21 +297,46 @@ def next_task(
     statement, caller = (
         (PG_NEXT_TASK_BY_TOKEN, key) if key is not None else (PG_NEXT_TASK_BY_ID, user_id)
     )
-    when = to_db_datetime(now)
-    return fetchone(
-        statement,
-        [caller, to_db_datetime(reclaim_due_before), gold_draw, project_id, list(holding), when,
-         project_id, max_leases, when, when],
-    )  # fmt: skip
+    params = {
+        "caller": caller,
+        "reclaim_due_before": to_db_datetime(reclaim_due_before),
+        "gold_draw": gold_draw,
+        "project": project_id,
+        "holding": list(holding),
+        "max_leases": max_leases,
+        "now": to_db_datetime(now),
+    }
+    return fetchone(statement, params)
 
 
-def submission_context_for_token(*, key: str, assignment_id: int, idempotency_key: str):
-    """PostgreSQL only: (user id, is_active, SUBMISSION_CONTEXT row or None), or None for an
-    unknown token."""
-    row = fetchone(SUBMISSION_CONTEXT_BY_TOKEN, [idempotency_key, assignment_id, key])
+def observation_submit(
+    *,
+    key: str | None,
+    user_id: int | None,
+    assignment_id: int,
+    idempotency_key: str,
+    names: list[str],
+    counts: list[int],
+    seconds_on_device: float | None,
+    now,
+) -> tuple | None:
+    """PostgreSQL only: one round trip for a submission (see `_pg_submit`). None if the token
+    is unknown; else (user id, is_active, the observation's id if it was stored, else None,
+    then the SUBMISSION_CONTEXT row, or None when the assignment is not the caller's)."""
+    statement, caller = (PG_SUBMIT_BY_TOKEN, key) if key is not None else (PG_SUBMIT_BY_ID, user_id)
+    params = {
+        "caller": caller,
+        "assignment": assignment_id,
+        "key": idempotency_key,
+        "names": names,
+        "counts": counts,
+        "seconds": seconds_on_device,
+        "now": to_db_datetime(now),
+    }
+    row = fetchone(statement, params)
     if row is None:
         return None
-    return row[0], row[1], (row[3:] if row[2] else None)
+    return row[0], row[1], row[3], (row[4:] if row[2] else None)
 
 
 def single_statement_atomic():
@@ -241,16 +353,18 @@ def live_leases(*, annotator_id: int, project_id: int, now) -> list[tuple]:
 
 
 def lease_open(*, project_id: int, annotator_id: int, now, expires_at) -> tuple | None:
-    """A new lease of the first open task the annotator has not had: (assignment id, expires
-    at, task id, sentence id, start, length, tags, is_gold, tokens), or None. Atomic; on
-    PostgreSQL one statement."""
+    """A new lease of the next open task the annotator has not had (see `_LAST_TASK`):
+    (assignment id, expires at, task id, sentence id, start, length, tags, is_gold, tokens), or
+    None. Atomic; on PostgreSQL one statement."""
     when, until = to_db_datetime(now), to_db_datetime(expires_at)
+    me = {"project": project_id, "annotator": annotator_id}
     if connection.vendor == "postgresql":
         with single_statement_atomic():
-            params = [project_id, annotator_id, project_id, annotator_id, when, until]
-            return fetchone(PG_LEASE, params)
+            return fetchone(PG_LEASE, {**me, "now": when, "until": until})
     with transaction.atomic():
-        row = fetchone(PICK_OPEN_TASK + row_lock(), [project_id, annotator_id])
+        mark = fetchone(LAST_TASK, me)
+        mark = {**me, "mark": mark[0] if mark else 0}
+        row = fetchone(PICK_AHEAD + row_lock(), mark) or fetchone(PICK_BEHIND + row_lock(), mark)
         if row is None:
             return None
         execute(TAKE_SLOT, [row[0]])
@@ -285,49 +399,70 @@ def row_lock() -> str:
 
 
 _PREPARE_THRESHOLD = 5  # psycopg's default; our statements pass prepare=True anyway
+# One server-side-binding cursor per connection, kept on Django's connection wrapper for the
+# connection's life: making one per statement cost as much Python as the rest of the call.
+_CURSOR_ATTRIBUTE = "_tally_prepared_cursor"
 
 
-def _prepared_cursor():
+def _prepared_cursor(db) -> ServerBindingCursor:
     """On PostgreSQL, a server-side-binding cursor on Django's connection: these statements
     are fixed strings, so the server parses and plans each once per connection (prepared
     statements) instead of on every request. Django's own cursors bind on the client side."""
-    connection.ensure_connection()
-    connection.validate_no_broken_transaction()
-    raw = connection.connection
-    if raw.prepare_threshold is None:
+    db.ensure_connection()
+    db.validate_no_broken_transaction()
+    raw = db.connection
+    cursor = getattr(db, _CURSOR_ATTRIBUTE, None)
+    if cursor is None or cursor.connection is not raw or cursor.closed:
+        cursor = ServerBindingCursor(raw)
+        setattr(db, _CURSOR_ATTRIBUTE, cursor)
+    return cursor
+
+
+def _run(sql: str, params: list[Any] | dict[str, Any], read: Callable):
+    """`read(cursor)` once the cursor has run `sql`: prepared on PostgreSQL, Django's own
+    cursor elsewhere."""
+    db = connections[DEFAULT_DB_ALIAS]
+    if db.vendor == "postgresql":
+        cursor = _prepared_cursor(db)
+        raw = cursor.connection
         # Django opens psycopg connections with preparation off (threshold None), which makes
-        # psycopg ignore `prepare=True`. Its own (client-side binding) cursors never prepare, so
-        # turning it on here affects only these statements.
+        # psycopg ignore `prepare=True`. On only for these statements: with it on, psycopg also
+        # keeps the text of the last 100 other queries to count their uses, and the ORM's
+        # client-side-bound queries carry their values (a corpus import's inserts, megabytes).
         raw.prepare_threshold = _PREPARE_THRESHOLD
-    return ServerBindingCursor(raw)
+        try:
+            with db.wrap_database_errors:
+                cursor.execute(sql, params, prepare=True)
+                return read(cursor)
+        finally:
+            raw.prepare_threshold = None
+    with db.cursor() as cursor:
+        cursor.execute(sql, params)
+        return read(cursor)
 
 
-@contextmanager
-def _executed(sql: str, params: list[Any]) -> Iterator:
-    """A cursor that has run `sql`: prepared on PostgreSQL, Django's own cursor elsewhere."""
-    if connection.vendor == "postgresql":
-        with connection.wrap_database_errors, _prepared_cursor() as cursor:
-            cursor.execute(sql, params, prepare=True)
-            yield cursor
-    else:
-        with connection.cursor() as cursor:
-            cursor.execute(sql, params)
-            yield cursor
+def fetchone(sql: str, params: list[Any] | dict[str, Any]) -> tuple | None:
+    return _run(sql, params, _fetchone)
 
 
-def fetchone(sql: str, params: list[Any]) -> tuple | None:
-    with _executed(sql, params) as cursor:
-        return cursor.fetchone()
+def fetchall(sql: str, params: list[Any] | dict[str, Any]) -> list[tuple]:
+    return _run(sql, params, _fetchall)
 
 
-def fetchall(sql: str, params: list[Any]) -> list[tuple]:
-    with _executed(sql, params) as cursor:
-        return cursor.fetchall()
+def execute(sql: str, params: list[Any] | dict[str, Any]) -> int:
+    return _run(sql, params, _rowcount)
 
 
-def execute(sql: str, params: list[Any]) -> int:
-    with _executed(sql, params) as cursor:
-        return cursor.rowcount
+def _fetchone(cursor) -> tuple | None:
+    return cursor.fetchone()
+
+
+def _fetchall(cursor) -> list[tuple]:
+    return cursor.fetchall()
+
+
+def _rowcount(cursor) -> int:
+    return cursor.rowcount
 
 
 def from_json(value):

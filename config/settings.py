@@ -111,6 +111,14 @@ if DATABASE_URL:
         }
     except ValueError as exc:
         raise ImproperlyConfigured(f"DATABASE_URL is not a database URL: {exc}") from exc
+    if DATABASES["default"]["ENGINE"] == "django.db.backends.postgresql":
+        # Only the annotator's hot statements are prepared on the server (`annotation.sql`);
+        # each is written for one plan whatever its parameters. Left to choose, PostgreSQL may
+        # plan such a statement afresh on every execution, which costs more than running it.
+        options = DATABASES["default"].setdefault("OPTIONS", {})
+        options["options"] = " ".join(
+            filter(None, [options.get("options"), "-c plan_cache_mode=force_generic_plan"])
+        )
 else:
     DATABASES = {
         "default": {
@@ -186,6 +194,11 @@ REST_FRAMEWORK = {
     ],
     "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
+    "DEFAULT_PARSER_CLASSES": [
+        "annotation.api.parsers.JsonParser",
+        "rest_framework.parsers.FormParser",
+        "rest_framework.parsers.MultiPartParser",
+    ],
     "DEFAULT_PAGINATION_CLASS": "rest_framework.pagination.LimitOffsetPagination",
     "PAGE_SIZE": 50,
     "DEFAULT_THROTTLE_RATES": {"login": env_str("TALLY_LOGIN_RATE") or "10/min"},

@@ -22,9 +22,9 @@ from rest_framework.authentication import get_authorization_header
 
 from annotation import exceptions, scheduler, selectors, services, sql
 from annotation.api.errors import STATUS_BY_ERROR, error_body
-from annotation.api.serializers import observation_out, task_out
+from annotation.api.serializers import answer_out, observation_out, task_out
 from annotation.api.tasks import next_task_fields, submission_fields
-from annotation.models import Membership, Project
+from annotation.models import MAX_TAGS, Membership, Observation, Project
 
 
 class _Unauthenticated(Exception):
@@ -80,6 +80,12 @@ def _user(key: str | None, user):
     return user
 
 
+def _json(data: dict, *, status: int = 200) -> HttpResponse:
+    """A JSON response. The answers here hold only JSON's own types, so the standard encoder
+    does (JsonResponse makes a DjangoJSONEncoder for every response)."""
+    return HttpResponse(json.dumps(data), content_type="application/json", status=status)
+
+
 def _error(status: int, code: str, message: str, **extra) -> JsonResponse:
     fields = extra.pop("fields", None)
     return JsonResponse(error_body(code, message, fields, **extra), status=status)
@@ -125,7 +131,7 @@ def _json_body(request: HttpRequest, *, optional: bool = False):
         raise _BadBody(_error(415, "unsupported_media_type", "Send application/json."))
     try:
         return json.loads(request.body)
-    except (ValueError, UnicodeDecodeError) as exc:
+    except (ValueError, UnicodeDecodeError, RecursionError) as exc:
         raise _BadBody(_error(400, "parse_error", f"JSON parse error - {exc}")) from exc
 
 
@@ -166,8 +172,11 @@ def _next_task_one_statement(
     if membership_id is None:
         raise exceptions.NotFound("Not found.")
     if plain and assignment_id is not None:
-        project = Project(pk=project_id, updated_at=sql.from_db_datetime(updated_at))
-        return _task_response(scheduler.lease_from_row(assignment_id, expires_at, row[8:]), project)
+        lease = scheduler.lease_from_row(assignment_id, expires_at, row[8:])
+        tags = selectors.project_tags_at(
+            project_id=project_id, updated_at=sql.from_db_datetime(updated_at)
+        )
+        return _json(task_out(lease, tags))
     user = _user(key, user)
     membership = selectors.membership_for(user=user, project_id=project_id)
     lease = scheduler.task_lease_next(
@@ -184,27 +193,71 @@ def _next_task_one_statement(
 def _task_response(lease, project: Project) -> HttpResponse:
     if lease is None:
         return HttpResponse(status=204)
-    return JsonResponse(task_out(lease, selectors.project_tags(project=project)))
+    return _json(task_out(lease, selectors.project_tags(project=project)))
 
 
 def submit_observation(request: HttpRequest, key: str | None, user) -> HttpResponse:
     fields = submission_fields(_json_body(request))
-    if key is not None and connection.vendor == "postgresql":
-        # The token lookup rides along with the submission's context read.
-        found = sql.submission_context_for_token(
-            key=key,
-            assignment_id=fields["assignment_id"],
-            idempotency_key=fields["idempotency_key"],
-        )
-        if found is None or not found[1]:
-            raise _invalid_token()
-        annotator_id, _, context = found
-        observation, replayed = services.observation_submit_in_context(
-            annotator_id=annotator_id, context=context, **fields
-        )
-    else:
+    arrays = _count_arrays(fields["counts"])
+    if connection.vendor != "postgresql" or arrays is None:
         observation, replayed = services.observation_submit(annotator=_user(key, user), **fields)
+        return _observation_response(observation, replayed)
+    now = timezone.now()
+    found = sql.observation_submit(
+        key=key,
+        user_id=None if user is None else user.pk,
+        assignment_id=fields["assignment_id"],
+        idempotency_key=fields["idempotency_key"],
+        names=arrays[0],
+        counts=arrays[1],
+        seconds_on_device=fields["seconds_on_device"],
+        now=now,
+    )
+    if found is None or not found[1]:
+        raise _invalid_token()
+    annotator_id, _, observation_id, context = found
+    if observation_id is None:
+        # Not stored: the service says why (or returns the answer a replay stored).
+        observation, replayed = services.observation_submit_in_context(
+            annotator_id=annotator_id, context=context, now=now, **fields
+        )
+        return _observation_response(observation, replayed)
+    project_id, updated_at, tags = context[1], context[3], sql.from_json(context[7])
+    names = selectors.project_tags_at(
+        project_id=project_id, updated_at=sql.from_db_datetime(updated_at)
+    )
+    counts = fields["counts"]
+    answer = answer_out(
+        observation_id=observation_id,
+        assignment_id=fields["assignment_id"],
+        counts={names[i]["name"]: counts[names[i]["name"]] for i in tags},
+        seconds_on_device=fields["seconds_on_device"],
+        idempotency_key=fields["idempotency_key"],
+        submitted_at=now,
+        replayed=False,
+    )
+    return _json(answer, status=201)
+
+
+_INT32 = 2**31
+
+
+def _count_arrays(counts: dict) -> tuple[list[str], list[int]] | None:
+    """The submitted counts as (tag names, counts) for the one-statement submission, or None
+    when they are not even names and whole numbers (the service then says what is wrong)."""
+    if len(counts) > MAX_TAGS:
+        return None
+    names, values = list(counts), list(counts.values())
+    for value in values:
+        if type(value) is not int or not -_INT32 < value < _INT32:
+            return None
+    if not all(type(name) is str for name in names):
+        return None
+    return names, values
+
+
+def _observation_response(observation: Observation, replayed: bool) -> HttpResponse:
     names = selectors.project_tag_names(project=observation.project)
-    return JsonResponse(
+    return _json(
         observation_out(observation, names, replayed=replayed), status=200 if replayed else 201
     )

@@ -141,13 +141,35 @@ def task_out(lease: Lease, tags: list[dict]) -> dict:
 
 
 def observation_out(observation: Observation, names: list[str], *, replayed: bool) -> dict:
+    return answer_out(
+        observation_id=observation.pk,
+        assignment_id=observation.assignment_id,
+        counts={names[i]: c for i, c in zip(observation.tags, observation.counts, strict=True)},
+        seconds_on_device=observation.seconds_on_device,
+        idempotency_key=observation.idempotency_key,
+        submitted_at=observation.submitted_at,
+        replayed=replayed,
+    )
+
+
+def answer_out(
+    *,
+    observation_id: int,
+    assignment_id: int,
+    counts: dict[str, int],
+    seconds_on_device: float | None,
+    idempotency_key: str,
+    submitted_at,
+    replayed: bool,
+) -> dict:
+    """A stored answer, as its submitter sees it (`counts` by tag name, in the task's order)."""
     return {
-        "id": observation.pk,
-        "assignment": observation.assignment_id,
-        "counts": {names[i]: c for i, c in zip(observation.tags, observation.counts, strict=True)},
-        "seconds_on_device": observation.seconds_on_device,
-        "idempotency_key": observation.idempotency_key,
-        "submitted_at": iso(observation.submitted_at),
+        "id": observation_id,
+        "assignment": assignment_id,
+        "counts": counts,
+        "seconds_on_device": seconds_on_device,
+        "idempotency_key": idempotency_key,
+        "submitted_at": iso(submitted_at),
         "replayed": replayed,
     }
 

@@ -7,12 +7,12 @@ These classes document the endpoints in the OpenAPI schema; the URLs serve the s
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import extend_schema
 from rest_framework import status
-from rest_framework.parsers import JSONParser
 from rest_framework.renderers import JSONRenderer
 from rest_framework.response import Response
 
 from annotation import scheduler, selectors, services
 from annotation.api.base import ApiView, ProjectView
+from annotation.api.parsers import JsonParser
 from annotation.api.serializers import (
     NextTaskSerializer,
     ObservationSubmitSerializer,
@@ -56,7 +56,7 @@ def next_task_fields(data) -> dict:
 
 class NextTaskView(ProjectView):
     renderer_classes = [JSONRenderer]
-    parser_classes = [JSONParser]
+    parser_classes = [JsonParser]
 
     @extend_schema(
         request=NextTaskSerializer, responses={200: OpenApiTypes.OBJECT, 204: None, 409: None}
@@ -100,7 +100,7 @@ def submission_fields(data) -> dict:
 
 class ObservationSubmitView(ApiView):
     renderer_classes = [JSONRenderer]
-    parser_classes = [JSONParser]
+    parser_classes = [JsonParser]
 
     @extend_schema(
         request=ObservationSubmitSerializer,

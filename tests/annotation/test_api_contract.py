@@ -349,3 +349,29 @@ def test_numbers_too_large_for_an_id_name_nothing(project, corpus, annotator, ma
     response = answer(client_for(annotator), {"assignment": huge, "tags": []})
     assert response.status_code == 400
     assert "assignment" in response.json()["error"]["fields"]
+
+
+def test_json_nested_too_deeply_is_a_parse_error_everywhere(project, corpus, annotator, manager):
+    """Python's JSON decoder gives up on deep nesting with a RecursionError, not a ValueError:
+    still a 400 on every JSON endpoint, and a line-numbered error in a JSON-lines corpus."""
+    deep = "[" * 100_000 + "]" * 100_000
+    calls = [
+        (annotator, "post", f"/api/projects/{project.pk}/tasks/next/"),
+        (annotator, "post", "/api/observations/"),
+        (manager, "post", "/api/projects/"),
+        (manager, "patch", f"/api/projects/{project.pk}/"),
+        (manager, "post", f"/api/projects/{project.pk}/predict/"),
+        (manager, "post", f"/api/projects/{project.pk}/webhooks/"),
+    ]
+    for user, method, path in calls:
+        response = getattr(client_for(user), method)(path, deep, content_type="application/json")
+        assert response.status_code == 400, path
+        assert response.json()["error"]["code"] == "parse_error", path
+    data = jsonl_bytes() + deep.encode() + b"\n"
+    response = client_for(manager).post(
+        f"/api/projects/{project.pk}/corpus/",
+        {"file": SimpleUploadedFile("c.jsonl", data), "format": "jsonl"},
+        format="multipart",
+    )
+    assert response.status_code == 400
+    assert response.json()["error"]["message"] == "line 13: not valid JSON (nested too deeply)"

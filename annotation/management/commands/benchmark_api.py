@@ -9,6 +9,15 @@ workers on a free 127.0.0.1 port, and then drives, with asyncio over keep-alive 
 1. the trivial view `/api/ping/` (no auth, no database) for a few seconds: the ceiling;
 2. `--clients` simulated annotators, each looping "lease the next task, submit counts".
 
+In each phase the clients connect 10 ms apart (`--ramp-ms`), and requests count once all of them
+are connected, over `--seconds` (`--ping-seconds` for the trivial view).
+
+Before both, every annotator runs the cycle for a second and the scratch database is ANALYZEd:
+a live platform's tables have planner statistics, kept by autovacuum (which this machine's
+PostgreSQL has turned off); statistics taken while the assignment and observation tables were
+still empty make PostgreSQL plan for empty tables (sequential scans that grow with the run, or a
+fresh custom plan for every execution).
+
 It prints one JSON object (`cycles_per_second`, `p99_ms`, `trivial_view_requests_per_second`, ...)
 and stops everything it started. Only 127.0.0.1 is touched.
 """
@@ -20,6 +29,7 @@ import gzip
 import itertools
 import json
 import os
+import random
 import secrets
 import signal
 import socket
@@ -27,6 +37,7 @@ import subprocess
 import sys
 import time
 import urllib.request
+from dataclasses import dataclass
 from pathlib import Path
 
 import psycopg
@@ -81,6 +92,22 @@ def _children(pid: int) -> list[int]:
     return found
 
 
+def _server_shape(python: str, environ: dict[str, str]) -> tuple[int, int]:
+    """(workers, threads) as gunicorn.conf.py sets them in `environ`."""
+    read = "import json, runpy; c = runpy.run_path('gunicorn.conf.py'); "
+    read += "print(json.dumps([c['workers'], c['threads']]))"
+    done = subprocess.run(
+        [python, "-c", read],
+        cwd=settings.BASE_DIR,
+        env=environ,
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    workers, threads = json.loads(done.stdout)
+    return workers, threads
+
+
 class _CpuMeter:
     """CPU seconds spent by the server (gunicorn master and workers), the scratch database's
     PostgreSQL backends and this load generator: a cost per request that other load on the
@@ -128,20 +155,15 @@ class _Connection:
                 self.reader, self.writer = await asyncio.open_connection("127.0.0.1", self.port)
             try:
                 self.writer.write(head + body)
-                status_line = await self.reader.readline()
-                if not status_line:
-                    raise ConnectionResetError("server closed the connection")
-                status = int(status_line.split(b" ", 2)[1])
+                # The whole head at once: a read per header line costs the load generator
+                # more CPU than the server spends on some requests.
+                response = await self.reader.readuntil(b"\r\n\r\n")
+                status = int(response.split(b" ", 2)[1])
                 length, close = 0, False
-                while True:
-                    line = await self.reader.readline()
-                    if line in (b"\r\n", b""):
-                        break
-                    name, _, value = line.partition(b":")
-                    name = name.strip().lower()
-                    if name == b"content-length":
-                        length = int(value)
-                    elif name == b"connection" and value.strip().lower() == b"close":
+                for line in response.lower().split(b"\r\n")[1:]:
+                    if line.startswith(b"content-length:"):
+                        length = int(line[15:])
+                    elif line.startswith(b"connection:") and b"close" in line:
                         close = True
                 payload = await self.reader.readexactly(length) if length else b""
                 if close:
@@ -170,17 +192,60 @@ class _Stats:
         self.errors[what] = self.errors.get(what, 0) + 1
 
 
-async def _ping_client(port: int, deadline: float, stats: _Stats) -> None:
+@dataclass(frozen=True)
+class _Phase:
+    """When the clients of a phase connect, and when their requests count.
+
+    Client i opens its connection `i * ramp` seconds after the phase starts, as real clients do
+    not all connect in the same millisecond (a burst of connections lands most of them on
+    whichever server worker wakes first, and its clients then wait on one another). Requests
+    count from the moment every client is connected (the window) until `seconds` later.
+    """
+
+    started: float
+    clients: int
+    ramp: float
+    seconds: float
+
+    def start_of(self, client: int) -> float:
+        return self.started + client * self.ramp
+
+    @property
+    def window_start(self) -> float:
+        return self.started + self.clients * self.ramp + _SETTLE_SECONDS
+
+    @property
+    def deadline(self) -> float:
+        return self.window_start + self.seconds
+
+
+_SETTLE_SECONDS = 0.2
+
+
+async def _wait_until(moment: float) -> None:
+    await asyncio.sleep(max(0.0, moment - time.perf_counter()))
+
+
+async def _cpu_in_window(meter: _CpuMeter, phase: _Phase) -> dict[str, float]:
+    await _wait_until(phase.window_start)
+    before = await asyncio.to_thread(meter.snapshot)
+    await _wait_until(phase.deadline)
+    return meter.spent(before, await asyncio.to_thread(meter.snapshot))
+
+
+async def _ping_client(port: int, phase: _Phase, client: int, stats: _Stats) -> None:
+    await _wait_until(phase.start_of(client))
     connection = _Connection(port, "")
     try:
-        while time.perf_counter() < deadline:
+        while time.perf_counter() < phase.deadline:
             started = time.perf_counter()
             try:
                 status, _ = await connection.request("GET", "/api/ping/")
             except (OSError, asyncio.IncompleteReadError):
                 stats.error("ping: connection")
                 continue
-            stats.latencies["ping"].append(time.perf_counter() - started)
+            if started >= phase.window_start:
+                stats.latencies["ping"].append(time.perf_counter() - started)
             if status != 200:
                 stats.error(f"ping: {status}")
     finally:
@@ -188,19 +253,21 @@ async def _ping_client(port: int, deadline: float, stats: _Stats) -> None:
 
 
 async def _annotator(
-    port: int, token: str, project_id: int, deadline: float, stats: _Stats, seed: int
+    port: int, token: str, project_id: int, phase: _Phase, client: int, stats: _Stats, seed: int
 ) -> None:
+    await _wait_until(phase.start_of(client))
     connection = _Connection(
         port, f"Authorization: Token {token}\r\nContent-Type: application/json\r\n"
     )
     next_path = f"/api/projects/{project_id}/tasks/next/"
     keys = itertools.count()
-    rng = __import__("random").Random(seed)
+    rng = random.Random(seed)
     try:
-        while time.perf_counter() < deadline:
+        while time.perf_counter() < phase.deadline:
             started = time.perf_counter()
             status, payload = await connection.request("POST", next_path)
-            stats.latencies["next"].append(time.perf_counter() - started)
+            if started >= phase.window_start:
+                stats.latencies["next"].append(time.perf_counter() - started)
             if status == 204:
                 stats.no_task += 1
                 await asyncio.sleep(0.05)
@@ -225,10 +292,10 @@ async def _annotator(
             ).encode()
             started = time.perf_counter()
             status, payload = await connection.request("POST", "/api/observations/", body)
-            stats.latencies["submit"].append(time.perf_counter() - started)
-            if status == 201:
-                stats.cycles += 1
-            else:
+            if started >= phase.window_start:
+                stats.latencies["submit"].append(time.perf_counter() - started)
+                stats.cycles += status == 201
+            if status != 201:
                 stats.error(f"submit: {status} {payload[:120]!r}")
     except (OSError, asyncio.IncompleteReadError) as exc:
         stats.error(f"connection: {type(exc).__name__}")
@@ -243,9 +310,19 @@ class Command(BaseCommand):
         parser.add_argument("--clients", type=int, default=50)
         parser.add_argument("--seconds", type=float, default=20.0)
         parser.add_argument("--ping-seconds", type=float, default=None)
+        parser.add_argument(
+            "--ramp-ms",
+            type=float,
+            default=10.0,
+            help="milliseconds between two clients' first connection (0: all at once)",
+        )
         parser.add_argument("--sentences", type=int, default=5000)
-        parser.add_argument("--workers", type=int, default=None, help="gunicorn workers")
-        parser.add_argument("--threads", type=int, default=4, help="gunicorn threads per worker")
+        parser.add_argument(
+            "--workers", type=int, default=None, help="gunicorn workers (default: production's)"
+        )
+        parser.add_argument(
+            "--threads", type=int, default=None, help="threads per worker (default: production's)"
+        )
         parser.add_argument(
             "--admin-database-url",
             default=os.environ.get("BENCHMARK_ADMIN_DATABASE_URL", ADMIN_URL_DEFAULT),
@@ -285,7 +362,6 @@ class Command(BaseCommand):
             "TALLY_DATA_DIR": str(Path(settings.DATA_DIR) / "benchmark"),
         }
         env.pop("REDIS_URL", None)
-        workers = options["workers"] or 2 * (os.cpu_count() or 1) + 1
         server = server_log = None
         with psycopg.connect(admin_url, autocommit=True) as admin:
             admin.execute(f'CREATE DATABASE "{name}"')
@@ -319,16 +395,17 @@ class Command(BaseCommand):
             )
             seed = json.loads(seeded.stdout.strip().splitlines()[-1])
             port = _free_port()
-            log(f"gunicorn: {workers} workers × {options['threads']} threads on 127.0.0.1:{port}")
+            # The production server config (gunicorn.conf.py), on a private port.
+            server_env = env | {"TALLY_BIND": f"127.0.0.1:{port}"}
+            if options["workers"]:
+                server_env["WEB_WORKERS"] = str(options["workers"])
+            if options["threads"]:
+                server_env["WEB_THREADS"] = str(options["threads"])
+            workers, threads = _server_shape(python, server_env)
+            log(f"gunicorn: {workers} workers × {threads} threads on 127.0.0.1:{port}")
             log_path = Path(env["TALLY_DATA_DIR"]) / "gunicorn.log"
             log_path.parent.mkdir(parents=True, exist_ok=True)
             server_log = log_path.open("wb")
-            # The production server config (gunicorn.conf.py), on a private port.
-            server_env = env | {
-                "TALLY_BIND": f"127.0.0.1:{port}",
-                "WEB_WORKERS": str(workers),
-                "WEB_THREADS": str(options["threads"]),
-            }
             server = subprocess.Popen(
                 # --preload: a recycled worker (max_requests) is a fork, not a fresh import.
                 [python, "-m", "gunicorn", "-c", "gunicorn.conf.py", "--preload", "config.wsgi"],
@@ -340,12 +417,12 @@ class Command(BaseCommand):
             )
             self._wait_ready(port, server)
             meter = _CpuMeter(server.pid, admin_url, name)
-            result = asyncio.run(self._drive(port, seed, options, log, meter))
+            result = asyncio.run(self._drive(port, seed, options, log, meter, scratch_url))
             result |= {
                 "clients": options["clients"],
                 "seconds": options["seconds"],
                 "gunicorn_workers": workers,
-                "gunicorn_threads": options["threads"],
+                "gunicorn_threads": threads,
                 "cpus": os.cpu_count(),
             }
         finally:
@@ -375,41 +452,45 @@ class Command(BaseCommand):
                 time.sleep(0.2)
         raise CommandError("gunicorn did not answer within 60 s")
 
-    async def _drive(self, port: int, seed: dict, options: dict, log, meter: _CpuMeter) -> dict:
+    async def _drive(
+        self, port: int, seed: dict, options: dict, log, meter: _CpuMeter, scratch_url: str
+    ) -> dict:
         clients, seconds = options["clients"], options["seconds"]
         ping_seconds = options["ping_seconds"] or max(3.0, min(10.0, seconds / 2))
+        ramp = options["ramp_ms"] / 1000.0
+        tokens = seed["tokens"]
+
+        def phase(length: float) -> _Phase:
+            return _Phase(time.perf_counter(), clients, ramp, length)
+
         # Warm up every worker's connections and caches.
-        warm = _Stats()
+        warm, warm_phase = _Stats(), phase(1.0)
         await asyncio.gather(
             *(
-                _annotator(
-                    port, token, seed["project"], time.perf_counter() + 1.0, warm, 10_000 + i
-                )
-                for i, token in enumerate(seed["tokens"])
+                _annotator(port, token, seed["project"], warm_phase, i, warm, 10_000 + i)
+                for i, token in enumerate(tokens)
             )
         )
+        with psycopg.connect(scratch_url, autocommit=True) as scratch:
+            scratch.execute("ANALYZE")  # what autovacuum does on a live platform
         log(f"trivial view: {clients} clients for {ping_seconds:.0f} s…")
-        ping = _Stats()
-        cpu_before = meter.snapshot()
-        started = time.perf_counter()
-        await asyncio.gather(
-            *(_ping_client(port, started + ping_seconds, ping) for _ in range(clients))
+        ping, ping_phase = _Stats(), phase(ping_seconds)
+        ping_cpu_parts, *_ = await asyncio.gather(
+            _cpu_in_window(meter, ping_phase),
+            *(_ping_client(port, ping_phase, i, ping) for i in range(clients)),
         )
-        ping_elapsed = time.perf_counter() - started
-        ping_cpu_parts = meter.spent(cpu_before, meter.snapshot())
+        ping_elapsed = ping_seconds
         ping_cpu = sum(ping_cpu_parts.values())
         log(f"annotator cycle: {clients} clients for {seconds:.0f} s…")
-        stats = _Stats()
-        cpu_before = meter.snapshot()
-        started = time.perf_counter()
-        await asyncio.gather(
+        stats, cycle_phase = _Stats(), phase(seconds)
+        cycle_cpu_parts, *_ = await asyncio.gather(
+            _cpu_in_window(meter, cycle_phase),
             *(
-                _annotator(port, token, seed["project"], started + seconds, stats, i)
-                for i, token in enumerate(seed["tokens"])
-            )
+                _annotator(port, token, seed["project"], cycle_phase, i, stats, i)
+                for i, token in enumerate(tokens)
+            ),
         )
-        elapsed = time.perf_counter() - started
-        cycle_cpu_parts = meter.spent(cpu_before, meter.snapshot())
+        elapsed = seconds
         cycle_cpu = sum(cycle_cpu_parts.values())
         both = stats.latencies["next"] + stats.latencies["submit"]
         ping_rate = len(ping.latencies["ping"]) / ping_elapsed

@@ -1,0 +1,47 @@
+"""`benchmark_api` runs end to end (scratch database, gunicorn, both phases) and prints its figures;
+a few clients for a few seconds, so it is a check that the command works, not a measurement."""
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+from urllib.parse import urlsplit
+
+import psycopg
+import pytest
+
+from tests.processes import child_env
+
+ROOT = Path(__file__).resolve().parents[2]
+
+pytestmark = [pytest.mark.postgres, pytest.mark.slow]
+
+
+def _scratch_databases(admin: str) -> set[str]:
+    with psycopg.connect(admin) as conn:
+        rows = conn.execute(
+            "SELECT datname FROM pg_database WHERE datname LIKE 'tally\\_bench\\_%%'"
+        ).fetchall()
+    return {name for (name,) in rows}
+
+
+def test_benchmark_prints_its_figures_and_leaves_no_database_behind(tmp_path):
+    admin = urlsplit(os.environ["DATABASE_URL"])._replace(path="/postgres").geturl()
+    # Only this run's database counts: a machine may hold one from a benchmark killed earlier.
+    before = _scratch_databases(admin)
+    env = {**child_env(), "TALLY_DATA_DIR": str(tmp_path)}
+    command = [sys.executable, "manage.py", "benchmark_api", "--json", "--clients", "4"]
+    command += ["--seconds", "1.5", "--ping-seconds", "1", "--sentences", "120", "--workers", "2"]
+    command += ["--admin-database-url", admin]
+    done = subprocess.run(
+        command, cwd=ROOT, env=env, capture_output=True, text=True, timeout=180, check=True
+    )
+    result = json.loads(done.stdout)
+    assert result["errors"] == {}
+    assert result["cycles"] > 0 and result["cycles_per_second"] > 0
+    assert result["trivial_view_requests_per_second"] > 0
+    assert 0 < result["p50_ms"] <= result["p99_ms"]
+    assert result["ratio_to_trivial_view"] > 0
+    assert set(result["cpu_ms_per_cycle_by_part"]) == {"server", "database", "load_generator"}
+    assert _scratch_databases(admin) - before == set()
