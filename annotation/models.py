@@ -128,6 +128,10 @@ class Membership(models.Model):
     # (so that a later retrain can clear the flag).
     flagged = models.BooleanField(default=False)
     flag_reason = models.CharField(max_length=300, blank=True, default="")
+    # Bumped by every attempt to lease a new task (see `scheduler`): one annotator's concurrent
+    # lease requests queue on this row, and a request whose snapshot missed another's lease
+    # sees the counter moved by more than its own step.
+    lease_serial = models.BigIntegerField(default=0, editable=False)
 
     class Meta:
         ordering = ["project", "id"]

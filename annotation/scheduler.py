@@ -14,8 +14,10 @@ not name is handed back first (a reloaded page gets its tasks again), and only t
 
 Concurrency: `Task.open_slots` is decremented while the task row is locked with
 `SELECT ... FOR UPDATE SKIP LOCKED` (PostgreSQL; SQLite serializes write transactions), so two
-annotators asking at once never get more leases on a region than its redundancy. Rounds and the
-lease reclaim are claimed by a conditional UPDATE on the project row, checked by its row count.
+annotators asking at once never get more leases on a region than its redundancy. One annotator's
+own requests at once (a phone resending) queue on their membership row (`lease_serial`), so they
+never pass the lease cap nor lease one task twice. Rounds and the lease reclaim are claimed by a
+conditional UPDATE on the project row, checked by its row count.
 """
 
 from __future__ import annotations
@@ -167,6 +169,31 @@ def task_lease_next(
     rng = rng or _system_random
     if project.leases_reclaimed_at is None or project.leases_reclaimed_at < now - RECLAIM_INTERVAL:
         assignments_expire(project=project, now=now)
+    with transaction.atomic():
+        # The caller's other lease requests in this project wait here until this one commits,
+        # so what follows sees every lease they made (see `sql.BUMP_LEASE_SERIAL`).
+        sql.execute(sql.BUMP_LEASE_SERIAL, [project.pk, annotator.pk])
+        return _lease_next(
+            project=project,
+            annotator=annotator,
+            holding=holding,
+            now=now,
+            rng=rng,
+            flagged=flagged,
+            gold_draw=gold_draw,
+        )
+
+
+def _lease_next(
+    *,
+    project: Project,
+    annotator,
+    holding: Collection[int],
+    now: datetime,
+    rng: random.Random,
+    flagged: bool,
+    gold_draw: float | None,
+) -> Lease | None:
     live = sql.live_leases(annotator_id=annotator.pk, project_id=project.pk, now=now)
     held = set(holding)
     for row in live:

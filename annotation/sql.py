@@ -91,6 +91,12 @@ PICK_BEHIND = (
     "SELECT " + _TASK_COLUMNS + _fill(_OPEN_FOR + _BEHIND, mark="%(mark)s", **_ME) + _FIRST
 )
 TAKE_SLOT = "UPDATE annotation_task SET open_slots = open_slots - 1 WHERE id = %s"
+# The first statement of the scheduler's lease transaction: it queues the annotator's other lease
+# requests in the project behind this one (see `_pg_next_task`), and on SQLite takes the write lock.
+BUMP_LEASE_SERIAL = (
+    "UPDATE annotation_membership SET lease_serial = lease_serial + 1 "
+    "WHERE project_id = %s AND user_id = %s"
+)
 INSERT_ASSIGNMENT = (
     "INSERT INTO annotation_assignment "
     "(project_id, task_id, annotator_id, status, leased_at, expires_at, submitted_at) "
@@ -182,28 +188,38 @@ def _pg_next_task(caller: str) -> str:
     and `scheduler.task_lease_next` takes over (as it does when the caller is at the lease cap).
     Parameters: caller, reclaim_due_before, gold_draw, project, holding (assignment ids),
     max_leases, now. A new lease is committed without waiting for the WAL flush:
-    losing one in a crash is harmless (the annotator asks again), unlike an observation."""
+    losing one in a crash is harmless (the annotator asks again), unlike an observation.
+
+    One annotator's requests at once (a phone resending "next"): the statement reads its
+    snapshot before it can wait for another, so it may not see a lease committed meanwhile and
+    would lease past the cap, or the same task twice. So `room` bumps the member's
+    `lease_serial` (concurrent bumps queue on the row and each sees the last committed value)
+    and leases only when the bump found the value of its own snapshot (`fresh`); otherwise it
+    leases nothing and the scheduler, which takes the same row first, decides afresh."""
     return (
         f"WITH caller AS ({caller}), "  # noqa: S608 (fixed SQL; every value is a parameter)
         "member AS (SELECT c.id AS user_id, c.is_active, m.id AS membership_id, m.flagged, "
-        "p.id AS project_id, p.updated_at, p.lease_seconds, "
+        "m.lease_serial, p.id AS project_id, p.updated_at, p.lease_seconds, "
         "(c.is_active AND NOT m.flagged AND p.status = 'active' "
         "AND p.leases_reclaimed_at >= %(reclaim_due_before)s::timestamptz "
         "AND %(gold_draw)s::double precision >= p.gold_fraction) AS plain "
         "FROM caller c LEFT JOIN annotation_membership m ON m.user_id = c.id "
         "AND m.project_id = %(project)s LEFT JOIN annotation_project p ON p.id = m.project_id), "
-        "go AS (SELECT user_id, project_id, lease_seconds FROM member WHERE plain), "
+        "go AS (SELECT user_id, project_id, lease_seconds, membership_id, lease_serial "
+        "FROM member WHERE plain), "
         "held AS (SELECT a.id, a.task_id, a.expires_at, a.id = ANY(%(holding)s::bigint[]) AS named "
         "FROM annotation_assignment a WHERE a.annotator_id = (SELECT user_id FROM go) "
         "AND a.project_id = (SELECT project_id FROM go) AND a.status = 'leased' "
         "AND a.expires_at > %(now)s::timestamptz), "
         "live AS (SELECT id, task_id, expires_at FROM held WHERE NOT named ORDER BY id LIMIT 1), "
-        "room AS (SELECT 1 FROM go WHERE NOT EXISTS (SELECT 1 FROM live) "
-        "AND (SELECT count(*) FROM held) < %(max_leases)s), "
+        "room AS (UPDATE annotation_membership m SET lease_serial = m.lease_serial + 1 "
+        "FROM go WHERE m.id = go.membership_id AND NOT EXISTS (SELECT 1 FROM live) "
+        "AND (SELECT count(*) FROM held) < %(max_leases)s "
+        "RETURNING m.lease_serial = go.lease_serial + 1 AS fresh), "
         + _pg_pick(
             user="(SELECT user_id FROM go)",
             project="%(project)s",
-            when="AND EXISTS (SELECT 1 FROM room) ",
+            when="AND (SELECT fresh FROM room) ",
             behind=False,  # rare (a round's end, a reopened region): the scheduler looks there
         )
         + ", "
