@@ -1,5 +1,7 @@
 """Rate limits: sign-in and registration attempts, per client address and per username."""
 
+from collections.abc import Mapping
+
 from rest_framework.throttling import SimpleRateThrottle
 
 
@@ -25,7 +27,9 @@ class LoginUsernameThrottle(SimpleRateThrottle):
     scope = "login"
 
     def get_cache_key(self, request, view):
-        username = str(request.data.get("username", ""))[:150].lower() if request.data else ""
+        # A body that is not a JSON object names no username; the view then says what is wrong.
+        data = request.data
+        username = str(data.get("username", ""))[:150].lower() if isinstance(data, Mapping) else ""
         if not username:
             return None
         return self.cache_format % {"scope": "login-user", "ident": username}

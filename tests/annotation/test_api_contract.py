@@ -307,6 +307,14 @@ def test_wrong_password_and_login_throttle(db):
     assert response.json()["error"]["code"] == "throttled"
 
 
+@pytest.mark.parametrize("body", ['"victim"', "[1, 2]", "17"])
+def test_login_with_a_body_that_is_not_an_object_is_a_clear_error(db, body):
+    response = APIClient().post("/api/auth/login/", body, content_type="application/json")
+    assert response.status_code == 400
+    assert response.json()["error"]["code"] == "invalid"
+    assert "Expected a dictionary" in response.json()["error"]["fields"]["non_field_errors"][0]
+
+
 def test_session_auth_requires_csrf(project, annotator):
     client = APIClient(enforce_csrf_checks=True)
     client.force_login(annotator)
