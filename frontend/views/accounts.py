@@ -17,8 +17,10 @@ from frontend.throttle import login_allowed
 
 
 def _safe_next(request: HttpRequest, default: str = "/") -> str:
+    """Where to go after signing up: `next` if it is a path on this site, else `default`. Only
+    paths: `redirect()` would take any other word for the name of a URL pattern."""
     target = request.POST.get("next") or request.GET.get("next") or default
-    if url_has_allowed_host_and_scheme(
+    if target.startswith("/") and url_has_allowed_host_and_scheme(
         target, allowed_hosts={request.get_host()}, require_https=request.is_secure()
     ):
         return target
@@ -30,6 +32,11 @@ class TallyLoginView(LoginView):
 
     template_name = "frontend/login.html"
     redirect_authenticated_user = True
+
+    def get_redirect_url(self) -> str:
+        # Django's check lets a bare word through as a URL relative to /login/.
+        url = super().get_redirect_url()
+        return url if url.startswith("/") else ""
 
     def post(self, request, *args, **kwargs):
         allowed, wait = login_allowed(request)

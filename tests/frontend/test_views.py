@@ -131,6 +131,26 @@ def test_signup_creates_account_signs_in_and_follows_next(transactional_db):
     assert client.session["_auth_user_id"] == str(user.pk)
 
 
+@pytest.mark.parametrize(
+    "target", ["https://evil.example/", "//evil.example/", "/\\evil.example", "inf", "0", "<b>"]
+)
+def test_signup_goes_home_for_a_next_that_is_not_a_path_here(transactional_db, target):
+    client = client_for(None)
+    response = client.post("/signup/", {"username": "newbie", "password": PASSWORD, "next": target})
+    assert response.status_code == 302
+    assert response["Location"] == "/"
+    assert get_user_model().objects.filter(username="newbie").exists()
+
+
+@pytest.mark.parametrize("target", ["//evil.example/", "inf", "<b>"])
+def test_sign_in_goes_home_for_a_next_that_is_not_a_path_here(annotator, target):
+    response = client_for(None).post(
+        "/login/", {"username": "annotator", "password": PASSWORD, "next": target}
+    )
+    assert response.status_code == 302
+    assert response["Location"] == "/"
+
+
 def test_signup_rejects_weak_password_and_taken_name(annotator):
     client = client_for(None)
     weak = client.post("/signup/", {"username": "someone", "password": "123"})
