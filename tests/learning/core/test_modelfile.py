@@ -80,7 +80,7 @@ def test_wrong_version_and_garbage_are_refused(tmp_path, tagger):
 
 def test_count_tagger_saves_its_final_tagger(tmp_path):
     from learning.core import CountTagger, simulate_crowd
-    from tests.learning.synthetic import make_corpus
+    from tests.learning.core.synthetic import make_corpus
 
     sentences, gold, _, tagset = make_corpus(np.random.default_rng(61), n_sentences=200)
     crowd = simulate_crowd(gold, len(tagset), window=3, random_state=0)

@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 
 from learning.core import CountTagger, FeatureConfig, Observations, accuracy, simulate_crowd
-from tests.learning.synthetic import make_corpus
+from tests.learning.core.synthetic import make_corpus
 
 CONFIG = FeatureConfig(n_features=2**12)
 

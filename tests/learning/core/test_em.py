@@ -4,7 +4,7 @@ from learning.core.design import encode_corpus
 from learning.core.em import aggregate_by_type, expected_labels, window_token_index
 from learning.core.posterior import brute_force_posteriors
 from learning.core.simulate import simulate_crowd
-from tests.learning.synthetic import make_corpus
+from tests.learning.core.synthetic import make_corpus
 
 
 def _setup(obs_per_sentence):
