@@ -19,6 +19,11 @@ from learning.core.conllu import ConlluError, iter_conllu
 
 MAX_SENTENCE_TOKENS = 500
 MAX_TOKEN_CHARS = 500  # real corpora have long URLs (EWT: 140 characters)
+# The longest line a valid corpus can have: a JSON line of 500 tokens of 500 characters, each
+# written as a `\uXXXX` escape (6 bytes), with 500 tags of 32 such characters is about 1.6 MB.
+# Reading stops at this bound, so a line without end (a gzip bomb, a file with no newline) never
+# sits whole in memory.
+MAX_LINE_BYTES = 2 * 1024 * 1024
 # Refused inside tokens: control characters, surrogates, line/paragraph separators, and the
 # bidirectional overrides that can make shown text differ from stored text. Other format
 # characters (soft hyphens, zero-width joiners in emoji and Indic scripts) are ordinary text.
@@ -52,8 +57,10 @@ class ParsedSentence:
 def read_lines(binary: BinaryIO, *, max_bytes: int) -> Iterator[str]:
     """Decode a binary stream (plain or gzip, detected by content) into text lines.
 
-    At most `max_bytes` of (decompressed) text are read; beyond that `CorpusTooLarge`.
-    Bytes that are not UTF-8 raise `CorpusError` with their line number.
+    At most `max_bytes` of (decompressed) text are read; beyond that `CorpusTooLarge`. A line
+    longer than `MAX_LINE_BYTES` raises `CorpusError` as soon as that many bytes are read, so
+    memory stays bounded whatever the content. Bytes that are not UTF-8 raise `CorpusError`
+    with their line number. Lines end at `\n` (a `\r` before it is the parsers' to strip).
     """
     head = binary.read(2)
     binary.seek(0)
@@ -61,11 +68,15 @@ def read_lines(binary: BinaryIO, *, max_bytes: int) -> Iterator[str]:
     total = 0
     line_number = 0
     try:
-        for raw in stream:
+        # `readline(size)` reads at most `size` bytes; iterating a file (Django's `File` above
+        # all, which joins 64 KB chunks until it sees a newline) would read a line whole.
+        while raw := stream.readline(MAX_LINE_BYTES + 1):
             line_number += 1
             total += len(raw)
             if total > max_bytes:
                 raise CorpusTooLarge(max_bytes)
+            if len(raw) > MAX_LINE_BYTES:
+                raise CorpusError(line_number, f"line is longer than {MAX_LINE_BYTES} bytes")
             try:
                 yield raw.decode("utf-8")
             except UnicodeDecodeError as exc:
@@ -95,7 +106,7 @@ def _refused(char: str) -> bool:
 def parse_conllu(lines: Iterable[str], *, tag_column: str = "upos") -> Iterator[ParsedSentence]:
     """CoNLL-U; gold tags from `tag_column`; a sentence whose tags are all `_` has none."""
     try:
-        for sentence in iter_conllu(lines):
+        for sentence in iter_conllu(_conllu_sentences_bounded(lines)):
             _check_tokens(sentence.tokens, sentence.line_number)
             tags = sentence.tags(tag_column)
             missing = sum(tag == "_" for tag in tags)
@@ -110,6 +121,26 @@ def parse_conllu(lines: Iterable[str], *, tag_column: str = "upos") -> Iterator[
             yield ParsedSentence(sentence.tokens, tags, sentence.line_number)
     except ConlluError as exc:
         raise CorpusError(exc.line_number, exc.message) from exc
+
+
+def _conllu_sentences_bounded(lines: Iterable[str]) -> Iterator[str]:
+    """Pass CoNLL-U lines through, refusing a sentence at its token line past the limit.
+
+    The CoNLL-U reader gathers a sentence's tokens until its blank line: without this, a file of
+    one endless sentence (millions of short token lines) would be held whole before the token
+    count is checked. Token lines are the ones whose id is a plain integer.
+    """
+    n_tokens = 0
+    for line_number, line in enumerate(lines, start=1):
+        if not line.strip():
+            n_tokens = 0
+        elif line.partition("\t")[0].isdigit():
+            n_tokens += 1
+            if n_tokens > MAX_SENTENCE_TOKENS:
+                raise CorpusError(
+                    line_number, f"sentence has more than {MAX_SENTENCE_TOKENS} tokens"
+                )
+        yield line
 
 
 def parse_text(lines: Iterable[str]) -> Iterator[ParsedSentence]:

@@ -131,3 +131,96 @@ def test_the_whole_released_ewt_train_file_parses():
         read = importers.read_lines(corpus, max_bytes=10**8)
         n_sentences = sum(1 for _ in importers.parse(read, format="conllu"))
     assert n_sentences == 12_544
+
+
+class _ReadCounter(io.BytesIO):
+    """A stream that remembers the largest single read asked of it (and served)."""
+
+    largest = 0
+
+    def _note(self, data: bytes) -> bytes:
+        self.largest = max(self.largest, len(data))
+        return data
+
+    def read(self, size=-1):
+        return self._note(super().read(size))
+
+    def read1(self, size=-1):
+        return self._note(super().read1(size))
+
+    def readline(self, size=-1):
+        return self._note(super().readline(size))
+
+    def __iter__(self):  # iteration reads a line whole, whatever its length
+        while line := self.readline():
+            yield line
+
+
+def _gzip_of_repeats(chunk: bytes, times: int) -> bytes:
+    """gzip of `chunk * times` without holding the inflated text."""
+    out = io.BytesIO()
+    with gzip.GzipFile(fileobj=out, mode="wb", compresslevel=9) as compressed:
+        for _ in range(times):
+            compressed.write(chunk)
+    return out.getvalue()
+
+
+@pytest.mark.parametrize("newline", [b"", b"\n"])
+def test_a_line_longer_than_the_bound_is_refused_when_the_bound_is_crossed(newline):
+    """Regression (issue 16, finding 4): a 45 MiB single line was read whole (45 s, 600 MB in a
+    worker) before its token was found too long."""
+    data = _ReadCounter(b"x" * (importers.MAX_LINE_BYTES * 4) + newline + b"a b\n")
+    with pytest.raises(importers.CorpusError, match="longer than") as error:
+        list(importers.read_lines(data, max_bytes=10**9))
+    assert error.value.line_number == 1
+    assert data.largest <= importers.MAX_LINE_BYTES + 1
+
+
+def test_a_gzip_bomb_without_newline_is_refused_without_inflating_it():
+    """Regression (issue 16, finding 4): 0.8 MB of gzip inflating to 800 MiB with no newline
+    raised a worker's peak memory by 1.5 GB before the size check."""
+    import tracemalloc
+
+    bomb = _gzip_of_repeats(b"\0" * (1 << 20), 64)  # 64 MiB of text in about 64 KB
+    tracemalloc.start()
+    try:
+        with pytest.raises(importers.CorpusError, match="longer than"):
+            list(importers.read_lines(io.BytesIO(bomb), max_bytes=10**9))
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert peak < 3 * importers.MAX_LINE_BYTES
+
+
+def test_a_gzip_bomb_with_newlines_stops_at_the_total_bound():
+    bomb = _gzip_of_repeats(b"a " * 500 + b"\n", 100_000)  # 100 MB of valid-looking lines
+    with pytest.raises(importers.CorpusTooLarge):
+        for _ in importers.read_lines(io.BytesIO(bomb), max_bytes=10**6):
+            pass
+
+
+def test_the_longest_valid_json_line_is_within_the_line_bound():
+    token = "\u4e00" * importers.MAX_TOKEN_CHARS
+    record = {"tokens": [token] * importers.MAX_SENTENCE_TOKENS, "tags": ["\u4e00" * 32] * 500}
+    line = json.dumps(record).encode() + b"\n"  # ensure_ascii: every character a \\u escape
+    assert len(line) <= importers.MAX_LINE_BYTES
+    (parsed,) = importers.parse(importers.read_lines(io.BytesIO(line), max_bytes=10**8),
+                                format="jsonl")  # fmt: skip
+    assert len(parsed.tokens) == importers.MAX_SENTENCE_TOKENS
+
+
+def test_an_endless_conllu_sentence_is_refused_at_its_token_past_the_limit():
+    """Regression (issue 16, finding 4): the reader gathered a sentence's tokens until its blank
+    line, so one sentence of millions of short token lines was held whole before it was checked."""
+    consumed = 0
+
+    def endless():
+        nonlocal consumed
+        for number in range(1, 100_001):
+            consumed += 1
+            yield f"{number}\tw\tw\tNOUN\tNN\t_\t0\troot\t_\t_\n"
+
+    with pytest.raises(importers.CorpusError, match="more than 500 tokens") as error:
+        list(importers.parse(endless(), format="conllu"))
+    assert error.value.line_number == importers.MAX_SENTENCE_TOKENS + 1
+    assert consumed == importers.MAX_SENTENCE_TOKENS + 1
