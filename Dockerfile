@@ -12,9 +12,12 @@ WORKDIR /app
 
 COPY pyproject.toml README.md LICENSE ./
 COPY config ./config
+COPY common ./common
+COPY accounts ./accounts
 COPY annotation ./annotation
 COPY learning ./learning
 COPY frontend ./frontend
+COPY devtools ./devtools
 COPY manage.py gunicorn.conf.py ./
 RUN pip install --no-cache-dir .
 

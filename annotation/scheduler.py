@@ -33,8 +33,8 @@ from django.db.models import F, Q
 from django.utils import timezone
 
 from annotation import sql
-from annotation.exceptions import LeaseLimit, ProjectNotActive
 from annotation.models import Assignment, Project, Sentence, Task
+from common.exceptions import LeaseLimit, ProjectNotActive
 
 RECLAIM_INTERVAL = timedelta(seconds=30)
 MAX_LEASES = 3

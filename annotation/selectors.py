@@ -12,7 +12,6 @@ from django.db.models import Count, Q, QuerySet, Sum
 from django.utils import timezone
 
 from annotation import sql
-from annotation.exceptions import NotFound
 from annotation.models import (
     Assignment,
     CorpusImport,
@@ -23,6 +22,7 @@ from annotation.models import (
     Tag,
     Task,
 )
+from common.exceptions import NotFound
 
 _TAG_CACHE_SIZE = 256
 _tag_cache: dict[tuple[int, object], list[dict]] = {}

@@ -1,6 +1,7 @@
 """Every write of the annotation app: typed, keyword-only `<thing>_<action>` functions.
 
-Task leasing lives in `annotation.scheduler`; reading lives in `annotation.selectors`.
+Task leasing lives in `annotation.scheduler`; reading lives in `annotation.selectors`; accounts
+in `accounts.services`.
 """
 
 from __future__ import annotations
@@ -10,24 +11,11 @@ from collections.abc import Mapping, Sequence
 from datetime import datetime
 from typing import Any, BinaryIO
 
-from django.contrib.auth import authenticate, get_user_model
-from django.contrib.auth.password_validation import validate_password
-from django.core.exceptions import ValidationError
 from django.db import IntegrityError, transaction
 from django.db.models import F, Max
 from django.utils import timezone
-from rest_framework.authtoken.models import Token
 
 from annotation import importers, scheduler, selectors, sql
-from annotation.exceptions import (
-    Conflict,
-    InvalidCorpus,
-    InvalidInput,
-    LeaseNotYours,
-    NotFound,
-    PayloadTooLarge,
-    ProjectNotActive,
-)
 from annotation.models import (
     MAX_TAGS,
     Assignment,
@@ -41,6 +29,15 @@ from annotation.models import (
     new_invite_code,
 )
 from annotation.tagsets import PRESETS
+from common.exceptions import (
+    Conflict,
+    InvalidCorpus,
+    InvalidInput,
+    LeaseNotYours,
+    NotFound,
+    PayloadTooLarge,
+    ProjectNotActive,
+)
 
 # Sentences are stored a batch at a time, so an import holds at most a batch in memory, however
 # large the file: at most this many sentences, and at most this many tokens (long sentences).
@@ -56,45 +53,6 @@ _PROJECT_FIELDS = (
     "gold_fraction",
     "lease_seconds",
 )
-
-
-# Accounts ---------------------------------------------------------------------------------------
-
-
-def user_register(*, username: str, password: str):
-    """Create an account and its API token."""
-    User = get_user_model()
-    if User.objects.filter(username__iexact=username).exists():
-        raise InvalidInput("That username is taken.", fields={"username": ["Already taken."]})
-    user = User(username=username)
-    try:
-        validate_password(password, user)
-    except ValidationError as exc:
-        raise InvalidInput(
-            "Choose a stronger password.", fields={"password": exc.messages}
-        ) from exc
-    user.set_password(password)
-    try:
-        with transaction.atomic():
-            user.save()
-    except IntegrityError as exc:
-        raise InvalidInput(
-            "That username is taken.", fields={"username": ["Already taken."]}
-        ) from exc
-    token = Token.objects.create(user=user)
-    return user, token
-
-
-def token_login(*, request, username: str, password: str) -> Token:
-    user = authenticate(request, username=username, password=password)
-    if user is None or not user.is_active:
-        raise InvalidInput("Wrong username or password.")
-    token, _ = Token.objects.get_or_create(user=user)
-    return token
-
-
-def token_logout(*, user) -> None:
-    Token.objects.filter(user=user).delete()
 
 
 # Projects ---------------------------------------------------------------------------------------

@@ -3,7 +3,7 @@
 from django.http import JsonResponse
 from django.urls import path
 
-from annotation.api import auth, corpus, exports, hot, projects, tasks
+from annotation.api import corpus, exports, hot, projects, tasks
 
 
 def ping(request):
@@ -26,10 +26,6 @@ urlpatterns = [
         hot.as_fast_view(hot.submit_observation, tasks.ObservationSubmitView),
         name="observation-submit",
     ),
-    path("auth/register/", auth.RegisterView.as_view(), name="register"),
-    path("auth/login/", auth.LoginView.as_view(), name="login"),
-    path("auth/logout/", auth.LogoutView.as_view(), name="logout"),
-    path("me/", auth.MeView.as_view(), name="me"),
     path("join/", projects.JoinView.as_view(), name="join"),
     path("projects/", projects.ProjectListView.as_view(), name="project-list"),
     path(P, projects.ProjectDetailView.as_view(), name="project-detail"),

@@ -3,7 +3,7 @@
 from django.http import HttpRequest, JsonResponse
 from django.views import defaults
 
-from annotation.api.errors import error_body
+from common.api.errors import error_body
 
 
 def _is_api(request: HttpRequest) -> bool:

@@ -67,6 +67,7 @@ INSTALLED_APPS = [
     "annotation",
     "learning",
     "frontend",
+    "devtools",
 ]
 
 MIDDLEWARE = [
@@ -195,7 +196,7 @@ REST_FRAMEWORK = {
     "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
     "DEFAULT_PARSER_CLASSES": [
-        "annotation.api.parsers.JsonParser",
+        "common.api.parsers.JsonParser",
         "rest_framework.parsers.FormParser",
         "rest_framework.parsers.MultiPartParser",
     ],

@@ -10,7 +10,8 @@ register_converter(IdConverter, "id")  # before the apps' URLconfs below use `<i
 urlpatterns = [
     path("healthz", healthz, name="healthz"),
     path("admin/", admin.site.urls),
-    path("api/", include("annotation.urls")),
+    path("api/", include("annotation.urls")),  # first: the annotator's cycle
+    path("api/", include("accounts.urls")),
     path("api/", include("learning.urls")),
     path("api/schema/", SpectacularAPIView.as_view(), name="schema"),
     path("api/docs/", SpectacularSwaggerView.as_view(url_name="schema"), name="api-docs"),

@@ -5,7 +5,7 @@ The API's throttles are DRF classes; a form view has a plain `HttpRequest`, whos
 API spend one budget per address and per username.
 """
 
-from annotation.throttles import LoginThrottle, LoginUsernameThrottle
+from accounts.throttles import LoginThrottle, LoginUsernameThrottle
 
 
 class _FormRequest:

@@ -26,9 +26,9 @@ from django.core.files.storage import default_storage
 from django.db import transaction
 from django.utils import timezone
 
-from annotation.exceptions import Conflict, InvalidInput
 from annotation.models import Project
 from annotation.services import memberships_flag_update
+from common.exceptions import Conflict, InvalidInput
 from learning import adapter, locks, selectors
 from learning.core.crowd import estimate_reliability
 from learning.core.evaluate import accuracy, confusion_matrix, count_consistency, per_tag_scores
@@ -42,7 +42,7 @@ from learning.models import (
     RetrainRun,
     RetrainSchedule,
 )
-from learning.webhooks import deliveries_create
+from learning.webhooks.outbox import deliveries_create
 
 logger = logging.getLogger(__name__)
 

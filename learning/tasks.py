@@ -29,7 +29,9 @@ from django.utils import timezone
 from kombu.exceptions import KombuError, OperationalError
 from redis.exceptions import RedisError
 
-from learning import push, selectors, services, webhooks
+from learning import push, selectors, services
+from learning.webhooks import outbox
+from learning.webhooks import selectors as webhook_selectors
 
 logger = logging.getLogger(__name__)
 
@@ -98,7 +100,7 @@ def retrain_sweep() -> dict:
     ]
     redelivered = [
         delivery_id
-        for delivery_id in selectors.deliveries_overdue(now=now, grace=DELIVERY_GRACE)
+        for delivery_id in webhook_selectors.deliveries_overdue(now=now, grace=DELIVERY_GRACE)
         if webhook_enqueue(delivery_id=delivery_id)
     ]
     if queued or redelivered:
@@ -110,12 +112,12 @@ def retrain_sweep() -> dict:
     bind=True,
     name="learning.webhook_deliver",
     acks_late=True,
-    max_retries=webhooks.MAX_ATTEMPTS,
+    max_retries=outbox.MAX_ATTEMPTS,
     time_limit=60,
     soft_time_limit=50,
 )
 def webhook_deliver(self, delivery_id: int) -> str:
-    outcome = webhooks.delivery_attempt(delivery_id=delivery_id)
+    outcome = outbox.delivery_attempt(delivery_id=delivery_id)
     if outcome.retry_in is not None:
         raise self.retry(countdown=outcome.retry_in)
     return outcome.status

@@ -1,4 +1,9 @@
-"""Shared test configuration.
+"""Shared test configuration, and the personas every API and page is tried by.
+
+Personas: the project's `manager`, an `annotator` of the project, an `outsider` (an annotator of
+another project) and an anonymous visitor; `personas` maps those names to clients. Each test
+package defines its own `project`; the frontend's pages send the personas' requests with a
+session (`persona_client`), the APIs with a token.
 
 Markers `postgres`, `redis` and `browser` name the real services a test needs. Locally a test whose
 service is missing is skipped with the reason; with TALLY_REQUIRE_SERVICES=1 (CI's full mode) it
@@ -9,7 +14,12 @@ import os
 import shutil
 
 import pytest
+from django.core.cache import cache
 from django.db import connection
+
+from annotation.models import Membership
+from config.celery import app as celery_app
+from tests.factories import UserFactory, client_for, make_project
 
 REQUIRE_SERVICES = os.environ.get("TALLY_REQUIRE_SERVICES") == "1"
 DB_TESTS_ONLY = os.environ.get("TALLY_DB_TESTS_ONLY") == "1"
@@ -60,3 +70,68 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         (selected if uses_db else deselected).append(item)
     config.hook.pytest_deselected(items=deselected)
     items[:] = selected
+
+
+@pytest.fixture(autouse=True)
+def _isolated(settings, tmp_path):
+    """Fast password hashing; a cache of this process only (sign-in rate limits are counted in
+    it, and the file cache in var/ is shared with whatever else runs on the machine); model
+    files in a directory of the test's own."""
+    settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
+    settings.CACHES = {
+        "default": {"BACKEND": "django.core.cache.backends.locmem.LocMemCache", "LOCATION": "t"}
+    }
+    settings.MEDIA_ROOT = tmp_path / "media"
+    cache.clear()
+    yield
+    cache.clear()
+
+
+@pytest.fixture
+def manager(db):
+    return UserFactory(username="manager")
+
+
+@pytest.fixture
+def annotator(project):
+    user = UserFactory(username="annotator")
+    Membership.objects.create(project=project, user=user, role=Membership.Role.ANNOTATOR)
+    return user
+
+
+@pytest.fixture
+def other_project(db):
+    return make_project(owner=UserFactory(username="other_manager"), name="Other")
+
+
+@pytest.fixture
+def outsider(other_project):
+    """An annotator of another project."""
+    user = UserFactory(username="outsider")
+    Membership.objects.create(project=other_project, user=user, role=Membership.Role.ANNOTATOR)
+    return user
+
+
+@pytest.fixture
+def persona_client():
+    """How a persona's requests are sent: `persona_client(user or None)` → a test client."""
+    return client_for
+
+
+@pytest.fixture
+def personas(manager, annotator, outsider, persona_client):
+    return {
+        "manager": persona_client(manager),
+        "annotator": persona_client(annotator),
+        "outsider": persona_client(outsider),
+        "anonymous": persona_client(None),
+    }
+
+
+@pytest.fixture
+def eager(settings):
+    """Celery tasks run at once in this process; webhook retries without waiting."""
+    settings.TALLY_WEBHOOK_BACKOFF_SECONDS = 0
+    celery_app.conf.update(CELERY_TASK_ALWAYS_EAGER=True)
+    yield
+    celery_app.conf.update(CELERY_TASK_ALWAYS_EAGER=False)

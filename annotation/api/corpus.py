@@ -9,9 +9,9 @@ from rest_framework.parsers import MultiPartParser
 from rest_framework.response import Response
 
 from annotation import selectors, services
-from annotation.api.base import ManagerView, paginated
 from annotation.api.serializers import CorpusUploadSerializer, import_out
-from annotation.exceptions import PayloadTooLarge
+from common.api.base import ManagerView, paginated
+from common.exceptions import PayloadTooLarge
 
 
 class _LimitUploadHandler(FileUploadHandler):

@@ -5,8 +5,8 @@ from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import extend_schema
 
 from annotation import exports, selectors
-from annotation.api.base import ManagerView, paginated
 from annotation.api.serializers import observation_row_out
+from common.api.base import ManagerView, paginated
 
 
 class ObservationListView(ManagerView):

@@ -20,11 +20,12 @@ from django.middleware.csrf import CsrfViewMiddleware
 from django.utils import timezone
 from rest_framework.authentication import get_authorization_header
 
-from annotation import exceptions, scheduler, selectors, services, sql
-from annotation.api.errors import STATUS_BY_ERROR, error_body
+from annotation import scheduler, selectors, services, sql
 from annotation.api.serializers import answer_out, observation_out, task_out
 from annotation.api.tasks import next_task_fields, submission_fields
 from annotation.models import MAX_TAGS, Membership, Observation, Project
+from common import exceptions
+from common.api.errors import STATUS_BY_ERROR, error_body
 
 
 class _Unauthenticated(Exception):
@@ -109,7 +110,7 @@ def as_fast_view(view, drf_class):
             return _error(403, "permission_denied", str(exc))
         except _BadBody as exc:
             return exc.response
-        except exceptions.AnnotationError as exc:
+        except exceptions.DomainError as exc:
             status = next(
                 (code for cls, code in STATUS_BY_ERROR.items() if isinstance(exc, cls)), 400
             )

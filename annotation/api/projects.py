@@ -6,14 +6,10 @@ from rest_framework import status
 from rest_framework.response import Response
 
 from annotation import selectors, services
-from annotation.api.base import ApiView, ManagerView, ProjectView, paginated
-from annotation.api.serializers import (
-    JoinSerializer,
-    ProjectWriteSerializer,
-    iso,
-    project_out,
-)
-from annotation.permissions import is_manager
+from annotation.api.serializers import JoinSerializer, ProjectWriteSerializer, project_out
+from common.api.base import ApiView, ManagerView, ProjectView, paginated
+from common.api.output import iso
+from common.permissions import is_manager
 
 
 class ProjectListView(ApiView):

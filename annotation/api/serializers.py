@@ -20,13 +20,9 @@ from annotation.models import (
 )
 from annotation.scheduler import Lease
 from annotation.tagsets import PRESETS
+from common.api.output import iso
 
 # Input ------------------------------------------------------------------------------------------
-
-
-class CredentialsSerializer(serializers.Serializer):
-    username = serializers.RegexField(r"^[\w.@+-]+\Z", max_length=150)
-    password = serializers.CharField(max_length=128, trim_whitespace=False)
 
 
 class JoinSerializer(serializers.Serializer):
@@ -96,14 +92,6 @@ class ObservationSubmitSerializer(serializers.Serializer):
 
 
 # Output -----------------------------------------------------------------------------------------
-
-
-def iso(value) -> str | None:
-    return value.isoformat().replace("+00:00", "Z") if value is not None else None
-
-
-def user_out(user) -> dict:
-    return {"id": user.pk, "username": user.get_username()}
 
 
 def project_out(project: Project, role: str) -> dict:

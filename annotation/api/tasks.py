@@ -11,15 +11,15 @@ from rest_framework.renderers import JSONRenderer
 from rest_framework.response import Response
 
 from annotation import scheduler, selectors, services
-from annotation.api.base import ApiView, ProjectView
-from annotation.api.parsers import JsonParser
 from annotation.api.serializers import (
     NextTaskSerializer,
     ObservationSubmitSerializer,
     observation_out,
     task_out,
 )
-from annotation.exceptions import InvalidInput
+from common.api.base import ApiView, ProjectView
+from common.api.parsers import JsonParser
+from common.exceptions import InvalidInput
 from config.converters import MAX_ID
 
 _MAX_KEY = 64

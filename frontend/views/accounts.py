@@ -11,8 +11,8 @@ from django.views.decorators.cache import never_cache
 from django.views.decorators.csrf import csrf_protect
 from django.views.decorators.http import require_http_methods
 
-from annotation import services
-from annotation.exceptions import InvalidInput
+from accounts import services
+from common.exceptions import InvalidInput
 from frontend.throttle import login_allowed
 
 

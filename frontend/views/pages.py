@@ -12,9 +12,9 @@ from django.views.decorators.gzip import gzip_page
 from django.views.decorators.http import require_GET
 
 from annotation import selectors
-from annotation.exceptions import NotFound
 from annotation.models import Membership
-from annotation.permissions import is_manager
+from common.exceptions import NotFound
+from common.permissions import is_manager
 from frontend.tagsets import PRESET_CHOICES, presets_for_form
 
 

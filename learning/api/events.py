@@ -5,7 +5,7 @@ from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import extend_schema
 from rest_framework.renderers import BaseRenderer, JSONRenderer
 
-from annotation.api.base import ManagerView
+from common.api.base import ManagerView
 from learning import push
 
 

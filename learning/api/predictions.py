@@ -6,10 +6,10 @@ from drf_spectacular.utils import extend_schema
 from rest_framework import serializers
 from rest_framework.response import Response
 
-from annotation.api.base import ManagerView, ProjectView
-from annotation.exceptions import InvalidInput, PayloadTooLarge
+from common.api.base import ManagerView, ProjectView
+from common.exceptions import InvalidInput, PayloadTooLarge
 from learning import adapter, selectors
-from learning.api.errors import NoModelYet
+from learning.exceptions import NoModelYet
 
 MAX_TEXT_CHARS = 10_000
 MAX_TOKENS = 1_000

@@ -5,8 +5,8 @@ from drf_spectacular.utils import extend_schema
 from rest_framework import serializers, status
 from rest_framework.response import Response
 
-from annotation.api.base import ManagerView
-from annotation.api.serializers import iso
+from common.api.base import ManagerView
+from common.api.output import iso
 from learning import selectors, services, tasks
 from learning.api.shapes import run_out
 from learning.models import RetrainRun

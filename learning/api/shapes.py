@@ -1,6 +1,6 @@
 """Output shapes of the learning API (learning/API.md)."""
 
-from annotation.api.serializers import iso
+from common.api.output import iso
 from learning.models import ModelVersion, RetrainRun, Webhook, WebhookDelivery
 
 

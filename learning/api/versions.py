@@ -7,11 +7,11 @@ from drf_spectacular.utils import extend_schema
 from rest_framework.response import Response
 
 from annotation import selectors as annotation_selectors
-from annotation.api.base import ManagerView, paginated
-from annotation.exceptions import NotFound
+from common.api.base import ManagerView, paginated
+from common.exceptions import NotFound
 from learning import selectors
-from learning.api.errors import NoModel
 from learning.api.shapes import report_out, version_out
+from learning.exceptions import NoModel
 
 
 class ModelListView(ManagerView):

@@ -5,10 +5,10 @@ from drf_spectacular.utils import extend_schema
 from rest_framework import serializers, status
 from rest_framework.response import Response
 
-from annotation.api.base import ManagerView, paginated
-from annotation.exceptions import NotFound
-from learning import selectors, webhooks
+from common.api.base import ManagerView, paginated
+from common.exceptions import NotFound
 from learning.api.shapes import delivery_out, webhook_out
+from learning.webhooks import selectors, services
 
 
 class WebhookSerializer(serializers.Serializer):
@@ -30,7 +30,7 @@ class WebhookListView(ManagerView):
     def post(self, request, project_id):
         data = WebhookSerializer(data=request.data)
         data.is_valid(raise_exception=True)
-        hook = webhooks.webhook_create(project=self.project, **data.validated_data)
+        hook = services.webhook_create(project=self.project, **data.validated_data)
         return Response(
             {**webhook_out(hook, None), "secret": hook.secret}, status=status.HTTP_201_CREATED
         )
@@ -55,12 +55,12 @@ class WebhookDetailView(_WebhookView):
         hook = self.webhook(webhook_id)
         data = WebhookSerializer(data=request.data, partial=True)
         data.is_valid(raise_exception=True)
-        hook = webhooks.webhook_update(webhook=hook, **data.validated_data)
+        hook = services.webhook_update(webhook=hook, **data.validated_data)
         return Response(webhook_out(hook, selectors.last_delivery(webhook=hook)))
 
     @extend_schema(responses={204: None})
     def delete(self, request, project_id, webhook_id):
-        webhooks.webhook_delete(webhook=self.webhook(webhook_id))
+        services.webhook_delete(webhook=self.webhook(webhook_id))
         return Response(status=status.HTTP_204_NO_CONTENT)
 
 

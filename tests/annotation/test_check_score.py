@@ -9,12 +9,12 @@ from django.utils import timezone
 
 from annotation import scheduler, selectors, services
 from annotation.models import Sentence
-from tests.annotation.conftest import jsonl_bytes
+from tests.factories import jsonl
 
 
 def _answer_checks(project, manager, annotator, *, n_right: int, n_wrong: int, now):
     services.corpus_import(
-        project=project, user=manager, file=io.BytesIO(jsonl_bytes()), filename="c.jsonl",
+        project=project, user=manager, file=io.BytesIO(jsonl()), filename="c.jsonl",
         format="jsonl", gold_check_fraction=1.0, max_bytes=10**6, seed=3,
     )  # fmt: skip
     project.gold_fraction = 1.0

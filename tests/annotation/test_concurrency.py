@@ -9,7 +9,7 @@ from django.db import connection
 
 from annotation import scheduler, services
 from annotation.models import Assignment, Membership, Task
-from tests.annotation.factories import UserFactory, make_project
+from tests.factories import UserFactory, make_project
 
 pytestmark = [pytest.mark.postgres, pytest.mark.django_db(transaction=True)]
 

@@ -13,7 +13,7 @@ from django.utils import timezone
 
 from annotation import services
 from annotation.models import Assignment, Membership, Observation, Project, Task
-from tests.annotation.factories import UserFactory, make_project
+from tests.factories import UserFactory, make_project
 
 pytestmark = [pytest.mark.postgres, pytest.mark.django_db(transaction=True)]
 

@@ -10,9 +10,7 @@ from django.db import connection
 
 from annotation import scheduler, services, sql
 from annotation.models import Assignment, Membership, Project, Task
-from tests.annotation.conftest import SENTENCES, client_for, jsonl_bytes
-from tests.annotation.factories import UserFactory
-from tests.annotation.test_api_contract import answer, next_task
+from tests.factories import SENTENCES, UserFactory, answer, client_for, jsonl, next_task
 
 
 def member(project, name):
@@ -75,7 +73,7 @@ def test_a_gold_check_does_not_move_the_annotators_mark(route, project, manager)
     services.corpus_import(
         project=project,
         user=manager,
-        file=io.BytesIO(jsonl_bytes() * 2),
+        file=io.BytesIO(jsonl() * 2),
         format="jsonl",
         gold_check_fraction=0.5,
         max_bytes=10**6,
@@ -99,7 +97,7 @@ def test_a_lone_annotators_lease_looks_at_a_few_tasks_however_many_they_answered
     services.corpus_import(
         project=project,
         user=manager,
-        file=io.BytesIO(jsonl_bytes(SENTENCES * 13)),
+        file=io.BytesIO(jsonl(SENTENCES * 13)),
         format="jsonl",
         max_bytes=10**6,
         seed=1,

@@ -9,8 +9,7 @@ from rest_framework.test import APIClient
 
 from annotation import scheduler
 from annotation.models import Assignment, Observation, Project, Task
-from tests.annotation.conftest import client_for
-from tests.annotation.test_api_contract import answer
+from tests.factories import answer, client_for
 
 
 def lease(client, project, holding=None, **kwargs):

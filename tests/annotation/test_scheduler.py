@@ -9,10 +9,9 @@ import pytest
 from django.utils import timezone
 
 from annotation import scheduler, services
-from annotation.exceptions import ProjectNotActive
 from annotation.models import Assignment, Membership, Project, Sentence, Task
-from tests.annotation.conftest import jsonl_bytes
-from tests.annotation.factories import UserFactory
+from common.exceptions import ProjectNotActive
+from tests.factories import UserFactory, jsonl
 
 
 def annotators(project, n):
@@ -133,7 +132,7 @@ def test_gold_tasks_at_the_project_rate(project, manager):
     services.corpus_import(
         project=project,
         user=manager,
-        file=io.BytesIO(jsonl_bytes() * 4),
+        file=io.BytesIO(jsonl() * 4),
         format="jsonl",
         gold_check_fraction=0.5,
         max_bytes=10**6,
@@ -158,7 +157,7 @@ def test_evaluation_sentences_are_never_served(project, manager, annotator):
     services.corpus_import(
         project=project,
         user=manager,
-        file=io.BytesIO(jsonl_bytes()),
+        file=io.BytesIO(jsonl()),
         format="jsonl",
         evaluation_fraction=0.5,
         max_bytes=10**6,

@@ -7,7 +7,8 @@ import pytest
 from django.utils import timezone
 
 from annotation import scheduler, services
-from annotation.exceptions import (
+from annotation.models import Assignment, CorpusImport, Membership, Observation, Sentence, Task
+from common.exceptions import (
     Conflict,
     InvalidCorpus,
     InvalidInput,
@@ -16,9 +17,7 @@ from annotation.exceptions import (
     PayloadTooLarge,
     ProjectNotActive,
 )
-from annotation.models import Assignment, CorpusImport, Membership, Observation, Sentence, Task
-from tests.annotation.conftest import jsonl_bytes
-from tests.annotation.factories import UserFactory
+from tests.factories import UserFactory, jsonl
 
 
 @pytest.fixture
@@ -133,7 +132,7 @@ def test_removed_member_cannot_submit(project, annotator, lease):
 
 
 def test_import_is_all_or_nothing(project, manager):
-    broken = jsonl_bytes() + b'{"tokens": ["x"], "tags": ["NOPE"]}\n'
+    broken = jsonl() + b'{"tokens": ["x"], "tags": ["NOPE"]}\n'
     with pytest.raises(InvalidCorpus) as error:
         services.corpus_import(
             project=project,
@@ -153,7 +152,7 @@ def test_import_over_the_size_limit_imports_nothing(project, manager):
         services.corpus_import(
             project=project,
             user=manager,
-            file=io.BytesIO(jsonl_bytes()),
+            file=io.BytesIO(jsonl()),
             format="jsonl",
             max_bytes=100,
         )
@@ -171,7 +170,7 @@ def test_import_splits_gold_sentences(project, manager):
     record = services.corpus_import(
         project=project,
         user=manager,
-        file=io.BytesIO(jsonl_bytes() * 10),
+        file=io.BytesIO(jsonl() * 10),
         format="jsonl",
         evaluation_fraction=0.2,
         gold_check_fraction=0.1,

@@ -1,20 +1,18 @@
-"""Fixtures of the frontend tests: personas, a small gold-tagged project, a real Chromium.
+"""Fixtures of the frontend tests: a small gold-tagged project, personas signed in with a session
+(the personas themselves are in tests/conftest.py), a real Chromium.
 
 The browser is Debian's Chromium driven by Playwright (downloading a browser does not work here).
 """
 
 import io
-import json
 import os
 import shutil
 
 import pytest
-from django.core.cache import cache
 from django.test import Client
 
 from annotation import services
-from annotation.models import Membership
-from tests.annotation.factories import UserFactory, make_project
+from tests.factories import jsonl, make_project
 
 PASSWORD = "correct horse battery"
 CHROMIUM = "/usr/bin/chromium"
@@ -42,33 +40,13 @@ SENTENCES = [
 ]
 
 
-def jsonl(sentences=SENTENCES) -> bytes:
-    return "".join(json.dumps({"tokens": t, "tags": g}) + "\n" for t, g in sentences).encode()
-
-
-@pytest.fixture(autouse=True)
-def _fast_hashing_and_own_cache(settings):
-    settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
-    # A cache of this process only: the default file cache is shared by every process using the
-    # same data directory, and sign-in rate limits are counted in it.
-    settings.CACHES = {"default": {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"}}
-    cache.clear()
-    yield
-    cache.clear()
-
-
-@pytest.fixture
-def manager(transactional_db):
-    return UserFactory(username="manager")
-
-
 @pytest.fixture
 def project(manager):
     project = make_project(owner=manager, name="Pets & <b>things</b>", tags_per_task=2)
     services.corpus_import(
         project=project,
         user=manager,
-        file=io.BytesIO(jsonl()),
+        file=io.BytesIO(jsonl(SENTENCES)),
         filename="pets.jsonl",
         format="jsonl",
         max_bytes=10**6,
@@ -77,23 +55,8 @@ def project(manager):
     return project
 
 
-@pytest.fixture
-def annotator(project):
-    user = UserFactory(username="annotator")
-    Membership.objects.create(project=project, user=user, role=Membership.Role.ANNOTATOR)
-    return user
-
-
-@pytest.fixture
-def outsider(transactional_db):
-    """An annotator of another project."""
-    other = make_project(owner=UserFactory(username="other_manager"), name="Other")
-    user = UserFactory(username="outsider")
-    Membership.objects.create(project=other, user=user, role=Membership.Role.ANNOTATOR)
-    return user
-
-
 def client_for(user=None) -> Client:
+    """A page client signed in as `user` (with a session, as a browser is)."""
     client = Client()
     if user is not None:
         client.force_login(user)
@@ -101,13 +64,8 @@ def client_for(user=None) -> Client:
 
 
 @pytest.fixture
-def personas(manager, annotator, outsider):
-    return {
-        "manager": client_for(manager),
-        "annotator": client_for(annotator),
-        "outsider": client_for(outsider),
-        "anonymous": client_for(None),
-    }
+def persona_client():
+    return client_for
 
 
 # --- Browser ------------------------------------------------------------------------------------

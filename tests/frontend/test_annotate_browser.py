@@ -62,7 +62,7 @@ def wait_for_new_task(page, previous: int) -> Assignment:
 
 
 def test_annotator_joins_by_code_and_answers_five_tasks_by_taps(new_context, project):
-    from tests.annotation.factories import UserFactory
+    from tests.factories import UserFactory
 
     newcomer = UserFactory(username="newcomer")
     page = new_context(**PHONE).new_page()

@@ -13,8 +13,8 @@ import pytest
 
 from annotation import scheduler, services
 from annotation.models import Membership, Project
-from tests.annotation.factories import UserFactory
 from tests.ewt import ewt_slice as ewt_text
+from tests.factories import UserFactory
 from tests.frontend.conftest import DESKTOP
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]

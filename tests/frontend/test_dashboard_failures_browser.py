@@ -2,20 +2,19 @@
 
 Nothing of ours is mocked: webhooks are posted to a real HTTP receiver on 127.0.0.1 answering 500,
 the retrain and the delivery task run in this process as a worker would run them (Celery eager,
-no backoff, as in tests/retraining/test_webhooks.py), and a retrain is made to fail the way
-tests/retraining/test_services.py does it: every answer comes from a flagged annotator.
+no backoff, as in tests/learning/test_webhooks.py), and a retrain is made to fail the way
+tests/learning/test_services.py does it: every answer comes from a flagged annotator.
 """
 
 import pytest
 
 from annotation.models import Membership
-from config.celery import app as celery_app
 from learning import services as learning_services
 from learning.models import AnnotatorQuality, RetrainSchedule, Webhook, WebhookDelivery
-from tests.annotation.factories import UserFactory
+from tests.factories import UserFactory
 from tests.frontend.conftest import DESKTOP, PHONE
 from tests.frontend.test_dashboard_browser import answer_tasks, retrain
-from tests.retraining.receivers import start_receiver
+from tests.learning.receivers import start_receiver
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
@@ -24,15 +23,6 @@ pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 def _short_event_streams(settings):
     settings.TALLY_SSE_STREAM_SECONDS = 4
     settings.TALLY_SSE_POLL_SECONDS = 1
-
-
-@pytest.fixture
-def eager(settings):
-    """Deliveries run at once in this process, every retry without waiting."""
-    settings.TALLY_WEBHOOK_BACKOFF_SECONDS = 0
-    celery_app.conf.update(CELERY_TASK_ALWAYS_EAGER=True)
-    yield
-    celery_app.conf.update(CELERY_TASK_ALWAYS_EAGER=False)
 
 
 @pytest.fixture

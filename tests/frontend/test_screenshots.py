@@ -16,7 +16,7 @@ import pytest
 
 from annotation import scheduler, services
 from annotation.models import Membership
-from tests.annotation.factories import UserFactory
+from tests.factories import UserFactory
 from tests.frontend.conftest import DESKTOP, PHONE
 from tests.frontend.test_dashboard_browser import answer_tasks, ewt_slice, retrain
 

@@ -1,0 +1,64 @@
+"""The accounts API: register, log in (token), log out, who am I."""
+
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import extend_schema
+from rest_framework import serializers, status
+from rest_framework.permissions import AllowAny
+from rest_framework.response import Response
+
+from accounts import services
+from accounts.throttles import LoginThrottle, LoginUsernameThrottle
+from annotation import selectors
+from common.api.base import ApiView
+
+
+class CredentialsSerializer(serializers.Serializer):
+    username = serializers.RegexField(r"^[\w.@+-]+\Z", max_length=150)
+    password = serializers.CharField(max_length=128, trim_whitespace=False)
+
+
+def user_out(user) -> dict:
+    return {"id": user.pk, "username": user.get_username()}
+
+
+class RegisterView(ApiView):
+    authentication_classes = []
+    permission_classes = [AllowAny]
+    throttle_classes = [LoginThrottle]
+
+    @extend_schema(request=CredentialsSerializer, responses={201: OpenApiTypes.OBJECT})
+    def post(self, request):
+        data = CredentialsSerializer(data=request.data)
+        data.is_valid(raise_exception=True)
+        user, token = services.user_register(**data.validated_data)
+        return Response({"token": token.key, "user": user_out(user)}, status=201)
+
+
+class LoginView(ApiView):
+    authentication_classes = []
+    permission_classes = [AllowAny]
+    throttle_classes = [LoginThrottle, LoginUsernameThrottle]
+
+    @extend_schema(request=CredentialsSerializer, responses={200: OpenApiTypes.OBJECT})
+    def post(self, request):
+        data = CredentialsSerializer(data=request.data)
+        data.is_valid(raise_exception=True)
+        token = services.token_login(request=request, **data.validated_data)
+        return Response({"token": token.key, "user": user_out(token.user)})
+
+
+class LogoutView(ApiView):
+    @extend_schema(request=None, responses={204: None})
+    def post(self, request):
+        services.token_logout(user=request.user)
+        return Response(status=status.HTTP_204_NO_CONTENT)
+
+
+class MeView(ApiView):
+    @extend_schema(responses={200: OpenApiTypes.OBJECT})
+    def get(self, request):
+        memberships = [
+            {"project": m.project_id, "project_name": m.project.name, "role": m.role}
+            for m in selectors.memberships_of_user(user=request.user)
+        ]
+        return Response({**user_out(request.user), "memberships": memberships})

@@ -1,0 +1,1 @@
+"""What every app of Tally shares: domain errors, the API's plumbing, project permissions."""

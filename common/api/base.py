@@ -1,0 +1,33 @@
+"""Base classes of the API views: the error body, and project scoping."""
+
+from rest_framework.authentication import SessionAuthentication
+from rest_framework.pagination import LimitOffsetPagination
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from accounts.authentication import TokenAuthentication
+from common.api.errors import exception_handler
+from common.permissions import ProjectScope
+
+
+class ApiView(APIView):
+    # Token first, so that an anonymous request is answered 401 with `WWW-Authenticate: Token`.
+    # Session auth (browsers) enforces CSRF on unsafe methods.
+    authentication_classes = [TokenAuthentication, SessionAuthentication]
+
+    def get_exception_handler(self):
+        return exception_handler
+
+
+class ProjectView(ProjectScope, ApiView):
+    """A view under /api/projects/{project_id}/: members only (others get 404)."""
+
+
+class ManagerView(ProjectView):
+    manager_only = True
+
+
+def paginated(view: APIView, queryset, shape) -> Response:
+    paginator = LimitOffsetPagination()
+    page = paginator.paginate_queryset(queryset, view.request, view=view)
+    return paginator.get_paginated_response([shape(item) for item in page])

@@ -1,0 +1,62 @@
+"""One error body for every API failure: `{"error": {"code", "message", "fields"?}}`."""
+
+from django.core.exceptions import PermissionDenied as DjangoPermissionDenied
+from django.http import Http404
+from rest_framework import exceptions, status
+from rest_framework.response import Response
+from rest_framework.views import exception_handler as drf_exception_handler
+
+from common import exceptions as domain
+
+STATUS_BY_ERROR = {
+    domain.InvalidInput: status.HTTP_400_BAD_REQUEST,
+    domain.InvalidCorpus: status.HTTP_400_BAD_REQUEST,
+    domain.NotFound: status.HTTP_404_NOT_FOUND,
+    domain.Conflict: status.HTTP_409_CONFLICT,
+    domain.PayloadTooLarge: status.HTTP_413_REQUEST_ENTITY_TOO_LARGE,
+}
+
+
+def error_body(code: str, message: str, fields: dict | None = None, **extra) -> dict:
+    error = {"code": code, "message": message, **extra}
+    if fields:
+        error["fields"] = fields
+    return {"error": error}
+
+
+def _domain_response(exc: domain.DomainError) -> Response:
+    http_status = next(
+        (code for cls, code in STATUS_BY_ERROR.items() if isinstance(exc, cls)),
+        status.HTTP_400_BAD_REQUEST,
+    )
+    extra = {"line": exc.line_number} if isinstance(exc, domain.InvalidCorpus) else {}
+    return Response(error_body(exc.code, exc.message, exc.fields, **extra), status=http_status)
+
+
+def _flatten(detail) -> dict[str, list[str]]:
+    if isinstance(detail, dict):
+        return {
+            str(key): [str(item) for item in value] if isinstance(value, list) else [str(value)]
+            for key, value in detail.items()
+        }
+    return {"non_field_errors": [str(item) for item in detail]}
+
+
+def exception_handler(exc, context):
+    if isinstance(exc, domain.DomainError):
+        return _domain_response(exc)
+    if isinstance(exc, Http404):
+        exc = exceptions.NotFound()
+    elif isinstance(exc, DjangoPermissionDenied):
+        exc = exceptions.PermissionDenied()
+    response = drf_exception_handler(exc, context)
+    if response is None:
+        return None
+    if isinstance(exc, exceptions.ValidationError):
+        body = error_body("invalid", "The request is not valid.", _flatten(exc.detail))
+    else:
+        codes = exc.get_codes()
+        code = codes if isinstance(codes, str) else exc.default_code
+        body = error_body(code, str(exc.detail))
+    response.data = body
+    return response

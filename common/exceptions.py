@@ -1,0 +1,54 @@
+"""Domain errors raised by the services, selectors and the scheduler of every app.
+
+They carry a stable `code` (the API's error code) and no HTTP knowledge; `common.api.errors`
+maps them to responses. An app adds its own by subclassing these (`learning.exceptions`).
+"""
+
+
+class DomainError(Exception):
+    code = "invalid"
+
+    def __init__(self, message: str, *, fields: dict[str, list[str]] | None = None) -> None:
+        super().__init__(message)
+        self.message = message
+        self.fields = fields
+
+
+class InvalidInput(DomainError):
+    code = "invalid"
+
+
+class NotFound(DomainError):
+    code = "not_found"
+
+
+class LeaseNotYours(NotFound):
+    """The assignment does not exist or is not the caller's (the API cannot tell which)."""
+
+    code = "lease_not_yours"
+
+
+class Conflict(DomainError):
+    code = "conflict"
+
+
+class ProjectNotActive(Conflict):
+    code = "project_not_active"
+
+
+class LeaseLimit(Conflict):
+    """The caller already holds as many live leases in the project as one annotator may."""
+
+    code = "lease_limit"
+
+
+class InvalidCorpus(DomainError):
+    code = "invalid_corpus"
+
+    def __init__(self, message: str, *, line_number: int) -> None:
+        super().__init__(message)
+        self.line_number = line_number
+
+
+class PayloadTooLarge(DomainError):
+    code = "payload_too_large"

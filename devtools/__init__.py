@@ -1,0 +1,1 @@
+"""Tools for developers, not the product: the local demo (`./tally up`) and the benchmarks."""

@@ -1,0 +1,66 @@
+"""Writes of a project's webhooks: create, change, delete (the target is checked on save)."""
+
+from __future__ import annotations
+
+import secrets
+
+from django.db import transaction
+
+from annotation.models import Project
+from common.exceptions import Conflict, InvalidInput
+from learning.models import Webhook
+from learning.webhooks.transport import TargetRefused, target_check
+
+MAX_WEBHOOKS_PER_PROJECT = 10
+MIN_SECRET, MAX_SECRET = 16, 200
+
+
+def _clean_url(url) -> str:
+    if not isinstance(url, str) or not url.strip() or len(url) > 500:
+        raise InvalidInput("Invalid webhook.", fields={"url": ["A URL of at most 500 characters."]})
+    url = url.strip()
+    try:
+        target_check(url)
+    except TargetRefused as exc:
+        raise InvalidInput("Invalid webhook.", fields={"url": [str(exc)]}) from exc
+    return url
+
+
+def _clean_secret(secret) -> str:
+    if not isinstance(secret, str) or not MIN_SECRET <= len(secret) <= MAX_SECRET:
+        raise InvalidInput(
+            "Invalid webhook.",
+            fields={"secret": [f"Between {MIN_SECRET} and {MAX_SECRET} characters."]},
+        )
+    return secret
+
+
+def webhook_create(
+    *, project: Project, url: str, secret: str | None = None, active: bool = True
+) -> Webhook:
+    url = _clean_url(url)
+    secret = secrets.token_urlsafe(32) if secret is None else _clean_secret(secret)
+    with transaction.atomic():
+        Project.objects.select_for_update().filter(pk=project.pk).first()  # count safely
+        if Webhook.objects.filter(project=project).count() >= MAX_WEBHOOKS_PER_PROJECT:
+            raise Conflict(f"A project has at most {MAX_WEBHOOKS_PER_PROJECT} webhooks.")
+        return Webhook.objects.create(project=project, url=url, secret=secret, active=active)
+
+
+def webhook_update(
+    *, webhook: Webhook, url: str | None = None, secret: str | None = None, active=None
+) -> Webhook:
+    if url is not None:
+        webhook.url = _clean_url(url)
+    if secret is not None:
+        webhook.secret = _clean_secret(secret)
+    if active is not None:
+        if not isinstance(active, bool):
+            raise InvalidInput("Invalid webhook.", fields={"active": ["true or false."]})
+        webhook.active = active
+    webhook.save(update_fields=["url", "secret", "active"])
+    return webhook
+
+
+def webhook_delete(*, webhook: Webhook) -> None:
+    webhook.delete()

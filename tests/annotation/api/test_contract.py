@@ -1,0 +1,368 @@
+"""The HTTP contract of annotation/API.md, and what a malicious client would try."""
+
+import json
+
+import pytest
+from django.core.files.uploadedfile import SimpleUploadedFile
+from rest_framework.test import APIClient
+
+from annotation.models import Observation, Project, Sentence
+from learning.core.conllu import iter_conllu
+from tests.factories import UserFactory, answer, client_for, jsonl, next_task
+
+# Annotating ---------------------------------------------------------------------------------
+
+
+def test_next_task_shape_has_no_gold(project, corpus, annotator):
+    response = next_task(client_for(annotator), project)
+    assert response.status_code == 200
+    task = response.json()
+    assert set(task) == {"assignment", "expires_at", "tokens", "window", "tags", "max_count"}
+    assert set(task["window"]) == {"start", "length"}
+    assert set(task["tags"][0]) == {"index", "name", "guideline", "examples"}
+    assert task["max_count"] == task["window"]["length"]
+    assert "gold" not in response.content.decode()
+
+
+def test_gold_check_tasks_look_like_the_others(project, manager, annotator):
+    client = client_for(manager)
+    client.post(
+        f"/api/projects/{project.pk}/corpus/",
+        {
+            "file": SimpleUploadedFile("c.jsonl", jsonl()),
+            "format": "jsonl",
+            "gold_check_fraction": "1.0",
+        },
+        format="multipart",
+    )
+    client.patch(f"/api/projects/{project.pk}/", {"gold_fraction": 1.0}, format="json")
+    response = next_task(client_for(annotator), project)
+    assert response.status_code == 200
+    task = response.json()
+    assert set(task) == {"assignment", "expires_at", "tokens", "window", "tags", "max_count"}
+    sentence = Sentence.objects.get(tasks__assignments__pk=task["assignment"])
+    assert sentence.split == "gold_check"
+    assert answer(client_for(annotator), task).status_code == 201
+    stats = client_for(annotator).get(f"/api/projects/{project.pk}/stats/me/").json()
+    assert set(stats) == {
+        "observations", "observations_today", "seconds_on_device", "live_lease", "check_score"
+    }  # fmt: skip
+    assert stats["check_score"] is None  # the answer just given reveals nothing
+
+
+def test_no_task_is_204_and_paused_is_409(project, annotator):
+    client = client_for(annotator)
+    assert next_task(client, project).status_code == 204
+    Project.objects.filter(pk=project.pk).update(status="paused")
+    response = next_task(client, project)
+    assert response.status_code == 409
+    assert response.json()["error"]["code"] == "project_not_active"
+
+
+def test_submit_replay_and_conflict(project, corpus, annotator):
+    client = client_for(annotator)
+    task = next_task(client, project).json()
+    first = answer(client, task)
+    assert first.status_code == 201
+    body = first.json()
+    assert body["replayed"] is False and body["assignment"] == task["assignment"]
+    assert body["counts"] == {t["name"]: 0 for t in task["tags"]}
+    replay = answer(client, task)
+    assert replay.status_code == 200 and replay.json()["replayed"] is True
+    assert replay.json()["id"] == body["id"]
+    assert Observation.objects.count() == 1
+    conflict = answer(client, task, key="key-2")
+    assert conflict.status_code == 409 and conflict.json()["error"]["code"] == "conflict"
+
+
+def test_counts_out_of_range_give_field_errors(project, corpus, annotator):
+    client = client_for(annotator)
+    task = next_task(client, project).json()
+    name = task["tags"][0]["name"]
+    response = answer(client, task, counts={t["name"]: 0 for t in task["tags"]} | {name: 99})
+    assert response.status_code == 400
+    error = response.json()["error"]
+    assert error["code"] == "invalid" and "counts" in error["fields"]
+    assert Observation.objects.count() == 0
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        {},
+        {"assignment": "1", "counts": {}, "idempotency_key": "k"},
+        {"assignment": 1, "counts": [], "idempotency_key": "k"},
+        {"assignment": 1, "counts": {}, "idempotency_key": "k" * 65},
+        {"assignment": 1, "counts": {}, "idempotency_key": "k", "seconds_on_device": -1},
+    ],
+)
+def test_malformed_submissions(annotator, body):
+    response = client_for(annotator).post("/api/observations/", body, format="json")
+    assert response.status_code == 400
+    assert response.json()["error"]["code"] == "invalid"
+
+
+def test_non_json_body_is_a_clean_error(annotator):
+    response = client_for(annotator).post(
+        "/api/observations/", "{oops", content_type="application/json"
+    )
+    assert response.status_code == 400
+    assert response.json()["error"]["code"] == "parse_error"
+
+
+# Projects and corpus ------------------------------------------------------------------------
+
+
+def test_create_project_with_preset_and_validation_errors(manager):
+    client = client_for(manager)
+    created = client.post(
+        "/api/projects/",
+        {"name": "UPOS", "tag_preset": "ud_upos", "tags_per_task": 2},
+        format="json",
+    )
+    assert created.status_code == 201
+    body = created.json()
+    assert len(body["tags"]) == 17 and body["role"] == "manager" and body["invite_code"]
+    bad = client.post("/api/projects/", {"name": "", "window_size": 0}, format="json")
+    assert bad.status_code == 400
+    assert {"name", "window_size"} <= set(bad.json()["error"]["fields"])
+    ptb = client.post("/api/projects/", {"name": "PTB", "tag_preset": "ptb"}, format="json")
+    assert ptb.status_code == 201
+    names = [tag["name"] for tag in ptb.json()["tags"]]
+    assert len(names) == len(set(names)) == 51 and {"NN", "VBZ", "-LRB-", "``"} <= set(names)
+    unknown = client.post("/api/projects/", {"name": "?", "tag_preset": "penn"}, format="json")
+    assert unknown.status_code == 400
+    assert "tag_preset" in unknown.json()["error"]["fields"]
+
+
+def test_tags_frozen_after_import_is_409(project, corpus, manager):
+    response = client_for(manager).patch(
+        f"/api/projects/{project.pk}/", {"tags": [{"name": "X"}]}, format="json"
+    )
+    assert response.status_code == 409
+
+
+def test_broken_upload_names_the_line_and_imports_nothing(project, manager):
+    data = jsonl() + b'{"tokens": ["a", "b"], "tags": ["NOUN"]}\n'
+    response = client_for(manager).post(
+        f"/api/projects/{project.pk}/corpus/",
+        {"file": SimpleUploadedFile("c.jsonl", data), "format": "jsonl"},
+        format="multipart",
+    )
+    assert response.status_code == 400
+    error = response.json()["error"]
+    assert error["code"] == "invalid_corpus" and error["line"] == 13
+    assert error["message"].startswith("line 13:")
+    assert not Sentence.objects.exists()
+
+
+def test_oversized_upload_is_413(project, manager, settings):
+    settings.TALLY_MAX_UPLOAD_BYTES = 1024
+    response = client_for(manager).post(
+        f"/api/projects/{project.pk}/corpus/",
+        {"file": SimpleUploadedFile("c.txt", b"word " * 1000), "format": "text"},
+        format="multipart",
+    )
+    assert response.status_code == 413
+    assert response.json()["error"]["code"] == "payload_too_large"
+    assert not Sentence.objects.exists()
+
+
+def test_upload_with_unknown_format_or_url_field_is_rejected(project, manager):
+    client = client_for(manager)
+    response = client.post(
+        f"/api/projects/{project.pk}/corpus/",
+        {"url": "http://169.254.169.254/", "format": "jsonl"},
+        format="multipart",
+    )
+    assert response.status_code == 400 and "file" in response.json()["error"]["fields"]
+    response = client.post(
+        f"/api/projects/{project.pk}/corpus/",
+        {"file": SimpleUploadedFile("c.xml", b"<a/>"), "format": "xml"},
+        format="multipart",
+    )
+    assert response.status_code == 400 and "format" in response.json()["error"]["fields"]
+
+
+def test_pagination(project, corpus, manager):
+    page = client_for(manager).get(f"/api/projects/{project.pk}/sentences/?limit=5&offset=5")
+    body = page.json()
+    assert body["count"] == 12 and len(body["results"]) == 5
+    assert body["next"] and body["previous"]
+    assert body["results"][0]["position"] == 5
+
+
+def test_filter_parameters_are_ignored(project, other_project, manager):
+    body = client_for(manager).get(f"/api/projects/?id={other_project.pk}&owner=1").json()
+    assert [p["id"] for p in body["results"]] == [project.pk]
+
+
+def test_join_by_code(project):
+    user = UserFactory()
+    client = client_for(user)
+    response = client.post("/api/join/", {"code": project.invite_code}, format="json")
+    assert response.status_code == 201 and response.json()["role"] == "annotator"
+    assert "invite_code" not in response.json()["project"]
+    assert client.post("/api/join/", {"code": project.invite_code}).status_code == 200
+    assert client.post("/api/join/", {"code": "wrong"}).status_code == 404
+    Project.objects.filter(pk=project.pk).update(status="archived")
+    other = client_for(UserFactory())
+    response = other.post("/api/join/", {"code": project.invite_code})
+    assert response.status_code == 409
+
+
+# Exports ------------------------------------------------------------------------------------
+
+
+def test_exports_stream_observations_and_gold_corpus(project, corpus, manager, annotator):
+    client = client_for(annotator)
+    for i in range(3):
+        assert answer(client, next_task(client, project).json(), key=f"k{i}").status_code == 201
+    m = client_for(manager)
+    response = m.get(f"/api/projects/{project.pk}/exports/observations.jsonl")
+    assert response.streaming and "attachment" in response["Content-Disposition"]
+    rows = [json.loads(line) for line in b"".join(response.streaming_content).splitlines()]
+    assert len(rows) == 3 and rows[0]["annotator_username"] == "annotator"
+    assert len(rows[0]["tags"]) == len(rows[0]["counts"])
+    csv_text = b"".join(
+        m.get(f"/api/projects/{project.pk}/exports/observations.csv").streaming_content
+    ).decode()
+    assert csv_text.splitlines()[0].startswith("id,annotator,annotator_username,sentence")
+    assert len(csv_text.strip().splitlines()) == 4
+    conllu = b"".join(
+        m.get(f"/api/projects/{project.pk}/exports/corpus.conllu").streaming_content
+    ).decode()
+    sentences = list(iter_conllu(conllu.splitlines(keepends=True)))
+    assert len(sentences) == 12
+    assert sentences[0].tokens == ["the", "big", "dog", "runs"]
+    assert sentences[0].upos == ["DET", "ADJ", "NOUN", "VERB"]
+
+
+def test_csv_export_defuses_formulas(project, corpus, annotator, manager):
+    annotator.username = "=cmd|x"
+    annotator.save()
+    client = client_for(annotator)
+    answer(client, next_task(client, project).json())
+    text = b"".join(
+        client_for(manager)
+        .get(f"/api/projects/{project.pk}/exports/observations.csv")
+        .streaming_content
+    ).decode()
+    assert "'=cmd|x" in text
+
+
+# Accounts, sessions, docs -------------------------------------------------------------------
+
+
+def test_register_login_logout(db):
+    client = APIClient()
+    created = client.post(
+        "/api/auth/register/", {"username": "newbie", "password": "a long pass 42"}
+    )
+    assert created.status_code == 201
+    assert (
+        client.post("/api/auth/register/", {"username": "newbie", "password": "x"}).status_code
+        == 400
+    )
+    login = client.post("/api/auth/login/", {"username": "newbie", "password": "a long pass 42"})
+    assert login.status_code == 200
+    token = login.json()["token"]
+    client.credentials(HTTP_AUTHORIZATION=f"Token {token}")
+    assert client.get("/api/me/").json()["username"] == "newbie"
+    assert client.post("/api/auth/logout/").status_code == 204
+    assert client.get("/api/me/").status_code == 401
+
+
+def test_wrong_password_and_login_throttle(db):
+    UserFactory(username="victim")
+    client = APIClient()
+    codes = []
+    for i in range(12):
+        # A forged X-Forwarded-For must not buy a fresh allowance.
+        response = client.post(
+            "/api/auth/login/",
+            {"username": "victim", "password": "guess"},
+            HTTP_X_FORWARDED_FOR=f"10.0.0.{i}",
+        )
+        codes.append(response.status_code)
+    assert codes[0] == 400
+    assert codes[-1] == 429
+    assert response.json()["error"]["code"] == "throttled"
+
+
+@pytest.mark.parametrize("body", ['"victim"', "[1, 2]", "17"])
+def test_login_with_a_body_that_is_not_an_object_is_a_clear_error(db, body):
+    response = APIClient().post("/api/auth/login/", body, content_type="application/json")
+    assert response.status_code == 400
+    assert response.json()["error"]["code"] == "invalid"
+    assert "Expected a dictionary" in response.json()["error"]["fields"]["non_field_errors"][0]
+
+
+def test_session_auth_requires_csrf(project, annotator):
+    client = APIClient(enforce_csrf_checks=True)
+    client.force_login(annotator)
+    assert client.get(f"/api/projects/{project.pk}/").status_code == 200
+    response = client.post(f"/api/projects/{project.pk}/tasks/next/")
+    assert response.status_code == 403
+    assert "CSRF" in response.json()["error"]["message"]
+
+
+def test_schema_and_docs(manager):
+    client = client_for(manager)
+    schema = client.get("/api/schema/?format=json")
+    assert schema.status_code == 200
+    paths = json.loads(schema.content)["paths"]
+    assert "/api/projects/{project_id}/tasks/next/" in paths
+    assert "/api/observations/" in paths
+    assert client.get("/api/docs/").status_code == 200
+
+
+def test_ping_needs_nothing(db):
+    assert APIClient().get("/api/ping/").json() == {"ok": True}
+
+
+def test_numbers_too_large_for_an_id_name_nothing(project, corpus, annotator, manager):
+    """Ids beyond 64 bits never reach the database (which could not hold them): 404 in a URL,
+    400 in a body."""
+    huge = 10**30
+    for path in (
+        f"/api/projects/{huge}/",
+        f"/api/projects/{huge}/tasks/next/",
+        f"/api/projects/{project.pk}/members/{2**63}/",
+        f"/api/projects/{project.pk}/models/{huge}/download",
+        f"/projects/{huge}/",
+        f"/annotate/{huge}/",
+    ):
+        response = (
+            client_for(manager).post(path) if "tasks" in path else client_for(manager).get(path)
+        )
+        assert response.status_code == 404, path
+    response = answer(client_for(annotator), {"assignment": huge, "tags": []})
+    assert response.status_code == 400
+    assert "assignment" in response.json()["error"]["fields"]
+
+
+def test_json_nested_too_deeply_is_a_parse_error_everywhere(project, corpus, annotator, manager):
+    """Python's JSON decoder gives up on deep nesting with a RecursionError, not a ValueError:
+    still a 400 on every JSON endpoint, and a line-numbered error in a JSON-lines corpus."""
+    deep = "[" * 100_000 + "]" * 100_000
+    calls = [
+        (annotator, "post", f"/api/projects/{project.pk}/tasks/next/"),
+        (annotator, "post", "/api/observations/"),
+        (manager, "post", "/api/projects/"),
+        (manager, "patch", f"/api/projects/{project.pk}/"),
+        (manager, "post", f"/api/projects/{project.pk}/predict/"),
+        (manager, "post", f"/api/projects/{project.pk}/webhooks/"),
+    ]
+    for user, method, path in calls:
+        response = getattr(client_for(user), method)(path, deep, content_type="application/json")
+        assert response.status_code == 400, path
+        assert response.json()["error"]["code"] == "parse_error", path
+    data = jsonl() + deep.encode() + b"\n"
+    response = client_for(manager).post(
+        f"/api/projects/{project.pk}/corpus/",
+        {"file": SimpleUploadedFile("c.jsonl", data), "format": "jsonl"},
+        format="multipart",
+    )
+    assert response.status_code == 400
+    assert response.json()["error"]["message"] == "line 13: not valid JSON (nested too deeply)"

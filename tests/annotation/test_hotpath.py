@@ -1,0 +1,110 @@
+"""The annotator's cycle on PostgreSQL: a lease and an answer take one statement each, and the
+submission's check of the counts stores exactly what the service's validation accepts."""
+
+import io
+import random
+
+import pytest
+from django.db import connection, transaction
+from django.test.utils import CaptureQueriesContext
+from django.utils import timezone
+
+from annotation import scheduler, selectors, services, sql
+from annotation.models import Membership, Observation
+from tests.factories import answer, client_for, jsonl, make_project, next_task
+
+pytestmark = pytest.mark.postgres
+
+UNKNOWN = "NOT-A-TAG"
+
+
+def random_counts(rng: random.Random, asked: list[str], others: list[str], length: int) -> dict:
+    names = list(asked)
+    shape = rng.randrange(6)
+    if shape == 1 and names:
+        names.remove(rng.choice(names))  # one missing
+    elif shape == 2:
+        names.append(rng.choice(others))  # a tag of the project not asked
+    elif shape == 3:
+        names.append(UNKNOWN)
+    elif shape == 4:
+        names = []
+    rng.shuffle(names)
+    budget = length
+    counts = {}
+    for name in names:
+        if rng.random() < 0.8:  # mostly within the window, so that many answers are valid
+            value = rng.randint(0, budget)
+            budget -= value
+        else:
+            value = rng.choice([-1, length + 1, rng.randint(0, length)])
+        counts[name] = value
+    return counts
+
+
+def test_the_statement_stores_exactly_what_the_service_accepts(manager, annotator):
+    project = make_project(owner=manager, name="Two tags a task", tags_per_task=2)
+    Membership.objects.create(project=project, user=annotator, role=Membership.Role.ANNOTATOR)
+    services.corpus_import(
+        project=project, user=manager, file=io.BytesIO(jsonl()), format="jsonl",
+        max_bytes=10**6, seed=1,
+    )  # fmt: skip
+    lease = scheduler.task_lease_next(project=project, annotator=annotator)
+    assert len(lease.tags) == 2
+    names = selectors.project_tag_names(project=project)
+    asked = [names[i] for i in lease.tags]
+    others = [name for name in names if name not in asked]
+    rng = random.Random(0)
+    outcomes = {True: 0, False: 0}
+    for trial in range(400):
+        counts = random_counts(rng, asked, others, lease.length)
+        _, errors = services._validate_counts(counts, names=asked, length=lease.length)
+        with transaction.atomic():
+            found = sql.observation_submit(
+                key=annotator.auth_token.key,
+                user_id=None,
+                assignment_id=lease.assignment_id,
+                idempotency_key=f"k{trial}",
+                names=list(counts),
+                counts=list(counts.values()),
+                seconds_on_device=1.0,
+                now=timezone.now(),
+            )
+            stored = found[2] is not None
+            if stored:
+                observation = Observation.objects.get(pk=found[2])
+                assert observation.tags == lease.tags
+                assert observation.counts == [counts[name] for name in asked]
+            transaction.set_rollback(True)  # the lease stays unanswered for the next trial
+        assert stored == (not errors), counts
+        outcomes[stored] += 1
+    assert min(outcomes.values()) > 50
+
+
+@pytest.fixture
+def statements(monkeypatch):
+    """Counts the statements a request runs: Django's, and the prepared statements of
+    `annotation.sql`, which bypass Django's cursor."""
+    hand_written = []
+    run = sql._run
+    monkeypatch.setattr(sql, "_run", lambda *args: hand_written.append(args) or run(*args))
+    with CaptureQueriesContext(connection) as queries:
+        yield lambda: len(queries) + len(hand_written)
+
+
+def test_a_lease_and_an_answer_are_one_statement_each(project, corpus, annotator, statements):
+    client = client_for(annotator)
+    scheduler.assignments_expire(project=project)  # the periodic reclaim is not due
+    before = statements()
+    response = next_task(client, project)
+    assert response.status_code == 200
+    assert statements() - before == 1
+    task = response.json()
+    before = statements()
+    response = answer(client, task)
+    assert response.status_code == 201
+    assert statements() - before == 1
+    stored = Observation.objects.get(pk=response.json()["id"])
+    assert response.json()["counts"] == dict.fromkeys((t["name"] for t in task["tags"]), 0)
+    assert stored.counts == [0] * len(task["tags"])
+    assert stored.seconds_on_device == 1.5

@@ -1,0 +1,88 @@
+"""Test data every test package uses: users, projects, small gold-tagged corpora, API clients."""
+
+import json
+
+import factory
+from django.contrib.auth import get_user_model
+from rest_framework.authtoken.models import Token
+from rest_framework.test import APIClient
+
+from annotation import services
+
+
+class UserFactory(factory.django.DjangoModelFactory):
+    class Meta:
+        model = get_user_model()
+        skip_postgeneration_save = True
+
+    username = factory.Sequence(lambda n: f"user{n}")
+    password = factory.PostGenerationMethodCall("set_password", "correct horse battery")
+
+    @factory.post_generation
+    def token(obj, create, extracted, **kwargs):
+        if create:
+            obj.save()
+            Token.objects.get_or_create(user=obj)
+
+
+TAGS = [
+    {"name": "NOUN", "guideline": "A thing", "examples": ["dog"]},
+    {"name": "VERB", "guideline": "An action", "examples": ["run"]},
+    {"name": "DET", "guideline": "the, a", "examples": ["the"]},
+    {"name": "ADJ", "guideline": "Describes", "examples": ["big"]},
+]
+
+
+def make_project(owner=None, **settings):
+    """A project through the service (as the API makes it): tags, manager membership."""
+    owner = owner or UserFactory()
+    fields = {"name": "Test project", "tags": TAGS, "window_size": 3, "redundancy": 2}
+    fields.update(settings)
+    return services.project_create(owner=owner, **fields)
+
+
+# 12 sentences with gold tags (names of TAGS).
+SENTENCES = [
+    (["the", "big", "dog", "runs"], ["DET", "ADJ", "NOUN", "VERB"]),
+    (["a", "cat", "sleeps"], ["DET", "NOUN", "VERB"]),
+    (["dogs", "bark"], ["NOUN", "VERB"]),
+    (["the", "old", "man", "walks", "the", "dog"], ["DET", "ADJ", "NOUN", "VERB", "DET", "NOUN"]),
+    (["birds", "sing"], ["NOUN", "VERB"]),
+    (["a", "red", "car", "stops"], ["DET", "ADJ", "NOUN", "VERB"]),
+    (["the", "sun", "shines"], ["DET", "NOUN", "VERB"]),
+    (["big", "trees", "grow"], ["ADJ", "NOUN", "VERB"]),
+    (["the", "child", "reads", "a", "book"], ["DET", "NOUN", "VERB", "DET", "NOUN"]),
+    (["rain", "falls"], ["NOUN", "VERB"]),
+    (["a", "small", "bird", "flies"], ["DET", "ADJ", "NOUN", "VERB"]),
+    (["the", "wind", "blows"], ["DET", "NOUN", "VERB"]),
+]
+
+
+def jsonl(sentences=SENTENCES) -> bytes:
+    """A corpus file in the JSON lines format: one `{"tokens", "tags"}` object a sentence."""
+    return "".join(json.dumps({"tokens": t, "tags": g}) + "\n" for t, g in sentences).encode()
+
+
+def client_for(user=None) -> APIClient:
+    """An API client that sends `user`'s token (anonymous without a user)."""
+    client = APIClient()
+    if user is not None:
+        client.credentials(HTTP_AUTHORIZATION=f"Token {user.auth_token.key}")
+    return client
+
+
+def next_task(client, project):
+    """The annotator's "next task" request, with no body."""
+    return client.post(f"/api/projects/{project.pk}/tasks/next/")
+
+
+def answer(client, task, key="key-1", **overrides):
+    """The annotator's answer to `task` (as `next_task` returned it): every count 0."""
+    body = {
+        "assignment": task["assignment"],
+        "counts": {t["name"]: 0 for t in task["tags"]},
+        "seconds_on_device": 1.5,
+        "idempotency_key": key,
+        **overrides,
+    }
+    return client.post("/api/observations/", body, format="json")

@@ -1,0 +1,100 @@
+"""A toy language and a crowd that answers its tasks through the annotation services.
+
+The language has determiners, adjectives, nouns and verbs: fast to learn (every fit takes well
+under a second).
+"""
+
+import io
+import random
+import uuid
+
+from annotation import scheduler, services
+from annotation.models import Membership, Project, Sentence
+from tests.factories import TAGS, UserFactory, jsonl
+
+LEXICON = {
+    "DET": ["the", "a", "every", "this", "that"],
+    "ADJ": ["big", "small", "red", "old", "happy", "green", "tall"],
+    "NOUN": ["dog", "cat", "man", "car", "tree", "bird", "book", "child", "house", "river"],
+    "VERB": ["runs", "sees", "eats", "likes", "finds", "walks", "reads", "sings"],
+}
+PATTERNS = [
+    ["DET", "NOUN", "VERB"],
+    ["DET", "ADJ", "NOUN", "VERB"],
+    ["DET", "NOUN", "VERB", "DET", "NOUN"],
+    ["DET", "ADJ", "NOUN", "VERB", "DET", "ADJ", "NOUN"],
+    ["NOUN", "VERB", "DET", "NOUN"],
+]
+
+
+def toy_sentences(n: int, seed: int = 0) -> list[tuple[list[str], list[str]]]:
+    rng = random.Random(seed)
+    out = []
+    for _ in range(n):
+        tags = rng.choice(PATTERNS)
+        out.append(([rng.choice(LEXICON[t]) for t in tags], list(tags)))
+    return out
+
+
+def import_corpus(project: Project, user, sentences, evaluation_fraction=0.25, seed=1):
+    return services.corpus_import(
+        project=project,
+        user=user,
+        file=io.BytesIO(jsonl(sentences)),
+        filename="toy.jsonl",
+        format="jsonl",
+        evaluation_fraction=evaluation_fraction,
+        max_bytes=10**7,
+        seed=seed,
+    )
+
+
+def true_counts(project: Project, lease) -> dict[str, int]:
+    names = [t["name"] for t in TAGS]
+    gold = Sentence.objects.get(pk=lease.sentence_id).gold_tags
+    window = gold[lease.start : lease.start + lease.length]
+    return {names[k]: sum(1 for g in window if g == k) for k in lease.tags}
+
+
+def random_counts(project: Project, lease, rng: random.Random) -> dict[str, int]:
+    names = [t["name"] for t in TAGS]
+    left, counts = lease.length, {}
+    for k in lease.tags:
+        counts[names[k]] = rng.randint(0, left)
+        left -= counts[names[k]]
+    return counts
+
+
+def answer_tasks(project, annotators, n, *, spammers=(), seed=0) -> int:
+    """`n` answers, round-robin over `annotators`, through the scheduler and the submit service
+    (exact counts; uniformly random ones from `spammers`). Returns how many were stored."""
+    rng = random.Random(seed)
+    stored = 0
+    for i in range(n):
+        annotator = annotators[i % len(annotators)]
+        lease = scheduler.task_lease_next(project=project, annotator=annotator, rng=rng)
+        if lease is None:
+            continue
+        counts = (
+            random_counts(project, lease, rng)
+            if annotator in spammers
+            else true_counts(project, lease)
+        )
+        services.observation_submit(
+            annotator=annotator,
+            assignment_id=lease.assignment_id,
+            counts=counts,
+            idempotency_key=uuid.uuid4().hex,
+            seconds_on_device=rng.uniform(2, 6),
+        )
+        stored += 1
+    return stored
+
+
+def add_annotators(project, n, prefix="ann"):
+    users = []
+    for i in range(n):
+        user = UserFactory(username=f"{prefix}{project.pk}-{i}")
+        Membership.objects.create(project=project, user=user, role=Membership.Role.ANNOTATOR)
+        users.append(user)
+    return users

@@ -1,0 +1,265 @@
+"""The HTTP contract of learning/API.md and its permission rules (every endpoint, every persona)."""
+
+import pytest
+
+from learning import services
+from learning.models import ModelVersion, Webhook
+from learning.webhooks import services as webhook_services
+from tests.factories import client_for, make_project
+from tests.learning.crowd import add_annotators, answer_tasks, import_corpus, toy_sentences
+
+pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture
+def trained(project, crowd):
+    answer_tasks(project, crowd, 80)
+    services.retrain_project(project_id=project.pk, trigger="manual")
+    return project
+
+
+@pytest.fixture
+def hook(trained, settings):
+    settings.TALLY_WEBHOOK_ALLOW_INTERNAL = True
+    return webhook_services.webhook_create(project=trained, url="http://127.0.0.1:9/hook")
+
+
+@pytest.fixture
+def short_streams(settings):
+    settings.TALLY_SSE_STREAM_SECONDS = 1
+    settings.TALLY_SSE_POLL_SECONDS = 1
+
+
+def endpoints(project_id: int, hook_id: int):
+    base = f"/api/projects/{project_id}/"
+    return [
+        ("get", base + "models/", None, 200),
+        ("get", base + "models/1/download", None, 200),
+        ("get", base + "reports/latest/", None, 200),
+        ("get", base + "reports/1/", None, 200),
+        ("post", base + "retrain/", None, 200),
+        ("get", base + "retrain-schedule/", None, 200),
+        ("put", base + "retrain-schedule/", {"interval_minutes": 5, "enabled": True}, 200),
+        ("get", base + "retrain-status/", None, 200),
+        ("post", base + "predict/", {"text": "the dog runs"}, 200),
+        ("get", base + "exports/predictions.conllu", None, 200),
+        ("get", base + "webhooks/", None, 200),
+        ("post", base + "webhooks/", {"url": "http://127.0.0.1:9/other"}, 201),
+        ("get", base + f"webhooks/{hook_id}/", None, 200),
+        ("patch", base + f"webhooks/{hook_id}/", {"active": False}, 200),
+        ("get", base + f"webhooks/{hook_id}/deliveries/", None, 200),
+        ("get", base + "events/", None, 200),
+        ("delete", base + f"webhooks/{hook_id}/", None, 204),
+    ]
+
+
+MEMBERS_MAY = {"predict/"}
+
+
+@pytest.mark.parametrize("persona", ["anonymous", "outsider", "annotator", "manager"])
+def test_permissions_on_every_endpoint(persona, personas, trained, hook, short_streams):
+    client = personas[persona]
+    for method, url, body, ok in endpoints(trained.pk, hook.pk):
+        response = getattr(client, method)(url, body, format="json")
+        if persona == "manager" or (persona == "annotator" and url.endswith(tuple(MEMBERS_MAY))):
+            expected = ok
+        else:
+            expected = {"anonymous": 401, "outsider": 404, "annotator": 403}[persona]
+        assert response.status_code == expected, (persona, method, url, response.content[:300])
+        if expected >= 400:
+            assert set(response.json()["error"]) >= {"code", "message"}
+        if hasattr(response, "streaming_content"):
+            b"".join(response.streaming_content)
+
+
+def test_unknown_project_is_404_for_everyone(personas):
+    for persona in ("manager", "annotator"):
+        response = personas[persona].get("/api/projects/999999/reports/latest/")
+        assert response.status_code == 404
+
+
+def test_no_model_yet(project, manager):
+    client = client_for(manager)
+    base = f"/api/projects/{project.pk}/"
+    response = client.get(base + "reports/latest/")
+    assert response.status_code == 404 and response.json()["error"]["code"] == "no_model"
+    response = client.post(base + "predict/", {"text": "the dog"}, format="json")
+    assert response.status_code == 409 and response.json()["error"]["code"] == "no_model"
+    response = client.get(base + "exports/predictions.conllu")
+    assert response.status_code == 409 and response.json()["error"]["code"] == "no_model"
+    response = client.post(base + "retrain/")
+    assert response.status_code == 409
+    assert response.json()["error"]["code"] == "no_observations"
+    assert client.get(base + "models/").json()["count"] == 0
+    assert client.get(base + "models/1/download").status_code == 404
+    assert client.get(base + "reports/1/").json()["error"]["code"] == "not_found"
+
+
+def test_retrain_now_runs_and_reports(project, crowd, manager, eager):
+    client = client_for(manager)
+    base = f"/api/projects/{project.pk}/"
+    answer_tasks(project, crowd, 80)
+    response = client.post(base + "retrain/")
+    assert response.status_code == 202 and response.json() == {"queued": True, "due": True}
+    assert ModelVersion.objects.filter(project=project).count() == 1
+    response = client.post(base + "retrain/")
+    assert response.status_code == 200 and response.json()["due"] is False
+    answer_tasks(project, crowd, 20, seed=4)
+    assert client.post(base + "retrain/").status_code == 202
+
+    report = client.get(base + "reports/latest/").json()
+    assert report["version"] == 2
+    assert set(report) >= {
+        "version", "created_at", "observations", "newest_observation", "tags", "evaluation",
+        "accuracy", "per_tag", "confusion", "count_consistency", "held_out_observations",
+        "learning_curve", "annotators", "skipped_observations", "timings",
+    }  # fmt: skip
+    assert report["tags"] == ["NOUN", "VERB", "DET", "ADJ"]
+    assert [p["version"] for p in report["learning_curve"]] == [1, 2]
+    assert set(report["learning_curve"][0]) == {
+        "version", "observations", "accuracy", "count_consistency", "created_at",
+    }  # fmt: skip
+    assert report["learning_curve"][1]["observations"] == 100
+    row = report["annotators"][0]
+    assert set(row) == {
+        "annotator", "username", "answers", "median_seconds", "reliability", "flagged",
+        "flag_reason",
+    }  # fmt: skip
+    assert client.get(base + "reports/1/").json()["version"] == 1
+
+    versions = client.get(base + "models/").json()
+    assert versions["count"] == 2
+    newest, oldest = versions["results"]
+    assert newest["current"] and not oldest["current"]
+    assert newest["warm_started_from"] == 1 and newest["version"] == 2
+    assert newest["observations"] == 100 and "fit" in newest["timings"]
+
+    status = client.get(base + "retrain-status/").json()
+    assert status["running"] is False and status["current_version"] == 2
+    assert status["due"] is False and status["pending_observations"] == 0
+    assert status["last_run"]["status"] == "skipped" or status["last_run"]["version"] == 2
+    assert status["last_error"] is None
+    assert {r["trigger"] for r in status["recent_runs"]} == {"manual"}
+
+
+def test_predict(trained, annotator):
+    client = client_for(annotator)
+    url = f"/api/projects/{trained.pk}/predict/"
+    body = client.post(url, {"text": " the big\tdog  runs \n"}, format="json").json()
+    assert body["tokens"] == ["the", "big", "dog", "runs"]  # split on any whitespace
+    body = client.post(url, {"text": "the big dog runs"}, format="json").json()
+    assert body["version"] == 1
+    assert body["tokens"] == ["the", "big", "dog", "runs"]
+    assert body["tags"] == ["DET", "ADJ", "NOUN", "VERB"]
+    assert all(0 < p <= 1 for p in body["probabilities"])
+    assert body["alternatives"][0][0] == {"tag": "DET", "probability": body["probabilities"][0]}
+    assert len(body["alternatives"][0]) == 3
+    assert client.post(url, {"text": "   "}, format="json").status_code == 400
+    assert client.post(url, {}, format="json").status_code == 400
+    too_long = client.post(url, {"text": "a " * 6000}, format="json")
+    assert too_long.status_code == 413
+    assert too_long.json()["error"]["code"] == "payload_too_large"
+    assert client.post(url, {"text": "a " * 1001}, format="json").status_code == 413
+
+
+def test_predictions_export(trained, manager):
+    response = client_for(manager).get(f"/api/projects/{trained.pk}/exports/predictions.conllu")
+    assert response["Content-Disposition"].startswith("attachment;")
+    text = b"".join(response.streaming_content).decode()
+    blocks = [b for b in text.split("\n\n") if b.strip()]
+    assert len(blocks) == trained.sentences.count()
+    first = blocks[0].splitlines()
+    assert first[0].startswith("# sent_id = ")
+    assert "# model_version = 1" in first
+    token_lines = [line.split("\t") for line in first if not line.startswith("#")]
+    assert all(len(cols) == 10 for cols in token_lines)
+    assert all(cols[3] in {"NOUN", "VERB", "DET", "ADJ"} for cols in token_lines)
+    assert all(cols[9].startswith("Prob=") and "Gold=" in cols[9] for cols in token_lines)
+
+
+def test_model_download(trained, manager):
+    response = client_for(manager).get(f"/api/projects/{trained.pk}/models/1/download")
+    assert response["Content-Type"] == "application/octet-stream"
+    assert b"".join(response.streaming_content)[:2] == b"PK"  # a zip (npz) archive
+
+
+def test_schedule(project, manager):
+    client = client_for(manager)
+    url = f"/api/projects/{project.pk}/retrain-schedule/"
+    assert client.get(url).json() == {"interval_minutes": 10, "enabled": True}
+    body = client.put(url, {"interval_minutes": 30, "enabled": False}, format="json").json()
+    assert body == {"interval_minutes": 30, "enabled": False}
+    assert client.get(url).json() == body
+    bad = client.put(url, {"interval_minutes": 0}, format="json")
+    assert bad.status_code == 400 and "interval_minutes" in bad.json()["error"]["fields"]
+    assert client.put(url, {"interval_minutes": "5"}, format="json").status_code == 400
+    assert client.put(url, {}, format="json").status_code == 400
+
+
+def test_webhook_crud(project, manager, settings):
+    client = client_for(manager)
+    url = f"/api/projects/{project.pk}/webhooks/"
+    refused = client.post(url, {"url": "http://127.0.0.1:8000/hook"}, format="json")
+    assert refused.status_code == 400
+    assert "internal address" in refused.json()["error"]["fields"]["url"][0]
+    for bad in ("ftp://example.org/x", "http://user:pw@example.org/", "not a url", ""):
+        assert client.post(url, {"url": bad}, format="json").status_code == 400
+    settings.TALLY_WEBHOOK_ALLOW_INTERNAL = True
+    created = client.post(
+        url, {"url": "http://127.0.0.1:8000/hook", "secret": "s" * 20}, format="json"
+    )
+    assert created.status_code == 201
+    body = created.json()
+    assert body["secret"] == "s" * 20 and body["active"] is True and body["last_delivery"] is None
+    generated = client.post(url, {"url": "http://localhost:8000/x"}, format="json").json()
+    assert len(generated["secret"]) >= 32
+    listed = client.get(url).json()
+    assert listed["count"] == 2 and all("secret" not in row for row in listed["results"])
+    assert (
+        client.post(url, {"url": "http://127.0.0.1/", "secret": "short"}, format="json").status_code
+        == 400
+    )
+    detail = f"{url}{body['id']}/"
+    patched = client.patch(detail, {"active": False}, format="json").json()
+    assert patched["active"] is False and "secret" not in patched
+    assert client.patch(detail, {"url": "gopher://x"}, format="json").status_code == 400
+    assert client.get(detail + "deliveries/").json()["count"] == 0
+    assert client.delete(detail).status_code == 204
+    assert client.get(detail).status_code == 404
+    for i in range(9):
+        Webhook.objects.create(project=project, url=f"http://127.0.0.1/{i}", secret="x" * 20)
+    too_many = client.post(url, {"url": "http://127.0.0.1/11"}, format="json")
+    assert too_many.status_code == 409
+
+
+def test_webhook_of_another_project_is_404(trained, hook, other_project, settings):
+    other_manager = other_project.owner
+    response = client_for(other_manager).get(
+        f"/api/projects/{other_project.pk}/webhooks/{hook.pk}/"
+    )
+    assert response.status_code == 404
+
+
+def test_events_stream_says_hello(trained, manager, short_streams):
+    response = client_for(manager).get(
+        f"/api/projects/{trained.pk}/events/", HTTP_ACCEPT="text/event-stream"
+    )
+    assert response.status_code == 200
+    assert response["Content-Type"].startswith("text/event-stream")
+    text = b"".join(response.streaming_content).decode()
+    assert text.startswith("retry: 2000\n\n")
+    assert 'event: hello\ndata: {"version": 1}' in text
+
+
+def test_report_without_an_evaluation_set(manager, db):
+    project = make_project(owner=manager, name="No eval", window_size=3, tags_per_task=None)
+    import_corpus(project, manager, toy_sentences(40), evaluation_fraction=0.0)
+    crowd = add_annotators(project, 2)
+    answer_tasks(project, crowd, 30)
+    services.retrain_project(project_id=project.pk, trigger="manual")
+    report = client_for(manager).get(f"/api/projects/{project.pk}/reports/latest/").json()
+    assert report["tags"] == ["NOUN", "VERB", "DET", "ADJ"]
+    assert report["accuracy"] is None and report["evaluation"] is None
+    assert report["per_tag"] == [] and report["confusion"] is None
+    assert report["count_consistency"] is None  # fewer than 50 observations: none held out
+    assert report["learning_curve"][0]["accuracy"] is None

@@ -1,0 +1,214 @@
+"""The retrain job, the lock, the sweep and the schedule, called directly (no HTTP, no broker)."""
+
+import io
+from datetime import timedelta
+
+import numpy as np
+import pytest
+from django.core.files.storage import default_storage
+from django.utils import timezone
+
+from annotation.models import Observation
+from common.exceptions import InvalidInput
+from learning import adapter, locks, selectors, services
+from learning.models import (
+    AnnotatorQuality,
+    ModelVersion,
+    RetrainLock,
+    RetrainRun,
+    RetrainSchedule,
+)
+from tests.learning.crowd import add_annotators, answer_tasks
+
+pytestmark = pytest.mark.django_db
+
+
+def retrain(project):
+    return services.retrain_project(project_id=project.pk, trigger="manual")
+
+
+def test_first_retrain_writes_a_complete_version_and_report(project, crowd):
+    answer_tasks(project, crowd, 120)
+    outcome = retrain(project)
+    assert outcome.status == RetrainRun.Status.SUCCEEDED
+    version = selectors.current_version(project_id=project.pk)
+    assert version.number == 1 and version == outcome.version
+    assert version.observations_count == 120
+    assert version.newest_observation == Observation.objects.latest("id").pk
+    assert version.warm_started_from is None
+    assert version.code_version
+    assert {"read", "fit", "evaluate", "write", "total"} <= set(version.timings)
+    assert default_storage.exists(version.file.name)
+    report = version.report
+    assert report.accuracy is not None and report.accuracy > 0.8
+    assert report.evaluation["sentences"] > 0
+    assert [row["tag"] for row in report.per_tag] == ["NOUN", "VERB", "DET", "ADJ"]
+    assert report.confusion["tags"] == ["NOUN", "VERB", "DET", "ADJ"]
+    assert np.array(report.confusion["matrix"]).sum() == report.evaluation["tokens"]
+    assert report.held_out_observations > 0 and report.count_consistency is not None
+    assert sorted(row["username"] for row in report.annotators) == sorted(u.username for u in crowd)
+    assert sum(row["answers"] for row in report.annotators) == 120
+    run = RetrainRun.objects.get(pk=outcome.run_id)
+    assert run.status == "succeeded" and run.version_number == 1 and run.seconds > 0
+
+
+def test_retrain_only_when_there_is_something_new(project, crowd):
+    answer_tasks(project, crowd, 60)
+    assert retrain(project).status == "succeeded"
+    again = retrain(project)
+    assert again.status == "skipped" and "already includes" in again.message
+    assert ModelVersion.objects.filter(project=project).count() == 1
+    answer_tasks(project, crowd, 10, seed=5)
+    second = retrain(project)
+    assert second.status == "succeeded"
+    assert second.version.number == 2 and second.version.warm_started_from == 1
+    assert second.version.hyperparameters["n_em_iter"] == services.WARM_HYPERPARAMETERS["n_em_iter"]
+
+
+def test_no_observations_is_skipped_not_failed(project):
+    assert retrain(project).status == "skipped"
+    assert not ModelVersion.objects.exists()
+
+
+def test_held_out_slice_is_deterministic_and_not_fitted():
+    ids = np.arange(1, 5001)
+    held = adapter.holdout_mask(ids)
+    assert 0.07 < held.mean() < 0.13
+    assert np.array_equal(held, adapter.holdout_mask(ids))
+    assert np.array_equal(adapter.holdout_mask(ids[::2]), held[::2])  # per id, not per position
+    assert not adapter.holdout_mask(ids[:10]).any()  # small projects hold nothing out
+
+
+def test_training_data_separates_fit_held_out_and_flagged(project, crowd):
+    answer_tasks(project, crowd, 100)
+    flagged = {crowd[0].pk}
+    data = adapter.training_data_load(project_id=project.pk, excluded_annotators=flagged)
+    assert len(data.fit) + len(data.held_out) + data.excluded_observations == 100
+    assert crowd[0].pk not in set(data.fit.annotator.tolist())
+    assert crowd[0].pk in set(data.judged.annotator.tolist())
+    assert data.tagset == ("NOUN", "VERB", "DET", "ADJ")
+
+
+def test_spammer_is_flagged_and_stops_counting(project, crowd):
+    spammer = add_annotators(project, 1, prefix="spam")[0]
+    answer_tasks(project, [*crowd, spammer], 200, spammers={spammer})
+    first = retrain(project)
+    row = next(r for r in first.version.report.annotators if r["annotator"] == spammer.pk)
+    assert row["flagged"] and "chance" in row["flag_reason"]
+    assert row["reliability"] < 0.5
+    assert selectors.flagged_annotator_ids(project.pk) == {spammer.pk}
+    quality = AnnotatorQuality.objects.get(project=project, annotator=spammer)
+    assert quality.flagged and quality.version_number == 1
+    honest = AnnotatorQuality.objects.get(project=project, annotator=crowd[0])
+    assert not honest.flagged and honest.reliability > 0.9
+    answer_tasks(project, crowd, 10, seed=9)
+    second = retrain(project)
+    assert second.version.hyperparameters["excluded_observations"] > 0
+    assert selectors.flagged_annotator_ids(project.pk) == {spammer.pk}
+
+
+def test_model_file_round_trips_without_pickle(project, crowd):
+    answer_tasks(project, crowd, 60)
+    version = retrain(project).version
+    with default_storage.open(version.file.name, "rb") as handle:
+        data = handle.read()
+    tagger = adapter.model_load_bytes(data)
+    with np.load(io.BytesIO(data), allow_pickle=False) as archive:
+        assert set(archive.files) == {"header", "coef_rows", "coef_values", "intercept"}
+    assert tagger.predict([["the", "dog", "runs"]]) == [["DET", "NOUN", "VERB"]]
+
+
+def test_lock_is_exclusive_and_expires(project, settings):
+    assert locks.lock_claim(project_id=project.pk, owner="a")
+    assert not locks.lock_claim(project_id=project.pk, owner="b")
+    assert locks.lock_confirm(project_id=project.pk, owner="a")
+    assert not locks.lock_confirm(project_id=project.pk, owner="b")
+    later = timezone.now() + timedelta(seconds=settings.TALLY_RETRAIN_LOCK_SECONDS + 1)
+    assert locks.lock_claim(project_id=project.pk, owner="b", now=later)  # a died: expired
+    locks.lock_release(project_id=project.pk, owner="a")  # a stale release changes nothing
+    assert RetrainLock.objects.get(project=project).owner == "b"
+    locks.lock_release(project_id=project.pk, owner="b")
+    assert locks.lock_claim(project_id=project.pk, owner="c")
+
+
+def test_locked_project_is_skipped(project, crowd):
+    answer_tasks(project, crowd, 30)
+    assert locks.lock_claim(project_id=project.pk, owner="someone-else")
+    outcome = retrain(project)
+    assert outcome.status == "skipped" and "running" in outcome.message
+    assert not ModelVersion.objects.exists()
+
+
+def test_lock_expired_before_commit_writes_nothing_and_removes_the_file(project, crowd, settings):
+    """A worker whose lock expired (and may have been taken over) must not write a version."""
+    answer_tasks(project, crowd, 40)
+    settings.TALLY_RETRAIN_LOCK_SECONDS = 0  # expired as soon as claimed
+    with pytest.raises(services.LockLost):
+        retrain(project)
+    assert not ModelVersion.objects.exists()
+    run = RetrainRun.objects.get()
+    assert run.status == "failed" and "LockLost" in run.error
+    assert not default_storage.listdir(f"models/project-{project.pk}")[1]
+
+
+def test_abandoned_run_is_marked_failed_by_the_next_run(project, crowd):
+    answer_tasks(project, crowd, 40)
+    RetrainRun.objects.create(
+        project=project, trigger="schedule", status="running", started_at=timezone.now()
+    )
+    assert retrain(project).status == "succeeded"
+    abandoned = RetrainRun.objects.order_by("id").first()
+    assert abandoned.status == "failed" and "stopped before finishing" in abandoned.error
+
+
+def test_projects_due_follow_new_observations_and_intervals(project, crowd, other_project):
+    now = timezone.now()
+    assert selectors.projects_due(now=now) == []
+    answer_tasks(project, crowd, 20)
+    assert selectors.projects_due(now=now) == [project.pk]
+    assert services.sweep_claim(project_id=project.pk, now=now)
+    # Enqueued just now: not again before its interval (default 10 minutes) has passed.
+    assert selectors.projects_due(now=now + timedelta(minutes=5)) == []
+    assert selectors.projects_due(now=now + timedelta(minutes=11)) == [project.pk]
+    services.retrain_schedule_set(project=project, interval_minutes=1, enabled=True)
+    assert selectors.projects_due(now=now + timedelta(minutes=2)) == [project.pk]
+    services.retrain_schedule_set(project=project, interval_minutes=1, enabled=False)
+    assert selectors.projects_due(now=now + timedelta(minutes=2)) == []
+    services.retrain_schedule_set(project=project, interval_minutes=1, enabled=True)
+    retrain(project)
+    assert selectors.projects_due(now=now + timedelta(minutes=2)) == []
+
+
+def test_schedule_validation(project):
+    for bad in (0, -1, 10081, 2.5, "10", True, None):
+        with pytest.raises(InvalidInput):
+            services.retrain_schedule_set(project=project, interval_minutes=bad)
+    with pytest.raises(InvalidInput):
+        services.retrain_schedule_set(project=project, interval_minutes=5, enabled="yes")
+    services.retrain_schedule_set(project=project, interval_minutes=5)
+    assert RetrainSchedule.objects.get(project=project).interval_minutes == 5
+
+
+def test_retrain_request_check(project, crowd):
+    with pytest.raises(services.NoObservations):
+        services.retrain_request_check(project=project)
+    answer_tasks(project, crowd, 20)
+    assert services.retrain_request_check(project=project) is True
+    retrain(project)
+    assert services.retrain_request_check(project=project) is False
+
+
+def test_failure_is_recorded_on_the_run(project, crowd):
+    answer_tasks(project, crowd, 40)
+    for user in crowd:  # every answer comes from a flagged annotator: nothing left to fit
+        AnnotatorQuality.objects.create(
+            project=project, annotator=user, flagged=True, version_number=0
+        )
+    with pytest.raises(services.RetrainError):
+        retrain(project)
+    run = RetrainRun.objects.get()
+    assert run.status == "failed" and "No observations to fit" in run.error and run.finished_at
+    assert RetrainLock.objects.get(project=project).locked_until is None  # released
+    status = selectors.retrain_status(project_id=project.pk)
+    assert status["last_failed"] == run
+    assert not ModelVersion.objects.exists()
