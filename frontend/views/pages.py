@@ -13,6 +13,7 @@ from django.views.decorators.http import require_GET
 
 from annotation import selectors
 from annotation.models import Membership
+from annotation.scheduler import MAX_LEASES
 from common.exceptions import NotFound
 from common.permissions import is_manager
 from frontend.tagsets import PRESET_CHOICES, presets_for_form
@@ -48,7 +49,7 @@ def annotate(request: HttpRequest, project_id: int) -> HttpResponse:
     return render(
         request,
         "frontend/annotate.html",
-        {"project": membership.project, "membership": membership},
+        {"project": membership.project, "membership": membership, "max_leases": MAX_LEASES},
     )
 
 

@@ -1,5 +1,5 @@
 // Invite link, signed in: join through the API, then go straight to the annotator page.
-import { api, describe } from "./api.js";
+import { api, describe } from "./lib/http.js";
 
 const box = document.getElementById("join");
 const status = document.getElementById("join-status");

@@ -1,10 +1,10 @@
 // New project: create it through the API, then upload its corpus, then open its dashboard.
 // If the upload fails (a malformed line, say), the project is kept and the next try uploads to it.
-import { api, describe, el } from "./api.js";
+import { $, el } from "./lib/dom.js";
+import { api, describe } from "./lib/http.js";
 
 const form = document.getElementById("new-project");
 const presets = JSON.parse(document.getElementById("presets").textContent);
-const $ = (id) => document.getElementById(id);
 let createdId = null;
 let lastPreset = "ud_upos";
 

@@ -1,6 +1,7 @@
-// Small helpers shared by the dashboard pages: JSON calls with the session and CSRF token,
-// the API's error body, and building elements from text (data is never parsed as HTML).
+// JSON calls to Tally's API with the session cookie and the CSRF token, and the API's error
+// body as an exception. Shared by every page.
 
+// `status` 0 means the request never got an answer (no connection).
 export class ApiError extends Error {
   constructor(status, body) {
     const error = (body && body.error) || {};
@@ -10,6 +11,15 @@ export class ApiError extends Error {
     this.fields = error.fields || null;
     this.line = error.line || null;
   }
+
+  get offline() {
+    return this.status === 0;
+  }
+
+  // The caller is not signed in any more (or never was).
+  get signedOut() {
+    return this.status === 401 || (this.status === 403 && this.code !== "permission_denied");
+  }
 }
 
 export function csrfToken() {
@@ -17,6 +27,13 @@ export function csrfToken() {
   if (match) return decodeURIComponent(match[1]);
   const input = document.querySelector("input[name=csrfmiddlewaretoken]");
   return input ? input.value : "";
+}
+
+let clockSkew = 0; // the server's clock minus this device's, from the last Date header
+
+// Now, by the server's clock (lease expiry times come from the server).
+export function serverNow() {
+  return Date.now() + clockSkew;
 }
 
 // `body`: an object (sent as JSON), FormData (multipart), or undefined.
@@ -29,10 +46,12 @@ export async function api(method, url, body) {
   }
   let response;
   try {
-    response = await fetch(url, { method, headers, body: payload, credentials: "same-origin" });
+    response = await fetch(url, { method, headers, body: payload, credentials: "same-origin", cache: "no-store" });
   } catch {
     throw new ApiError(0, null);
   }
+  const date = Date.parse(response.headers.get("Date") || "");
+  if (!Number.isNaN(date)) clockSkew = date - Date.now();
   if (response.status === 204) return null;
   let data = null;
   try {
@@ -44,29 +63,9 @@ export async function api(method, url, body) {
   return data;
 }
 
-export function el(tag, props = {}, ...children) {
-  const node = document.createElement(tag);
-  for (const [key, value] of Object.entries(props)) {
-    if (key === "class") node.className = value;
-    else if (key === "text") node.textContent = value;
-    else if (key.startsWith("on")) node.addEventListener(key.slice(2), value);
-    else node.setAttribute(key, value);
-  }
-  node.append(...children.filter((child) => child !== null && child !== undefined));
-  return node;
-}
-
 export function describe(error) {
-  if (error.status === 401 || (error.status === 403 && error.code !== "permission_denied")) {
-    return "Your session has ended: sign in again.";
-  }
+  if (error.signedOut) return "Your session has ended: sign in again.";
   if (!error.fields) return error.message;
   const details = Object.entries(error.fields).map(([field, messages]) => `${field}: ${messages.join(" ")}`);
   return `${error.message} ${details.join(" ")}`;
-}
-
-export function toast(text) {
-  const node = el("div", { class: "toast", role: "status", text });
-  document.body.append(node);
-  setTimeout(() => node.remove(), 3500);
 }

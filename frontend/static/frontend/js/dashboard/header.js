@@ -1,0 +1,54 @@
+// The project's name, status (pause / resume) and invite link and code.
+import { $, toast } from "../lib/dom.js";
+import { api } from "../lib/http.js";
+
+export function mountHeader({ base, store, fail }) {
+  function render(project) {
+    $("p-name").textContent = project.name;
+    const status = $("p-status");
+    status.textContent = project.status[0].toUpperCase() + project.status.slice(1);
+    status.className = `pill pill-${project.status}`;
+    const pause = $("pause");
+    pause.textContent = project.status === "paused" ? "Resume" : "Pause";
+    pause.hidden = project.status === "archived";
+    $("invite-link").value = new URL(`/join/${project.invite_code}`, window.location.origin).href;
+    $("invite-code").value = project.invite_code;
+  }
+  store.watch("project", render);
+
+  $("pause").addEventListener("click", async () => {
+    const status = store.get("project").status === "paused" ? "active" : "paused";
+    try {
+      store.set("project", await api("PATCH", `${base}/`, { status }));
+      toast(status === "paused" ? "Paused: no new tasks are served." : "Resumed.");
+    } catch (error) {
+      fail(error);
+    }
+  });
+
+  $("copy-link").addEventListener("click", async () => {
+    try {
+      await navigator.clipboard.writeText($("invite-link").value);
+      toast("Link copied.");
+    } catch {
+      $("invite-link").select();
+    }
+  });
+
+  $("rotate").addEventListener("click", async () => {
+    if (!window.confirm("Make a new code? The old link will stop working.")) return;
+    try {
+      const { invite_code } = await api("POST", `${base}/invite/`);
+      store.set("project", { ...store.get("project"), invite_code });
+      toast("New invite code made.");
+    } catch (error) {
+      fail(error);
+    }
+  });
+
+  return {
+    async load() {
+      store.set("project", await api("GET", `${base}/`));
+    },
+  };
+}

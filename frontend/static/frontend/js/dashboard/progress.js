@@ -1,0 +1,43 @@
+// Progress: answers, coverage, corpus size, annotators, live tasks, and the latest model's
+// accuracy when it has one.
+import { $, el } from "../lib/dom.js";
+import { fmt, pct } from "../lib/format.js";
+import { api } from "../lib/http.js";
+
+function kpi(label, value, fraction) {
+  const node = el("div", { class: "kpi" }, el("span", { class: "v", text: value }), el("span", { class: "l", text: label }));
+  if (fraction !== undefined) {
+    const fill = el("div", { class: "bar-fill" });
+    fill.style.width = `${Math.min(100, Math.max(0, 100 * fraction))}%`;
+    node.append(el("div", { class: "bar-track", "aria-hidden": "true" }, fill));
+  }
+  return node;
+}
+
+export function mountProgress({ base, store }) {
+  function render() {
+    const s = store.get("stats");
+    if (!s) return;
+    const report = store.get("report");
+    const sentences = s.sentences.train + s.sentences.evaluation + s.sentences.gold_check;
+    const coverage = s.tasks ? s.regions_complete / s.tasks : 0;
+    const items = [
+      kpi("answers", fmt.format(s.observations)),
+      kpi(`regions complete of ${fmt.format(s.tasks)} (coverage)`, pct(coverage), coverage),
+      kpi(`sentences · ${fmt.format(s.tokens)} words`, fmt.format(sentences)),
+      kpi("annotators who answered", fmt.format(s.annotators)),
+      kpi("tasks being answered now", fmt.format(s.leases_live)),
+    ];
+    if (report && report.accuracy !== undefined && report.accuracy !== null) {
+      items.splice(1, 0, kpi("test accuracy of the latest model", pct(report.accuracy), report.accuracy));
+    }
+    $("kpis").replaceChildren(...items);
+  }
+  store.watch(["stats", "report"], render);
+
+  return {
+    async load() {
+      store.set("stats", await api("GET", `${base}/stats/`));
+    },
+  };
+}

@@ -1,0 +1,63 @@
+// The dashboard's pieces that need no browser: the learning curve's axes, the shared store, and
+// number formats.
+import assert from "node:assert/strict";
+import { test } from "node:test";
+import { niceTicks, xDomain, yDomain } from "../../../frontend/static/frontend/js/dashboard/curve.js";
+import { createStore } from "../../../frontend/static/frontend/js/dashboard/store.js";
+import { fixed, pct } from "../../../frontend/static/frontend/js/lib/format.js";
+
+test("the curve's x axis spans the versions' answers, not from 0", () => {
+  assert.deepEqual(xDomain([3000, 3120, 3500]), [3000, 3500]);
+  assert.deepEqual(xDomain([80, 230, 490]), [80, 490]);
+});
+
+test("a single version sits in the middle of the x axis", () => {
+  const [lo, hi] = xDomain([495]);
+  assert.ok(lo < 495 && hi > 495);
+  assert.equal((lo + hi) / 2, 495);
+  assert.deepEqual(xDomain([0]), [-1, 1]);
+});
+
+test("ticks are round and inside the axis", () => {
+  assert.deepEqual(niceTicks(3000, 3500, 4), [3000, 3200, 3400]);
+  assert.deepEqual(niceTicks(80, 490, 4), [100, 200, 300, 400]);
+  assert.deepEqual(niceTicks(80, 490, 2), [200, 400]);
+  assert.deepEqual(niceTicks(0.6, 0.9, 4), [0.6, 0.7, 0.8, 0.9]);
+  for (const [lo, hi] of [[1, 7], [12, 13], [445.5, 544.5], [0, 1e6], [85, 480], [3001, 3499], [0.61, 0.79]]) {
+    for (const n of [2, 3, 4]) {
+      const ticks = niceTicks(lo, hi, n);
+      assert.ok(ticks.length >= 2, `${lo}..${hi} (${n}): ${ticks}`);
+      assert.ok(ticks.every((t) => t >= lo && t <= hi), `${lo}..${hi} (${n}): ${ticks}`);
+      assert.deepEqual(ticks, [...ticks].sort((a, b) => a - b));
+    }
+  }
+});
+
+test("the y axis: accuracy rounded out to tenths, count error from 0", () => {
+  assert.deepEqual(yDomain([0.63, 0.79], true), [0.6, 0.9]);
+  assert.deepEqual(yDomain([0.99], true), [0.9, 1]);
+  assert.deepEqual(yDomain([0.2, 0.4], false), [0, 0.4 * 1.15]);
+  assert.deepEqual(yDomain([0], false), [0, 0.1]);
+});
+
+test("the store calls the panels that watch a value when it is set", () => {
+  const store = createStore();
+  const seen = [];
+  store.watch(["stats", "report"], (value) => seen.push(value));
+  store.watch("members", (value) => seen.push(["members", value]));
+  assert.equal(store.get("stats"), null);
+  store.set("stats", 1);
+  store.set("report", 2);
+  store.set("members", 3);
+  store.set("project", 4);
+  assert.deepEqual(seen, [1, 2, ["members", 3]]);
+  assert.equal(store.get("project"), 4);
+});
+
+test("numbers as the pages show them", () => {
+  assert.equal(pct(0.875), "87.5 %");
+  assert.equal(pct(null), "–");
+  assert.equal(pct(Number.NaN), "–");
+  assert.equal(fixed(3, 1), "3.0");
+  assert.equal(fixed(undefined, 2), "–");
+});
