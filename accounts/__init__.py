@@ -1,2 +1,3 @@
-"""Accounts: registration, token sign-in and sign-out, the API's token authentication and the
-sign-in rate limits (the HTML forms are in `frontend.views.accounts`)."""
+"""Accounts: registration, token sign-in and sign-out, and the sign-in rate limits. The API
+authenticates tokens with DRF's `TokenAuthentication`; the HTML forms are in
+`frontend.views.accounts`."""

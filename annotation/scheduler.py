@@ -12,6 +12,14 @@ fetched ahead, so that the next task shows at once and a phone that loses its co
 still answer those it holds. The client names the leases it holds (`holding`); a live lease it does
 not name is handed back first (a reloaded page gets its tasks again), and only then a new one.
 
+Which open task a lease takes: the first (by id) after the last training task the annotator
+leased in the project, and only when there is none ahead, the first before it (a region reopened
+by an expired lease or a flagged annotator). Starting at the annotator's own mark keeps a lease to
+a handful of rows however far the project has got: walking from the project's first task instead
+passed every task the annotator had answered that others had not (a lone annotator paid for all
+their answers on every lease). On PostgreSQL the plain case of this is one statement
+(`annotation.hotpath`); this module is the whole rule, on the ORM.
+
 Concurrency: `Task.open_slots` is decremented while the task row is locked with
 `SELECT ... FOR UPDATE SKIP LOCKED` (PostgreSQL; SQLite serializes write transactions), so two
 annotators asking at once never get more leases on a region than its redundancy. One annotator's
@@ -29,11 +37,10 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 
 from django.db import IntegrityError, transaction
-from django.db.models import F, Q
+from django.db.models import F, OuterRef, Q, QuerySet, Subquery
 from django.utils import timezone
 
-from annotation import sql
-from annotation.models import Assignment, Project, Sentence, Task
+from annotation.models import Assignment, Membership, Project, Sentence, Task
 from common.exceptions import LeaseLimit, ProjectNotActive
 
 RECLAIM_INTERVAL = timedelta(seconds=30)
@@ -120,25 +127,26 @@ class Lease:
     is_gold: bool
     tokens: list[str]
 
+    @classmethod
+    def of(cls, assignment: Assignment) -> Lease:
+        """The lease of `assignment`, whose task and sentence are loaded with it."""
+        task = assignment.task
+        return cls(
+            assignment_id=assignment.pk,
+            expires_at=assignment.expires_at,
+            task_id=task.pk,
+            sentence_id=task.sentence_id,
+            start=task.start,
+            length=task.length,
+            tags=task.tags,
+            is_gold=task.is_gold,
+            tokens=task.sentence.tokens,
+        )
+
 
 def gold_draw() -> float:
     """The number that decides whether the next task is a gold check (see `task_lease_next`)."""
     return _system_random.random()
-
-
-def lease_from_row(assignment_id: int, expires_at, row: tuple) -> Lease:
-    task_id, sentence_id, start, length, tags, is_gold, tokens = row
-    return Lease(
-        assignment_id=assignment_id,
-        expires_at=sql.from_db_datetime(expires_at),
-        task_id=task_id,
-        sentence_id=sentence_id,
-        start=start,
-        length=length,
-        tags=sql.from_json(tags),
-        is_gold=bool(is_gold),
-        tokens=sql.from_json(tokens),
-    )
 
 
 def task_lease_next(
@@ -158,7 +166,7 @@ def task_lease_next(
     unless they hold `MAX_LEASES` live leases already (`LeaseLimit`).
 
     `gold_draw`: the uniform [0, 1) number that decides a gold check task, when the caller drew
-    it already (the hot path draws it for its one-statement lease, see `sql.next_task`).
+    it already (the API draws it for its one-statement lease, see `annotation.hotpath`).
 
     A `flagged` annotator (see `Membership.flagged`) gets only gold check tasks: their answers no
     longer use up the regions' redundancy, and the checks tell whether the flag still holds.
@@ -171,8 +179,10 @@ def task_lease_next(
         assignments_expire(project=project, now=now)
     with transaction.atomic():
         # The caller's other lease requests in this project wait here until this one commits,
-        # so what follows sees every lease they made (see `sql.BUMP_LEASE_SERIAL`).
-        sql.execute(sql.BUMP_LEASE_SERIAL, [project.pk, annotator.pk])
+        # so what follows sees every lease they made (on SQLite: the write lock, taken first).
+        Membership.objects.filter(project=project, user=annotator).update(
+            lease_serial=F("lease_serial") + 1
+        )
         return _lease_next(
             project=project,
             annotator=annotator,
@@ -194,11 +204,20 @@ def _lease_next(
     flagged: bool,
     gold_draw: float | None,
 ) -> Lease | None:
-    live = sql.live_leases(annotator_id=annotator.pk, project_id=project.pk, now=now)
+    live = list(
+        Assignment.objects.filter(
+            annotator=annotator,
+            project=project,
+            status=Assignment.Status.LEASED,
+            expires_at__gt=now,
+        )
+        .select_related("task__sentence")
+        .order_by("id")
+    )
     held = set(holding)
-    for row in live:
-        if row[0] not in held:
-            return lease_from_row(row[0], row[1], row[2:])
+    for assignment in live:
+        if assignment.pk not in held:
+            return Lease.of(assignment)
     if len(live) >= MAX_LEASES:
         raise LeaseLimit(
             f"You already hold {len(live)} tasks in this project; answer one of them first."
@@ -216,35 +235,63 @@ def _lease_next(
     return lease
 
 
-def _insert_assignment(*, project: Project, task_id: int, annotator, now: datetime) -> tuple:
-    expires_at = now + timedelta(seconds=project.lease_seconds)
-    (assignment_id,) = sql.fetchone(
-        sql.INSERT_ASSIGNMENT,
-        [
-            project.pk,
-            task_id,
-            annotator.pk,
-            sql.to_db_datetime(now),
-            sql.to_db_datetime(expires_at),
-        ],
+def _lease(*, project: Project, task: Task, annotator, now: datetime) -> Lease:
+    """Lease `task` (loaded with its sentence) to the annotator."""
+    assignment = Assignment.objects.create(
+        project=project,
+        task=task,
+        annotator=annotator,
+        leased_at=now,
+        expires_at=now + timedelta(seconds=project.lease_seconds),
     )
-    return assignment_id, expires_at
+    return Lease.of(assignment)
+
+
+def open_tasks(*, project: Project, annotator, ahead_of: int | None = None) -> QuerySet[Task]:
+    """The project's training tasks with a slot open that the annotator has not had, by id;
+    only those after `ahead_of` (a task id) when given."""
+    had = Assignment.objects.filter(task=OuterRef("pk"), annotator=annotator).values("pk")[:1]
+    tasks = (
+        Task.objects.filter(project=project, open_slots__gt=0, is_gold=False)
+        # A probe of `assignment_unique` per candidate: LIMIT 1 keeps PostgreSQL from planning
+        # NOT EXISTS as an anti-join over all the annotator's assignments.
+        .alias(had=Subquery(had))
+        .filter(had__isnull=True)
+        .order_by("id")
+    )
+    return tasks if ahead_of is None else tasks.filter(id__gt=ahead_of)
+
+
+def _mark(*, project: Project, annotator) -> int:
+    """The last training task the annotator leased in the project (0 for none)."""
+    last = (
+        Assignment.objects.filter(project=project, annotator=annotator, task__is_gold=False)
+        .order_by("-task_id")
+        .values_list("task_id", flat=True)
+        .first()
+    )
+    return last or 0
 
 
 def _lease_open(*, project: Project, annotator, now: datetime) -> Lease | None:
-    """A slot of the next open task the caller has not had (`sql.lease_open`), under a row lock."""
+    """A slot of the next open task the caller has not had: the first after their mark, else
+    the first behind it; the task row locked while its slot is taken."""
+    mark = _mark(project=project, annotator=annotator)
+    candidates = open_tasks(project=project, annotator=annotator)
     try:
-        row = sql.lease_open(
-            project_id=project.pk,
-            annotator_id=annotator.pk,
-            now=now,
-            expires_at=now + timedelta(seconds=project.lease_seconds),
-        )
+        with transaction.atomic():
+            for tasks in (candidates.filter(id__gt=mark), candidates.filter(id__lte=mark)):
+                task = (
+                    tasks.select_related("sentence")
+                    .select_for_update(skip_locked=True, of=("self",))
+                    .first()
+                )
+                if task is not None:
+                    Task.objects.filter(pk=task.pk).update(open_slots=F("open_slots") - 1)
+                    return _lease(project=project, task=task, annotator=annotator, now=now)
     except IntegrityError:
         return None  # the same annotator's concurrent request leased that task just now
-    if row is None:
-        return None
-    return lease_from_row(row[0], row[1], row[2:])
+    return None
 
 
 def _lease_gold(*, project: Project, annotator, now: datetime, rng: random.Random) -> Lease | None:
@@ -269,24 +316,12 @@ def _lease_gold(*, project: Project, annotator, now: datetime, rng: random.Rando
             tags=tags,
             defaults={"project": project, "is_gold": True, "open_slots": 0},
         )
+        task.sentence = sentence
         try:
             with transaction.atomic():
-                assignment_id, expires_at = _insert_assignment(
-                    project=project, task_id=task.pk, annotator=annotator, now=now
-                )
+                return _lease(project=project, task=task, annotator=annotator, now=now)
         except IntegrityError:
             continue  # this annotator has had this region already; draw another
-        return Lease(
-            assignment_id=assignment_id,
-            expires_at=expires_at,
-            task_id=task.pk,
-            sentence_id=sentence.pk,
-            start=task.start,
-            length=task.length,
-            tags=task.tags,
-            is_gold=True,
-            tokens=sentence.tokens,
-        )
     return None
 
 

@@ -11,7 +11,6 @@ from datetime import datetime, timedelta
 from django.db.models import Count, Q, QuerySet, Sum
 from django.utils import timezone
 
-from annotation import sql
 from annotation.models import (
     Assignment,
     CorpusImport,
@@ -29,19 +28,17 @@ _tag_cache: dict[tuple[int, object], list[dict]] = {}
 
 
 def membership_for(*, user, project_id: int) -> Membership:
-    """The caller's membership of a project, with the project loaded; NotFound if none.
-
-    Every project endpoint starts here, so it is one hand-written query (`annotation.sql`).
-    """
-    found = (
-        sql.membership_and_project(project_id=project_id, user_id=user.pk)
+    """The caller's membership of a project, with the project loaded; NotFound if none."""
+    membership = (
+        Membership.objects.select_related("project")
+        .filter(project_id=project_id, user=user)
+        .first()
         if user.is_authenticated
         else None
     )
-    if found is None:
+    if membership is None:
         raise NotFound("Not found.")
-    membership_id, role, project = found
-    return Membership(id=membership_id, project=project, user=user, role=role)
+    return membership
 
 
 def memberships_of_user(*, user) -> QuerySet[Membership]:
@@ -58,7 +55,7 @@ def project_tags(*, project: Project) -> list[dict]:
 
 def project_tags_at(*, project_id: int, updated_at) -> list[dict]:
     """`project_tags` of the project `project_id` as of `updated_at`, for a caller that read the
-    two columns without loading the project (the annotator's hot path)."""
+    two columns without loading the project (`annotation.hotpath`)."""
     key = (project_id, updated_at)
     tags = _tag_cache.get(key)
     if tags is None:
@@ -73,7 +70,11 @@ def project_tags_at(*, project_id: int, updated_at) -> list[dict]:
 
 
 def project_tag_names(*, project: Project) -> list[str]:
-    return [tag["name"] for tag in project_tags(project=project)]
+    return project_tag_names_at(project_id=project.pk, updated_at=project.updated_at)
+
+
+def project_tag_names_at(*, project_id: int, updated_at) -> list[str]:
+    return [tag["name"] for tag in project_tags_at(project_id=project_id, updated_at=updated_at)]
 
 
 def members_with_counts(*, project: Project) -> QuerySet[Membership]:
@@ -106,10 +107,6 @@ def sentences_of_project(*, project: Project) -> QuerySet[Sentence]:
 
 def observations_of_project(*, project: Project) -> QuerySet[Observation]:
     return Observation.objects.filter(project=project).order_by("id")
-
-
-def observation_by_key(*, annotator, idempotency_key: str) -> Observation | None:
-    return Observation.objects.filter(annotator=annotator, idempotency_key=idempotency_key).first()
 
 
 def project_stats(*, project: Project) -> dict:

@@ -12,10 +12,10 @@ from datetime import datetime
 from typing import Any, BinaryIO
 
 from django.db import IntegrityError, transaction
-from django.db.models import F, Max
+from django.db.models import Exists, F, Max, OuterRef, Subquery
 from django.utils import timezone
 
-from annotation import importers, scheduler, selectors, sql
+from annotation import importers, scheduler, selectors
 from annotation.models import (
     MAX_TAGS,
     Assignment,
@@ -318,18 +318,41 @@ def corpus_import(
 
 
 # Observations -----------------------------------------------------------------------------------
+#
+# The rule set of an answer's counts, in two parts: what holds whatever the task
+# (`counts_well_formed`), and the task's own rules (`counts_check`, which applies both). On
+# PostgreSQL the annotator's submission checks the second part in SQL (`annotation.hotpath`);
+# tests/annotation/test_hotpath.py proves it stores exactly what `counts_check` accepts.
+
+_INT32 = 2**31
 
 
-def _validate_counts(
+def _is_whole(value) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def counts_well_formed(counts: Mapping[str, Any]) -> bool:
+    """The counts are at most `MAX_TAGS` whole numbers that fit a 32-bit integer, by tag name:
+    what any task's answer is, before its own rules."""
+    return len(counts) <= MAX_TAGS and all(
+        isinstance(name, str) and _is_whole(value) and -_INT32 < value < _INT32
+        for name, value in counts.items()
+    )
+
+
+def counts_check(
     counts: Mapping[str, Any], *, names: list[str], length: int
 ) -> tuple[list[int], dict[str, list[str]]]:
-    errors: dict[str, list[str]] = {}
+    """(the counts in the order of `names`, errors by field): one count for each of the task's
+    tag `names` and no other, each a whole number from 0 to the window's `length`, together at
+    most `length`."""
     if not isinstance(counts, Mapping) or set(counts) != set(names):
         return [], {"counts": [f"Give exactly one count for each of: {', '.join(names)}."]}
+    errors: dict[str, list[str]] = {}
     values = []
     for name in names:
         value = counts[name]
-        if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= length:
+        if not _is_whole(value) or not 0 <= value <= length:
             errors.setdefault("counts", []).append(
                 f"Count for {name} must be a whole number between 0 and {length}."
             )
@@ -349,96 +372,84 @@ def observation_submit(
     seconds_on_device: float | None = None,
     now: datetime | None = None,
 ) -> tuple[Observation, bool]:
-    """Store the answer to a lease. Returns (observation, replayed).
+    """Store the answer to a lease. Returns (observation, replayed), the observation with its
+    project loaded.
 
     Replaying an idempotency key returns the stored observation; an answer that arrives after
-    the lease expired is still stored unless the project is archived. On the hot path this is
-    one read (lease, task, project, membership and replay check together) and one transaction.
+    the lease expired is still stored unless the project is archived.
     """
-    context = sql.fetchone(sql.SUBMISSION_CONTEXT, [idempotency_key, assignment_id, annotator.pk])
-    return observation_submit_in_context(
-        annotator_id=annotator.pk,
-        context=context,
-        assignment_id=assignment_id,
-        counts=counts,
-        idempotency_key=idempotency_key,
-        seconds_on_device=seconds_on_device,
-        now=now,
-    )
-
-
-def observation_submit_in_context(
-    *,
-    annotator_id: int,
-    context: tuple | None,
-    assignment_id: int,
-    counts: Mapping[str, Any],
-    idempotency_key: str,
-    seconds_on_device: float | None = None,
-    now: datetime | None = None,
-) -> tuple[Observation, bool]:
-    """`observation_submit` once the caller has read `context` (the row of
-    `sql.SUBMISSION_CONTEXT` for this annotator, assignment and key, None if there is none): the
-    hot view reads it together with the token lookup."""
     now = now or timezone.now()
-    if context is None:
-        stored = selectors.observation_by_key(
-            annotator=annotator_id, idempotency_key=idempotency_key
+    # One read, so that what it says of the lease, the membership and the key holds together.
+    assignment = (
+        Assignment.objects.select_related("task", "project")
+        .annotate(
+            is_member=Exists(
+                Membership.objects.filter(project=OuterRef("project"), user=annotator)
+            ),
+            replay_of=Subquery(
+                Observation.objects.filter(
+                    annotator=annotator, idempotency_key=idempotency_key
+                ).values("assignment_id")[:1]
+            ),
         )
-        if stored is not None:
+        .filter(pk=assignment_id, annotator=annotator)
+        .first()
+    )
+    if assignment is None:
+        if _stored_answer(annotator=annotator, idempotency_key=idempotency_key) is not None:
             raise Conflict("This idempotency key was already used for another assignment.")
         raise LeaseNotYours("No such assignment of yours.")
-    (status, project_id, project_status, updated_at, sentence_id, start, length, tags, is_gold,
-     is_member, replay_of) = context  # fmt: skip
-    if replay_of is not None:
-        if replay_of != assignment_id:
+    if assignment.replay_of is not None:
+        if assignment.replay_of != assignment_id:
             raise Conflict("This idempotency key was already used for another assignment.")
-        return selectors.observation_by_key(
-            annotator=annotator_id, idempotency_key=idempotency_key
-        ), True
-    if not is_member:
+        return _stored_answer(annotator=annotator, idempotency_key=idempotency_key), True
+    if not assignment.is_member:
         raise LeaseNotYours("No such assignment of yours.")
-    if project_status == Project.Status.ARCHIVED:
+    project, task = assignment.project, assignment.task
+    if project.status == Project.Status.ARCHIVED:
         raise ProjectNotActive("This project is archived; it accepts no answers.")
-    if status == Assignment.Status.SUBMITTED:
+    if assignment.status == Assignment.Status.SUBMITTED:
         raise Conflict("This assignment has already been answered.")
-    tags = sql.from_json(tags)
-    project = Project(pk=project_id, updated_at=sql.from_db_datetime(updated_at))
     all_names = selectors.project_tag_names(project=project)
-    names = [all_names[i] for i in tags]
-    values, errors = _validate_counts(counts, names=names, length=length)
+    values, errors = counts_check(
+        counts, names=[all_names[i] for i in task.tags], length=task.length
+    )
     if errors:
         raise InvalidInput("The counts are not valid for this task.", fields=errors)
     try:
-        observation_id = sql.observation_insert(
-            assignment_id=assignment_id,
-            submitted_at=now,
-            values=[project_id, annotator_id, sentence_id, start, length, sql.to_json(tags),
-                    sql.to_json(values), bool(is_gold), seconds_on_device, idempotency_key],
-        )  # fmt: skip
-        if observation_id is None:
-            raise IntegrityError("assignment answered concurrently")
+        with transaction.atomic():
+            answered = Assignment.objects.filter(
+                pk=assignment_id,
+                status__in=[Assignment.Status.LEASED, Assignment.Status.EXPIRED],
+            ).update(status=Assignment.Status.SUBMITTED, submitted_at=now)
+            if not answered:
+                raise IntegrityError("assignment answered concurrently")
+            observation = Observation.objects.create(
+                project=project,
+                annotator=annotator,
+                assignment=assignment,
+                sentence_id=task.sentence_id,
+                start=task.start,
+                length=task.length,
+                tags=task.tags,
+                counts=values,
+                is_gold=task.is_gold,
+                seconds_on_device=seconds_on_device,
+                idempotency_key=idempotency_key,
+                submitted_at=now,
+            )
     except IntegrityError as exc:
         # A concurrent submission won: a replay of this key, or a different answer.
-        stored = selectors.observation_by_key(
-            annotator=annotator_id, idempotency_key=idempotency_key
-        )
+        stored = _stored_answer(annotator=annotator, idempotency_key=idempotency_key)
         if stored is not None and stored.assignment_id == assignment_id:
             return stored, True
         raise Conflict("This assignment has already been answered.") from exc
-    observation = Observation(
-        id=observation_id,
-        project=project,
-        annotator_id=annotator_id,
-        assignment_id=assignment_id,
-        sentence_id=sentence_id,
-        start=start,
-        length=length,
-        tags=tags,
-        counts=values,
-        is_gold=bool(is_gold),
-        seconds_on_device=seconds_on_device,
-        idempotency_key=idempotency_key,
-        submitted_at=now,
-    )
     return observation, False
+
+
+def _stored_answer(*, annotator, idempotency_key: str) -> Observation | None:
+    return (
+        Observation.objects.select_related("project")
+        .filter(annotator=annotator, idempotency_key=idempotency_key)
+        .first()
+    )

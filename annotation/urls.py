@@ -3,7 +3,7 @@
 from django.http import JsonResponse
 from django.urls import path
 
-from annotation.api import corpus, exports, hot, projects, tasks
+from annotation.api import corpus, cycle, exports, projects
 
 
 def ping(request):
@@ -16,16 +16,8 @@ P = "projects/<id:project_id>/"
 urlpatterns = [
     path("ping/", ping, name="ping"),
     # The annotator's cycle first: Django tries the patterns in order, on every request.
-    path(
-        P + "tasks/next/",
-        hot.as_fast_view(hot.next_task, tasks.NextTaskView),
-        name="task-next",
-    ),
-    path(
-        "observations/",
-        hot.as_fast_view(hot.submit_observation, tasks.ObservationSubmitView),
-        name="observation-submit",
-    ),
+    path(P + "tasks/next/", cycle.next_task, name="task-next"),
+    path("observations/", cycle.observation_submit, name="observation-submit"),
     path("join/", projects.JoinView.as_view(), name="join"),
     path("projects/", projects.ProjectListView.as_view(), name="project-list"),
     path(P, projects.ProjectDetailView.as_view(), name="project-detail"),

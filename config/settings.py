@@ -113,7 +113,7 @@ if DATABASE_URL:
     except ValueError as exc:
         raise ImproperlyConfigured(f"DATABASE_URL is not a database URL: {exc}") from exc
     if DATABASES["default"]["ENGINE"] == "django.db.backends.postgresql":
-        # Only the annotator's hot statements are prepared on the server (`annotation.sql`);
+        # Only the annotator's hot statements are prepared on the server (`annotation.hotpath`);
         # each is written for one plan whatever its parameters. Left to choose, PostgreSQL may
         # plan such a statement afresh on every execution, which costs more than running it.
         options = DATABASES["default"].setdefault("OPTIONS", {})

@@ -71,26 +71,6 @@ class CorpusUploadSerializer(serializers.Serializer):
         return value
 
 
-class NextTaskSerializer(serializers.Serializer):
-    """Documents the next-task body (optional); the view validates it without DRF fields."""
-
-    holding = serializers.ListField(
-        child=serializers.IntegerField(),
-        required=False,
-        max_length=3,
-        help_text="Assignment ids of the leases you hold already (on screen or fetched ahead).",
-    )
-
-
-class ObservationSubmitSerializer(serializers.Serializer):
-    """Documents the submission body; the view validates the same rules without DRF fields."""
-
-    assignment = serializers.IntegerField()
-    counts = serializers.DictField(child=serializers.IntegerField(min_value=0))
-    seconds_on_device = serializers.FloatField(required=False, allow_null=True, min_value=0)
-    idempotency_key = serializers.CharField(max_length=64)
-
-
 # Output -----------------------------------------------------------------------------------------
 
 
@@ -128,36 +108,16 @@ def task_out(lease: Lease, tags: list[dict]) -> dict:
     }
 
 
-def observation_out(observation: Observation, names: list[str], *, replayed: bool) -> dict:
-    return answer_out(
-        observation_id=observation.pk,
-        assignment_id=observation.assignment_id,
-        counts={names[i]: c for i, c in zip(observation.tags, observation.counts, strict=True)},
-        seconds_on_device=observation.seconds_on_device,
-        idempotency_key=observation.idempotency_key,
-        submitted_at=observation.submitted_at,
-        replayed=replayed,
-    )
-
-
-def answer_out(
-    *,
-    observation_id: int,
-    assignment_id: int,
-    counts: dict[str, int],
-    seconds_on_device: float | None,
-    idempotency_key: str,
-    submitted_at,
-    replayed: bool,
-) -> dict:
-    """A stored answer, as its submitter sees it (`counts` by tag name, in the task's order)."""
+def observation_out(observation, names: list[str], *, replayed: bool) -> dict:
+    """A stored answer as its submitter sees it (`counts` by tag name, in the task's order).
+    `observation`: an `Observation`, or the row the hot path stored (`hotpath.SubmitRow`)."""
     return {
-        "id": observation_id,
-        "assignment": assignment_id,
-        "counts": counts,
-        "seconds_on_device": seconds_on_device,
-        "idempotency_key": idempotency_key,
-        "submitted_at": iso(submitted_at),
+        "id": observation.id,
+        "assignment": observation.assignment_id,
+        "counts": {names[i]: c for i, c in zip(observation.tags, observation.counts, strict=True)},
+        "seconds_on_device": observation.seconds_on_device,
+        "idempotency_key": observation.idempotency_key,
+        "submitted_at": iso(observation.submitted_at),
         "replayed": replayed,
     }
 

@@ -1,11 +1,10 @@
 """Base classes of the API views: the error body, and project scoping."""
 
-from rest_framework.authentication import SessionAuthentication
+from rest_framework.authentication import SessionAuthentication, TokenAuthentication
 from rest_framework.pagination import LimitOffsetPagination
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from accounts.authentication import TokenAuthentication
 from common.api.errors import exception_handler
 from common.permissions import ProjectScope
 

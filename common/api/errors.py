@@ -8,13 +8,13 @@ from rest_framework.views import exception_handler as drf_exception_handler
 
 from common import exceptions as domain
 
-STATUS_BY_ERROR = {
-    domain.InvalidInput: status.HTTP_400_BAD_REQUEST,
-    domain.InvalidCorpus: status.HTTP_400_BAD_REQUEST,
-    domain.NotFound: status.HTTP_404_NOT_FOUND,
-    domain.Conflict: status.HTTP_409_CONFLICT,
-    domain.PayloadTooLarge: status.HTTP_413_REQUEST_ENTITY_TOO_LARGE,
-}
+_STATUS_BY_ERROR = (  # the first class an error is an instance of gives its status
+    (domain.InvalidInput, status.HTTP_400_BAD_REQUEST),
+    (domain.InvalidCorpus, status.HTTP_400_BAD_REQUEST),
+    (domain.NotFound, status.HTTP_404_NOT_FOUND),
+    (domain.Conflict, status.HTTP_409_CONFLICT),
+    (domain.PayloadTooLarge, status.HTTP_413_REQUEST_ENTITY_TOO_LARGE),
+)
 
 
 def error_body(code: str, message: str, fields: dict | None = None, **extra) -> dict:
@@ -24,13 +24,14 @@ def error_body(code: str, message: str, fields: dict | None = None, **extra) -> 
     return {"error": error}
 
 
-def _domain_response(exc: domain.DomainError) -> Response:
+def domain_error(exc: domain.DomainError) -> tuple[int, dict]:
+    """(HTTP status, error body) of a domain error: the one mapping every view uses."""
     http_status = next(
-        (code for cls, code in STATUS_BY_ERROR.items() if isinstance(exc, cls)),
+        (code for cls, code in _STATUS_BY_ERROR if isinstance(exc, cls)),
         status.HTTP_400_BAD_REQUEST,
     )
     extra = {"line": exc.line_number} if isinstance(exc, domain.InvalidCorpus) else {}
-    return Response(error_body(exc.code, exc.message, exc.fields, **extra), status=http_status)
+    return http_status, error_body(exc.code, exc.message, exc.fields, **extra)
 
 
 def _flatten(detail) -> dict[str, list[str]]:
@@ -44,7 +45,8 @@ def _flatten(detail) -> dict[str, list[str]]:
 
 def exception_handler(exc, context):
     if isinstance(exc, domain.DomainError):
-        return _domain_response(exc)
+        http_status, body = domain_error(exc)
+        return Response(body, status=http_status)
     if isinstance(exc, Http404):
         exc = exceptions.NotFound()
     elif isinstance(exc, DjangoPermissionDenied):

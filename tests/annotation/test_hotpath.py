@@ -1,16 +1,28 @@
-"""The annotator's cycle on PostgreSQL: a lease and an answer take one statement each, and the
-submission's check of the counts stores exactly what the service's validation accepts."""
+"""The annotator's cycle on PostgreSQL (`annotation.hotpath`): a lease and an answer take one
+statement each, the submission's check of the counts stores exactly what the rule set
+(`services.counts_check`) accepts, and the statements name the models' tables."""
 
 import io
 import random
+import re
 
 import pytest
+from django.contrib.auth import get_user_model
 from django.db import connection, transaction
 from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
+from rest_framework.authtoken.models import Token
 
-from annotation import scheduler, selectors, services, sql
-from annotation.models import Membership, Observation
+from annotation import hotpath, scheduler, selectors, services
+from annotation.models import (
+    Assignment,
+    Membership,
+    Observation,
+    Project,
+    Sentence,
+    Tag,
+    Task,
+)
 from tests.factories import answer, client_for, jsonl, make_project, next_task
 
 pytestmark = pytest.mark.postgres
@@ -58,9 +70,9 @@ def test_the_statement_stores_exactly_what_the_service_accepts(manager, annotato
     outcomes = {True: 0, False: 0}
     for trial in range(400):
         counts = random_counts(rng, asked, others, lease.length)
-        _, errors = services._validate_counts(counts, names=asked, length=lease.length)
+        _, errors = services.counts_check(counts, names=asked, length=lease.length)
         with transaction.atomic():
-            found = sql.observation_submit(
+            row = hotpath.observation_submit(
                 key=annotator.auth_token.key,
                 user_id=None,
                 assignment_id=lease.assignment_id,
@@ -70,11 +82,11 @@ def test_the_statement_stores_exactly_what_the_service_accepts(manager, annotato
                 seconds_on_device=1.0,
                 now=timezone.now(),
             )
-            stored = found[2] is not None
+            stored = row.id is not None
             if stored:
-                observation = Observation.objects.get(pk=found[2])
-                assert observation.tags == lease.tags
-                assert observation.counts == [counts[name] for name in asked]
+                observation = Observation.objects.get(pk=row.id)
+                assert observation.tags == row.tags == lease.tags
+                assert observation.counts == row.counts == [counts[name] for name in asked]
             transaction.set_rollback(True)  # the lease stays unanswered for the next trial
         assert stored == (not errors), counts
         outcomes[stored] += 1
@@ -82,29 +94,38 @@ def test_the_statement_stores_exactly_what_the_service_accepts(manager, annotato
 
 
 @pytest.fixture
-def statements(monkeypatch):
+def statements_run(monkeypatch):
     """Counts the statements a request runs: Django's, and the prepared statements of
-    `annotation.sql`, which bypass Django's cursor."""
+    `annotation.hotpath`, which bypass Django's cursor."""
     hand_written = []
-    run = sql._run
-    monkeypatch.setattr(sql, "_run", lambda *args: hand_written.append(args) or run(*args))
+    run = hotpath._fetchone
+    monkeypatch.setattr(hotpath, "_fetchone", lambda *a: hand_written.append(a) or run(*a))
     with CaptureQueriesContext(connection) as queries:
         yield lambda: len(queries) + len(hand_written)
 
 
-def test_a_lease_and_an_answer_are_one_statement_each(project, corpus, annotator, statements):
+def test_a_lease_and_an_answer_are_one_statement_each(project, corpus, annotator, statements_run):
     client = client_for(annotator)
     scheduler.assignments_expire(project=project)  # the periodic reclaim is not due
-    before = statements()
+    before = statements_run()
     response = next_task(client, project)
     assert response.status_code == 200
-    assert statements() - before == 1
+    assert statements_run() - before == 1
     task = response.json()
-    before = statements()
+    before = statements_run()
     response = answer(client, task)
     assert response.status_code == 201
-    assert statements() - before == 1
+    assert statements_run() - before == 1
     stored = Observation.objects.get(pk=response.json()["id"])
     assert response.json()["counts"] == dict.fromkeys((t["name"] for t in task["tags"]), 0)
     assert stored.counts == [0] * len(task["tags"])
     assert stored.seconds_on_device == 1.5
+
+
+def test_the_statements_name_the_models_tables():
+    """The statements are written with table names; they are the models' own."""
+    text = hotpath.statements.NEXT_TASK + hotpath.statements.SUBMIT
+    ctes = set(re.findall(r"(\w+) AS \(", text))
+    named = set(re.findall(r"\b(?:FROM|JOIN|UPDATE|INTO)\s+([a-z_]+)\b(?!\s*\()", text)) - ctes
+    models = (get_user_model(), Token, Membership, Project, Assignment, Task, Sentence, Tag)
+    assert named == {model._meta.db_table for model in (*models, Observation)}

@@ -36,7 +36,9 @@ def toy_sentences(n: int, seed: int = 0) -> list[tuple[list[str], list[str]]]:
     return out
 
 
-def import_corpus(project: Project, user, sentences, evaluation_fraction=0.25, seed=1):
+def import_corpus(
+    project: Project, user, sentences, evaluation_fraction=0.25, seed=1, gold_check_fraction=0.0
+):
     return services.corpus_import(
         project=project,
         user=user,
@@ -44,6 +46,7 @@ def import_corpus(project: Project, user, sentences, evaluation_fraction=0.25, s
         filename="toy.jsonl",
         format="jsonl",
         evaluation_fraction=evaluation_fraction,
+        gold_check_fraction=gold_check_fraction,
         max_bytes=10**7,
         seed=seed,
     )

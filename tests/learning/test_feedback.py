@@ -66,8 +66,10 @@ def test_flags_are_set_and_cleared_to_match_the_latest_retrain(project, crowd):
 
 
 def test_a_flagged_annotator_is_served_gold_check_tasks(project, manager, crowd):
-    import_corpus(project, manager, toy_sentences(20, seed=5), evaluation_fraction=0.0)
-    project.sentences.filter(position__gte=80).update(split="gold_check")
+    import_corpus(
+        project, manager, toy_sentences(20, seed=5), evaluation_fraction=0.0, gold_check_fraction=1
+    )
+    assert project.sentences.filter(position__gte=80, split="gold_check").count() == 20
     for _ in range(5):
         lease = scheduler.task_lease_next(project=project, annotator=crowd[0], flagged=True)
         assert lease is not None and lease.is_gold

@@ -1,0 +1,182 @@
+"""The annotator's cycle: lease the next task, submit its counts (annotation/API.md, "Annotating").
+
+Every annotator repeats these two requests all day, so they are plain Django views
+(`common.api.plain`). On PostgreSQL each is one statement in the plain case
+(`annotation.hotpath`); every other case, and every other database, goes through the scheduler
+and the submission service, which hold the whole rule.
+"""
+
+from __future__ import annotations
+
+from django.db import connection
+from django.http import HttpRequest, HttpResponse
+from django.utils import timezone
+from drf_spectacular.types import OpenApiTypes
+from rest_framework import serializers
+
+from annotation import hotpath, scheduler, selectors, services
+from annotation.api.serializers import observation_out, task_out
+from common.api.plain import Caller, invalid_token, json_body, json_response, plain_view
+from common.exceptions import InvalidInput, NotFound
+from config.converters import MAX_ID
+
+MAX_KEY = 64
+
+
+def _is_id(value) -> bool:
+    """A database id: a whole number from 1 to 2**63 - 1 (a larger one names nothing)."""
+    return isinstance(value, int) and not isinstance(value, bool) and 0 < value <= MAX_ID
+
+
+class NextTaskSerializer(serializers.Serializer):
+    """The next-task body (optional), for the schema; `next_task_fields` checks it."""
+
+    holding = serializers.ListField(
+        child=serializers.IntegerField(min_value=1, max_value=MAX_ID),
+        required=False,
+        max_length=scheduler.MAX_LEASES,
+        help_text="Assignment ids of the leases you hold already (on screen or fetched ahead).",
+    )
+
+
+def next_task_fields(data) -> dict:
+    """Validate a next-task request: an empty body, or `{"holding": [assignment ids]}`."""
+    if data is None:
+        return {"holding": []}
+    if not isinstance(data, dict):
+        raise InvalidInput("Expected a JSON object.")
+    holding = data.get("holding", [])
+    if (
+        not isinstance(holding, list)
+        or len(holding) > scheduler.MAX_LEASES
+        or not all(_is_id(item) for item in holding)
+    ):
+        raise InvalidInput(
+            "The request is not valid.",
+            fields={
+                "holding": [
+                    "A list of at most "
+                    f"{scheduler.MAX_LEASES} assignment ids (integers) that you hold already."
+                ]
+            },
+        )
+    return {"holding": holding}
+
+
+@plain_view(
+    request=NextTaskSerializer,
+    responses={200: OpenApiTypes.OBJECT, 204: None, 409: OpenApiTypes.OBJECT},
+)
+def next_task(request: HttpRequest, caller: Caller, project_id: int) -> HttpResponse:
+    """Lease the caller's next task in the project (204 when there is none for them)."""
+    holding = next_task_fields(json_body(request, optional=True))["holding"]
+    now = timezone.now()
+    gold_draw = scheduler.gold_draw()
+    if connection.vendor == "postgresql":
+        row = hotpath.next_task(
+            key=caller.key,
+            user_id=caller.user_id,
+            project_id=project_id,
+            holding=holding,
+            max_leases=scheduler.MAX_LEASES,
+            now=now,
+            gold_draw=gold_draw,
+            reclaim_due_before=now - scheduler.RECLAIM_INTERVAL,
+        )
+        if row is None or not row.is_active:
+            raise invalid_token()
+        if row.membership_id is None:
+            raise NotFound("Not found.")
+        lease = row.lease()
+        if lease is not None:
+            tags = selectors.project_tags_at(
+                project_id=project_id, updated_at=row.project_updated_at
+            )
+            return json_response(task_out(lease, tags))
+    user = caller.user()
+    membership = selectors.membership_for(user=user, project_id=project_id)
+    lease = scheduler.task_lease_next(
+        project=membership.project,
+        annotator=user,
+        holding=holding,
+        now=now,
+        flagged=membership.flagged,
+        gold_draw=gold_draw,
+    )
+    if lease is None:
+        return HttpResponse(status=204)
+    return json_response(task_out(lease, selectors.project_tags(project=membership.project)))
+
+
+class ObservationSubmitSerializer(serializers.Serializer):
+    """The submission body, for the schema; `submission_fields` checks its shape and
+    `services.counts_check` the counts."""
+
+    assignment = serializers.IntegerField(min_value=1, max_value=MAX_ID)
+    counts = serializers.DictField(child=serializers.IntegerField(min_value=0))
+    seconds_on_device = serializers.FloatField(required=False, allow_null=True, min_value=0)
+    idempotency_key = serializers.CharField(min_length=1, max_length=MAX_KEY)
+
+
+def submission_fields(data) -> dict:
+    """Validate the shape of a submission (the service checks it against the lease)."""
+    errors: dict[str, list[str]] = {}
+    if not isinstance(data, dict):
+        raise InvalidInput("Expected a JSON object.")
+    assignment = data.get("assignment")
+    if not _is_id(assignment):
+        errors["assignment"] = ["An assignment id (integer) is required."]
+    key = data.get("idempotency_key")
+    if not isinstance(key, str) or not 1 <= len(key) <= MAX_KEY:
+        errors["idempotency_key"] = [f"A string of 1 to {MAX_KEY} characters is required."]
+    counts = data.get("counts")
+    if not isinstance(counts, dict):
+        errors["counts"] = ["An object mapping tag names to counts is required."]
+    seconds = data.get("seconds_on_device")
+    if seconds is not None and (
+        isinstance(seconds, bool) or not isinstance(seconds, int | float) or not 0 <= seconds < 1e7
+    ):
+        errors["seconds_on_device"] = ["A non-negative number of seconds, or null."]
+    if errors:
+        raise InvalidInput("The submission is not valid.", fields=errors)
+    return {
+        "assignment_id": assignment,
+        "idempotency_key": key,
+        "counts": counts,
+        "seconds_on_device": None if seconds is None else float(seconds),
+    }
+
+
+@plain_view(
+    request=ObservationSubmitSerializer,
+    responses={200: OpenApiTypes.OBJECT, 201: OpenApiTypes.OBJECT},
+)
+def observation_submit(request: HttpRequest, caller: Caller) -> HttpResponse:
+    """Store the counts answering a lease (201), or the answer stored under this idempotency
+    key already (200, `replayed`)."""
+    fields = submission_fields(json_body(request))
+    counts = fields["counts"]
+    if connection.vendor == "postgresql" and services.counts_well_formed(counts):
+        row = hotpath.observation_submit(
+            key=caller.key,
+            user_id=caller.user_id,
+            assignment_id=fields["assignment_id"],
+            idempotency_key=fields["idempotency_key"],
+            names=list(counts),
+            counts=list(counts.values()),
+            seconds_on_device=fields["seconds_on_device"],
+            now=timezone.now(),
+        )
+        if row is None or not row.is_active:
+            raise invalid_token()
+        if row.id is not None:
+            names = selectors.project_tag_names_at(
+                project_id=row.project_id, updated_at=row.project_updated_at
+            )
+            return json_response(observation_out(row, names, replayed=False), status=201)
+    # Not stored by the statement: the service says why, or returns the answer a replay stored.
+    observation, replayed = services.observation_submit(annotator=caller.user(), **fields)
+    names = selectors.project_tag_names(project=observation.project)
+    return json_response(
+        observation_out(observation, names, replayed=replayed), status=200 if replayed else 201
+    )

@@ -1,0 +1,206 @@
+"""The annotator's two requests on PostgreSQL, one statement each (see `annotation.hotpath`).
+
+Every value is a query parameter; the statuses are the models' choices, written into the text
+once (as constants, so that the planner matches them to the partial indexes on `status`).
+Tables are named as the models name them (tests/annotation/test_hotpath.py checks).
+
+The caller is `%(user_id)s` (a session's user) or else the owner of the token `%(key)s`.
+"""
+
+from annotation.models import Assignment, Project
+
+_CHOICES = {
+    "leased": Assignment.Status.LEASED.value,
+    "submitted": Assignment.Status.SUBMITTED.value,
+    "expired": Assignment.Status.EXPIRED.value,
+    "active": Project.Status.ACTIVE.value,
+    "archived": Project.Status.ARCHIVED.value,
+}
+
+_CALLER = """
+    caller AS (
+        SELECT u.id AS user_id, u.is_active
+        FROM auth_user u
+        WHERE u.id = COALESCE(
+            %(user_id)s::bigint,
+            (SELECT k.user_id FROM authtoken_token k WHERE k.key = %(key)s::varchar)
+        )
+    )"""
+
+# Caller, membership and, in the plain case, a live lease the caller does not hold already or a
+# new one. The plain case: active user and project, member not flagged, lease reclaim not due,
+# no gold check drawn, a task ahead of the caller's mark; otherwise nothing is leased and the
+# view hands over to `scheduler.task_lease_next` (as it does when the caller is at the lease
+# cap). Parameters: user_id, key, project, holding (assignment ids the client holds),
+# max_leases, now, gold_draw, reclaim_due_before.
+#
+# Which task: the first open one (by id) after the last training task the caller leased in the
+# project (`mark`: one backward step in `assignment_annotator_idx`). Starting at the caller's own
+# mark keeps a lease to a handful of rows however far the project has got; the tasks behind the
+# mark (a region reopened by an expired lease or a flagged annotator, a round's end) are rare
+# and left to the scheduler. "Never the same region twice to one annotator": one probe of
+# `assignment_unique` (task, annotator) per candidate; its LIMIT keeps PostgreSQL from planning
+# the test as an anti-join over all the caller's assignments.
+#
+# One annotator's requests at once (a phone resending "next"): the statement reads its snapshot
+# before it can wait for another, so it may not see a lease committed meanwhile and would lease
+# past the cap, or the same task twice. So `room` bumps the member's `lease_serial` (concurrent
+# bumps queue on the row, and each sees the last committed value) and the statement leases only
+# when the bump found the value of its own snapshot (`fresh`); otherwise it leases nothing and
+# the scheduler, which takes the same row first, decides afresh.
+#
+# A new lease is committed without waiting for the WAL flush (`quiet`, this transaction only):
+# losing one in a crash is harmless (the annotator asks again), unlike an observation.
+NEXT_TASK = (
+    "WITH"  # noqa: S608 (constant text: the caller CTE and the models' choices)
+    + _CALLER
+    + """,
+    member AS (
+        SELECT c.user_id, c.is_active, m.id AS membership_id, m.lease_serial,
+               p.id AS project_id, p.updated_at AS project_updated_at, p.lease_seconds,
+               c.is_active AND NOT m.flagged AND p.status = '{active}'
+               AND p.leases_reclaimed_at >= %(reclaim_due_before)s::timestamptz
+               AND %(gold_draw)s::double precision >= p.gold_fraction AS plain
+        FROM caller c
+        LEFT JOIN annotation_membership m
+            ON m.user_id = c.user_id AND m.project_id = %(project)s::bigint
+        LEFT JOIN annotation_project p ON p.id = m.project_id
+    ),
+    go AS (
+        SELECT user_id, project_id, lease_seconds, membership_id, lease_serial
+        FROM member WHERE plain
+    ),
+    held AS (
+        SELECT a.id, a.task_id, a.expires_at, a.id = ANY(%(holding)s::bigint[]) AS named
+        FROM annotation_assignment a
+        WHERE a.annotator_id = (SELECT user_id FROM go)
+          AND a.project_id = (SELECT project_id FROM go)
+          AND a.status = '{leased}' AND a.expires_at > %(now)s::timestamptz
+    ),
+    live AS (
+        SELECT id, task_id, expires_at FROM held WHERE NOT named ORDER BY id LIMIT 1
+    ),
+    room AS (
+        UPDATE annotation_membership m SET lease_serial = m.lease_serial + 1
+        FROM go
+        WHERE m.id = go.membership_id
+          AND NOT EXISTS (SELECT 1 FROM live)
+          AND (SELECT count(*) FROM held) < %(max_leases)s::integer
+        RETURNING m.lease_serial = go.lease_serial + 1 AS fresh
+    ),
+    mark AS (
+        SELECT a.task_id
+        FROM annotation_assignment a JOIN annotation_task g ON g.id = a.task_id
+        WHERE a.annotator_id = (SELECT user_id FROM go)
+          AND a.project_id = %(project)s::bigint AND NOT g.is_gold
+        ORDER BY a.task_id DESC LIMIT 1
+    ),
+    picked AS (
+        SELECT t.id
+        FROM annotation_task t
+        WHERE t.project_id = %(project)s::bigint AND t.open_slots > 0 AND NOT t.is_gold
+          AND (SELECT 1 FROM annotation_assignment a
+               WHERE a.task_id = t.id AND a.annotator_id = (SELECT user_id FROM go)
+               LIMIT 1) IS NULL
+          AND t.id > COALESCE((SELECT task_id FROM mark), 0)
+          AND (SELECT fresh FROM room)
+        ORDER BY t.id LIMIT 1
+        FOR UPDATE OF t SKIP LOCKED
+    ),
+    taken AS (
+        UPDATE annotation_task t SET open_slots = t.open_slots - 1
+        FROM picked WHERE t.id = picked.id
+        RETURNING t.id
+    ),
+    leased AS (
+        INSERT INTO annotation_assignment
+            (project_id, task_id, annotator_id, status, leased_at, expires_at, submitted_at)
+        SELECT go.project_id, taken.id, go.user_id, '{leased}', %(now)s::timestamptz,
+               %(now)s::timestamptz + make_interval(secs => go.lease_seconds), NULL
+        FROM taken
+        CROSS JOIN go
+        CROSS JOIN (SELECT set_config('synchronous_commit', 'off', true)) AS quiet
+        RETURNING id, task_id, expires_at
+    )
+SELECT mb.user_id, mb.is_active, mb.membership_id, mb.project_updated_at,
+       x.id AS assignment_id, x.expires_at, t.id AS task_id, t.sentence_id, t.start, t.length,
+       t.tags, t.is_gold, s.tokens
+FROM member mb
+LEFT JOIN (
+    (SELECT * FROM leased UNION ALL SELECT * FROM live) x
+    JOIN annotation_task t ON t.id = x.task_id
+    JOIN annotation_sentence s ON s.id = t.sentence_id
+) ON true
+"""
+).format(**_CHOICES)
+
+# The whole submission: caller, lease, task, project, membership and replay check (`ctx`), the
+# counts checked against the task (`given`, `valid`), and, when all is in order, the lease marked
+# answered and the observation stored. Parameters: user_id, key, assignment, idempotency_key,
+# names and counts (the submitted counts as two arrays), seconds, now.
+#
+# The check is a gate, not the judge: it stores exactly what `services.counts_check` accepts (the
+# counts name the task's tags and no other, each a whole number from 0 to the window, together at
+# most the window), and whatever it does not store goes to `services.observation_submit`, which
+# says why (or returns the answer a replay stored, or loses a race properly).
+SUBMIT = (
+    "WITH"  # noqa: S608 (constant text: the caller CTE and the models' choices)
+    + _CALLER
+    + """,
+    ctx AS (
+        SELECT c.user_id, c.is_active, a.annotator_id = c.user_id AS mine, a.status,
+               p.id AS project_id, p.status AS project_status,
+               p.updated_at AS project_updated_at,
+               t.sentence_id, t.start, t.length, t.tags, t.is_gold,
+               EXISTS (SELECT 1 FROM annotation_membership m
+                       WHERE m.project_id = a.project_id AND m.user_id = c.user_id) AS is_member,
+               EXISTS (SELECT 1 FROM annotation_observation o
+                       WHERE o.annotator_id = c.user_id
+                         AND o.idempotency_key = %(idempotency_key)s::varchar) AS key_used
+        FROM caller c
+        LEFT JOIN (
+            annotation_assignment a
+            JOIN annotation_task t ON t.id = a.task_id
+            JOIN annotation_project p ON p.id = a.project_id
+        ) ON a.id = %(assignment)s::bigint
+    ),
+    given AS (
+        SELECT jsonb_agg(g.position ORDER BY g.position) AS tags,
+               jsonb_agg(x.n ORDER BY g.position) AS counts,
+               bool_and(x.n BETWEEN 0 AND ctx.length) AS in_range,
+               sum(x.n) AS total
+        FROM ctx
+        CROSS JOIN unnest(%(names)s::text[], %(counts)s::integer[]) AS x (name, n)
+        LEFT JOIN annotation_tag g ON g.project_id = ctx.project_id AND g.name = x.name
+    ),
+    valid AS (
+        SELECT ctx.*, given.counts AS count_values
+        FROM ctx CROSS JOIN given
+        WHERE ctx.is_active AND ctx.mine AND ctx.is_member AND NOT ctx.key_used
+          AND ctx.project_status <> '{archived}' AND ctx.status IN ('{leased}', '{expired}')
+          AND given.tags = ctx.tags AND given.in_range AND given.total <= ctx.length
+    ),
+    answered AS (
+        UPDATE annotation_assignment a
+        SET status = '{submitted}', submitted_at = %(now)s::timestamptz
+        FROM valid
+        WHERE a.id = %(assignment)s::bigint AND a.status IN ('{leased}', '{expired}')
+        RETURNING a.id
+    ),
+    stored AS (
+        INSERT INTO annotation_observation
+            (project_id, annotator_id, assignment_id, sentence_id, start, length, tags, counts,
+             is_gold, seconds_on_device, idempotency_key, submitted_at)
+        SELECT v.project_id, v.user_id, answered.id, v.sentence_id, v.start, v.length, v.tags,
+               v.count_values, v.is_gold, %(seconds)s::double precision,
+               %(idempotency_key)s::varchar, %(now)s::timestamptz
+        FROM answered CROSS JOIN valid v
+        RETURNING id, assignment_id, tags, counts, seconds_on_device, idempotency_key,
+                  submitted_at
+    )
+SELECT ctx.user_id, ctx.is_active, ctx.project_id, ctx.project_updated_at,
+       s.id, s.assignment_id, s.tags, s.counts, s.seconds_on_device, s.idempotency_key,
+       s.submitted_at
+FROM ctx LEFT JOIN stored s ON true
+"""
+).format(**_CHOICES)

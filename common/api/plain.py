@@ -1,0 +1,169 @@
+"""JSON endpoints as plain Django views, for requests that every annotator repeats all day.
+
+They skip DRF's per-request machinery (request wrapping, content negotiation, renderers) and keep
+its contract: the caller is authenticated by `Authorization: Token <key>` or by the session with
+the same CSRF check DRF applies; errors have the API's body (`common.api.errors`); the OpenAPI
+schema documents them like the DRF views (`plain_view` attaches a description class that
+drf-spectacular reads; it is never called).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from django.http import HttpRequest, HttpResponse
+from django.middleware.csrf import CsrfViewMiddleware
+from drf_spectacular.utils import extend_schema
+from rest_framework.authentication import (
+    SessionAuthentication,
+    TokenAuthentication,
+    get_authorization_header,
+)
+from rest_framework.authtoken.models import Token
+from rest_framework.views import APIView
+
+from common.api.errors import domain_error, error_body
+from common.api.parsers import JsonParser
+from common.exceptions import DomainError
+
+
+class Unauthenticated(Exception):
+    """401 with `WWW-Authenticate: Token`."""
+
+    def __init__(self, code: str, message: str) -> None:
+        super().__init__(message)
+        self.code, self.message = code, message
+
+
+class _Refused(Exception):
+    """Answer with `response` (a 403 for CSRF, a 415 or 400 for the body)."""
+
+    def __init__(self, response: HttpResponse) -> None:
+        self.response = response
+
+
+def invalid_token() -> Unauthenticated:
+    return Unauthenticated("authentication_failed", "Invalid token.")
+
+
+@dataclass(frozen=True, slots=True)
+class Caller:
+    """Who sent the request: a token key not looked up yet, or the session's user."""
+
+    key: str | None
+    session_user: Any = None
+
+    @property
+    def user_id(self) -> int | None:
+        return None if self.session_user is None else self.session_user.pk
+
+    def user(self):
+        """The caller as a user: the session user, or the active owner of the token."""
+        if self.key is None:
+            return self.session_user
+        token = Token.objects.select_related("user").filter(key=self.key).first()
+        if token is None or not token.user.is_active:
+            raise invalid_token()
+        return token.user
+
+
+class _CsrfCheck(CsrfViewMiddleware):
+    def _reject(self, request, reason):
+        return reason  # returned, not rendered: the view answers with the API's error body
+
+
+def _caller(request: HttpRequest) -> Caller:
+    header = get_authorization_header(request).split()
+    if header and header[0].lower() == b"token":
+        if len(header) != 2:
+            raise Unauthenticated("authentication_failed", "Invalid token header.")
+        return Caller(key=header[1].decode("latin-1"))
+    user = getattr(request, "user", None)
+    if user is None or not user.is_authenticated:
+        raise Unauthenticated("not_authenticated", "Authentication credentials were not provided.")
+    check = _CsrfCheck(lambda r: None)
+    check.process_request(request)
+    reason = check.process_view(request, None, (), {})
+    if reason:
+        raise _Refused(error_response(403, "permission_denied", f"CSRF Failed: {reason}"))
+    return Caller(key=None, session_user=user)
+
+
+def json_response(data: dict, *, status: int = 200) -> HttpResponse:
+    """A JSON response. These answers hold only JSON's own types, so the standard encoder does
+    (JsonResponse makes a DjangoJSONEncoder for every response)."""
+    return HttpResponse(json.dumps(data), content_type="application/json", status=status)
+
+
+def error_response(
+    status: int, code: str, message: str, fields: dict | None = None
+) -> HttpResponse:
+    return json_response(error_body(code, message, fields), status=status)
+
+
+def json_body(request: HttpRequest, *, optional: bool = False):
+    """The request's JSON body (None when `optional` and there is none)."""
+    if optional and not request.body:
+        return None
+    if request.content_type != "application/json":
+        raise _Refused(error_response(415, "unsupported_media_type", "Send application/json."))
+    try:
+        return json.loads(request.body)
+    except (ValueError, UnicodeDecodeError, RecursionError) as exc:
+        raise _Refused(error_response(400, "parse_error", f"JSON parse error - {exc}")) from exc
+
+
+def _description_class(view: Callable, method: str, schema: dict) -> type[APIView]:
+    """An APIView that only describes `view` to drf-spectacular (the URL serves `view`)."""
+
+    def handler(self, request, *args, **kwargs):
+        raise NotImplementedError("served by the plain view")
+
+    handler.__name__ = method
+    return type(
+        view.__name__,
+        (APIView,),
+        {
+            "__doc__": view.__doc__,
+            "__module__": view.__module__,
+            "authentication_classes": [TokenAuthentication, SessionAuthentication],
+            "parser_classes": [JsonParser],
+            method: extend_schema(**schema)(handler),
+        },
+    )
+
+
+def plain_view(*, method: str = "post", **schema):
+    """Serve `view(request, caller, **url_kwargs)` for `method` only, with authentication and
+    the API's errors; `schema` are `extend_schema`'s arguments for the OpenAPI schema."""
+
+    def decorate(view: Callable[..., HttpResponse]):
+        def wrapped(request: HttpRequest, **kwargs) -> HttpResponse:
+            if request.method != method.upper():
+                return error_response(
+                    405, "method_not_allowed", f'Method "{request.method}" not allowed.'
+                )
+            try:
+                return view(request, _caller(request), **kwargs)
+            except Unauthenticated as exc:
+                response = error_response(401, exc.code, exc.message)
+                response["WWW-Authenticate"] = "Token"
+                return response
+            except _Refused as exc:
+                return exc.response
+            except DomainError as exc:
+                status, body = domain_error(exc)
+                return json_response(body, status=status)
+
+        wrapped.csrf_exempt = True  # checked in `_caller` for session users, as DRF does
+        wrapped.cls = _description_class(view, method, schema)
+        wrapped.initkwargs = {}
+        wrapped.__name__ = view.__name__
+        wrapped.__doc__ = view.__doc__
+        wrapped.__module__ = view.__module__
+        return wrapped
+
+    return decorate
