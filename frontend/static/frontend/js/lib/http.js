@@ -12,10 +12,6 @@ export class ApiError extends Error {
     this.line = error.line || null;
   }
 
-  get offline() {
-    return this.status === 0;
-  }
-
   // The caller is not signed in any more (or never was).
   get signedOut() {
     return this.status === 401 || (this.status === 403 && this.code !== "permission_denied");
