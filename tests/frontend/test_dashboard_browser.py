@@ -113,9 +113,11 @@ def test_manager_creates_project_from_conllu_and_sees_new_report_live(
     page.wait_for_selector("#f1 table")
     page.wait_for_selector("#confusion table.heat")
     page.wait_for_selector("#versions table")
-    # The versions table fits its column: nothing, the Download link least, is scrolled out.
-    versions = "document.getElementById('versions')"
-    assert page.evaluate(f"{versions}.scrollWidth <= {versions}.clientWidth")
+    # The versions table and the confusion matrix fit their columns: nothing, the Download link
+    # least, is scrolled out.
+    for wrap in ("versions", "confusion"):
+        box = f"document.getElementById('{wrap}')"
+        assert page.evaluate(f"{box}.scrollWidth <= {box}.clientWidth"), wrap
     assert page.locator("#versions a", has_text="Download").is_visible()
     assert page.evaluate("window.__notReloaded === true")
     page.wait_for_selector("#model-status:text-matches('^Model v1')")
