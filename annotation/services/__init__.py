@@ -1,0 +1,35 @@
+"""Every write of the annotation app: typed, keyword-only `<thing>_<action>` functions, by
+subject: `projects` (projects, tag sets, members), `corpus` (corpus import), `observations`
+(answers and the rule set of their counts). Callers use them from here.
+
+Task leasing lives in `annotation.scheduler`; reading in `annotation.selectors`; accounts in
+`accounts.services`.
+"""
+
+from annotation.services.corpus import corpus_import
+from annotation.services.observations import (
+    counts_check,
+    counts_well_formed,
+    observation_submit,
+)
+from annotation.services.projects import (
+    membership_join,
+    membership_remove,
+    memberships_flag_update,
+    project_create,
+    project_rotate_invite,
+    project_update,
+)
+
+__all__ = [
+    "corpus_import",
+    "counts_check",
+    "counts_well_formed",
+    "membership_join",
+    "membership_remove",
+    "memberships_flag_update",
+    "observation_submit",
+    "project_create",
+    "project_rotate_invite",
+    "project_update",
+]

@@ -1,0 +1,186 @@
+"""Writes of projects, their tag sets and their members."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from django.db import transaction
+from django.db.models import F
+
+from annotation.models import (
+    MAX_TAGS,
+    Assignment,
+    Membership,
+    Project,
+    Tag,
+    Task,
+    new_invite_code,
+)
+from annotation.tagsets import PRESETS
+from common.exceptions import Conflict, InvalidInput, NotFound, ProjectNotActive
+
+_PROJECT_FIELDS = (
+    "name",
+    "description",
+    "status",
+    "window_size",
+    "tags_per_task",
+    "redundancy",
+    "gold_fraction",
+    "lease_seconds",
+)
+
+
+def _clean_tags(tags: Sequence[Mapping[str, Any]]) -> list[dict]:
+    if not tags:
+        raise InvalidInput("A project needs at least one tag.", fields={"tags": ["Required."]})
+    if len(tags) > MAX_TAGS:
+        raise InvalidInput(f"At most {MAX_TAGS} tags.", fields={"tags": ["Too many tags."]})
+    names = [tag["name"] for tag in tags]
+    if len(set(names)) != len(names):
+        raise InvalidInput("Tag names must be unique.", fields={"tags": ["Duplicate names."]})
+    return [
+        {
+            "name": tag["name"],
+            "guideline": tag.get("guideline", ""),
+            "examples": list(tag.get("examples", [])),
+        }
+        for tag in tags
+    ]
+
+
+def _check_settings(project: Project, n_tags: int) -> None:
+    if project.tags_per_task is not None and project.tags_per_task > n_tags:
+        raise InvalidInput(
+            "tags_per_task cannot exceed the number of tags.",
+            fields={"tags_per_task": [f"At most {n_tags}."]},
+        )
+
+
+@transaction.atomic
+def project_create(
+    *,
+    owner,
+    name: str,
+    tags: Sequence[Mapping[str, Any]] | None = None,
+    tag_preset: str | None = None,
+    description: str = "",
+    window_size: int = 5,
+    tags_per_task: int | None = None,
+    redundancy: int = 3,
+    gold_fraction: float = 0.0,
+    lease_seconds: int = 600,
+) -> Project:
+    if tag_preset is not None:
+        if tag_preset not in PRESETS:
+            raise InvalidInput("Unknown tag preset.", fields={"tag_preset": ["Unknown preset."]})
+        tags = PRESETS[tag_preset]
+    clean = _clean_tags(tags or [])
+    project = Project(
+        owner=owner,
+        name=name,
+        description=description,
+        window_size=window_size,
+        tags_per_task=tags_per_task,
+        redundancy=redundancy,
+        gold_fraction=gold_fraction,
+        lease_seconds=lease_seconds,
+    )
+    _check_settings(project, len(clean))
+    project.save()
+    Tag.objects.bulk_create(Tag(project=project, position=i, **tag) for i, tag in enumerate(clean))
+    Membership.objects.create(project=project, user=owner, role=Membership.Role.MANAGER)
+    return project
+
+
+@transaction.atomic
+def project_update(
+    *, project: Project, tags: Sequence[Mapping[str, Any]] | None = None, **fields: Any
+) -> Project:
+    """Change settings and/or the tag set. Tag names and order are frozen once there are
+    sentences; guidelines and examples stay editable."""
+    unknown = set(fields) - set(_PROJECT_FIELDS)
+    if unknown:
+        raise InvalidInput(f"Unknown fields: {', '.join(sorted(unknown))}.")
+    project = Project.objects.select_for_update().get(pk=project.pk)
+    for name, value in fields.items():
+        setattr(project, name, value)
+    n_tags = project.tags.count()
+    if tags is not None:
+        clean = _clean_tags(tags)
+        current = list(project.tags.order_by("position"))
+        if [t.name for t in current] != [t["name"] for t in clean]:
+            if project.sentences.exists():
+                raise Conflict(
+                    "Tag names and order cannot change once the project has sentences; "
+                    "guidelines and examples can.",
+                    fields={"tags": ["Frozen: the project has sentences."]},
+                )
+            project.tags.all().delete()
+            Tag.objects.bulk_create(
+                Tag(project=project, position=i, **tag) for i, tag in enumerate(clean)
+            )
+        else:
+            for tag, new in zip(current, clean, strict=True):
+                tag.guideline, tag.examples = new["guideline"], new["examples"]
+            Tag.objects.bulk_update(current, ["guideline", "examples"])
+        n_tags = len(clean)
+    _check_settings(project, n_tags)
+    project.save()  # also bumps updated_at, which keys the cached tag list
+    return project
+
+
+def project_rotate_invite(*, project: Project) -> str:
+    project.invite_code = new_invite_code()
+    project.save(update_fields=["invite_code", "updated_at"])
+    return project.invite_code
+
+
+def membership_join(*, user, code: str) -> tuple[Membership, bool]:
+    """Join the project whose invite code is `code` as an annotator (no-op if a member)."""
+    project = Project.objects.filter(invite_code=code).first() if code else None
+    if project is None:
+        raise NotFound("No project has this invite code.")
+    if project.status == Project.Status.ARCHIVED:
+        raise ProjectNotActive("This project is archived.")
+    membership, created = Membership.objects.get_or_create(
+        project=project, user=user, defaults={"role": Membership.Role.ANNOTATOR}
+    )
+    return membership, created
+
+
+@transaction.atomic
+def memberships_flag_update(*, project_id: int, flags: Mapping[int, str]) -> list[int]:
+    """Flag exactly the annotators in `flags` (user id → reason) and clear everyone else.
+
+    The regions a newly flagged annotator answered get their slot back, so that the redundancy a
+    manager asked for is met by answers that count. Returns the newly flagged user ids.
+    """
+    members = Membership.objects.select_for_update().filter(
+        project_id=project_id, role=Membership.Role.ANNOTATOR
+    )
+    newly = list(
+        members.filter(user_id__in=list(flags), flagged=False).values_list("user_id", flat=True)
+    )
+    members.filter(flagged=True).exclude(user_id__in=list(flags)).update(
+        flagged=False, flag_reason=""
+    )
+    for user_id, reason in flags.items():
+        members.filter(user_id=user_id).update(flagged=True, flag_reason=reason[:300])
+    answered = Assignment.objects.filter(
+        project_id=project_id,
+        annotator_id__in=newly,
+        status=Assignment.Status.SUBMITTED,
+        task__is_gold=False,
+    ).values("task_id")
+    Task.objects.filter(pk__in=answered).update(open_slots=F("open_slots") + 1)
+    return newly
+
+
+def membership_remove(*, project: Project, user_id: int) -> None:
+    if user_id == project.owner_id:
+        raise Conflict("The owner of a project cannot be removed from it.")
+    deleted, _ = Membership.objects.filter(project=project, user_id=user_id).delete()
+    if not deleted:
+        raise NotFound("No such member.")
