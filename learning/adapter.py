@@ -28,7 +28,6 @@ from django.core.files.storage import default_storage
 from annotation.models import Observation, Sentence, Tag
 from learning.core.modelfile import load_tagger, save_tagger
 from learning.core.observations import Observations
-from learning.core.tagger import LogLinearTagger
 
 CHUNK_SIZE = 5000
 HOLDOUT_FRACTION = 0.1
@@ -60,6 +59,11 @@ class TrainingData:
     answers: AnnotatorAnswers
     evaluation_sentences: list[list[str]]
     evaluation_tags: list[list[str]]
+    text: list[list[str]]  # every sentence of the corpus (word classes learn from its text)
+
+    @property
+    def text_tokens(self) -> int:
+        return sum(len(s) for s in self.text)
 
 
 def holdout_mask(observation_ids: np.ndarray) -> np.ndarray:
@@ -145,7 +149,7 @@ def training_data_load(*, project_id: int, excluded_annotators: set[int]) -> Tra
     used_sentences = np.unique(obs["sentence"])
     index_of = {int(s): i for i, s in enumerate(used_sentences)}
     sentences: list[list[str]] = [[] for _ in range(used_sentences.shape[0])]
-    evaluation_sentences, evaluation_tags = [], []
+    evaluation_sentences, evaluation_tags, text = [], [], []
     rows = (
         Sentence.objects.filter(project_id=project_id)
         .order_by("position")
@@ -153,6 +157,7 @@ def training_data_load(*, project_id: int, excluded_annotators: set[int]) -> Tra
         .iterator(chunk_size=CHUNK_SIZE)
     )
     for sentence_id, tokens, gold, split in rows:
+        text.append(tokens)
         position = index_of.get(sentence_id)
         if position is not None:
             sentences[position] = tokens
@@ -190,6 +195,7 @@ def training_data_load(*, project_id: int, excluded_annotators: set[int]) -> Tra
         answers=_answers(obs["annotator"], obs["seconds"]),
         evaluation_sentences=evaluation_sentences,
         evaluation_tags=evaluation_tags,
+        text=text,
     )
 
 
@@ -216,7 +222,7 @@ def corpus_sentences(*, project_id: int) -> Iterator[tuple[int, str, list[str], 
 # Model files ------------------------------------------------------------------------------------
 
 
-def model_dump(tagger: LogLinearTagger, *, metadata: dict | None = None) -> bytes:
+def model_dump(tagger, *, metadata: dict | None = None) -> bytes:
     """The tagger in the learning core's model file format (`.npz` of plain arrays + a JSON
     header; see `learning.core.modelfile`), as bytes for the storage."""
     buffer = io.BytesIO()
@@ -224,16 +230,17 @@ def model_dump(tagger: LogLinearTagger, *, metadata: dict | None = None) -> byte
     return buffer.getvalue()
 
 
-def model_load_bytes(data: bytes) -> LogLinearTagger:
+def model_load_bytes(data: bytes):
     """Read a model file (never unpickles; raises `ModelFileError`, a `ValueError`)."""
     tagger, _ = load_tagger(io.BytesIO(data))
     return tagger
 
 
 @lru_cache(maxsize=2)
-def model_load(name: str) -> LogLinearTagger:
-    """The tagger stored under `name` in the default storage (files are immutable, so a small
-    per-process cache keyed by name is safe; a loaded tagger holds its dense weights, about
-    36 MB with the default 2^18 hashed features × 17 tags, hence only two)."""
+def model_load(name: str):
+    """The tagger (node-only or contextual) stored under `name` in the default storage (files
+    are immutable, so a small per-process cache keyed by name is safe; a loaded tagger holds its
+    dense weights, about 36 MB with the default 2^18 hashed features × 17 tags, hence only
+    two)."""
     with default_storage.open(name, "rb") as handle:
         return model_load_bytes(handle.read())

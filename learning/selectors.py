@@ -187,9 +187,10 @@ def tagger_of(*, version: ModelVersion):
 
 
 def predict_tokens(*, version: ModelVersion, tokens: list[str]):
-    """(tag names, probability of each, (n, K) probabilities) of `tokens` under `version`."""
+    """(tag names, probability of each, (n, K) probabilities) of the sentence `tokens` under
+    `version` (a contextual model reads every token in the whole sentence)."""
     tagger = tagger_of(version=version)
-    probs = tagger.predict_proba(tokens)
+    probs = tagger.token_proba([tokens])
     best = probs.argmax(axis=1) if len(tokens) else []
     return (
         [tagger.tagset_[k] for k in best],

@@ -12,13 +12,9 @@ after this returns (the transaction has committed by then): see `learning.tasks`
 from __future__ import annotations
 
 import logging
-import subprocess
 import time
 from dataclasses import dataclass, field
-from functools import lru_cache
-from importlib import metadata
 
-import numpy as np
 from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.core.files.base import ContentFile
@@ -29,11 +25,11 @@ from django.utils import timezone
 from annotation.models import Project
 from annotation.services import memberships_flag_update
 from common.exceptions import Conflict, InvalidInput
+from config.version import code_version
 from learning import adapter, locks, selectors
-from learning.core.crowd import estimate_reliability
-from learning.core.evaluate import accuracy, confusion_matrix, count_consistency, per_tag_scores
+from learning.core import report
 from learning.core.pipeline import CountTagger
-from learning.core.tagger import LogLinearTagger
+from learning.core.wordclasses import WordClasses
 from learning.models import (
     MAX_INTERVAL_MINUTES,
     AccuracyReport,
@@ -46,12 +42,14 @@ from learning.webhooks.outbox import deliveries_create
 
 logger = logging.getLogger(__name__)
 
-# CountTagger settings. Full fit: λ chosen on each project's own held-out answers (by squared
-# count error, see `learning.core.solver.select_ridge`; a constant picked on one corpus would not
-# carry over to another) and 3 exact-count EM iterations. Warm-started fit: the previous
-# version's tagger is a good start, so fewer L-BFGS iterations per fit reach the same accuracy
-# (measured on EWT dev: 87.8 % warm vs 88.0 % full, in under half the time).
+# CountTagger settings. The served model is contextual (the word and its neighbours, with word
+# classes learned from the project's own text); the node-only moment model is its first stage.
+# Full fit: λ chosen on each project's own held-out answers (by squared count error, see
+# `learning.core.solver.select_ridge`; a constant picked on one corpus would not carry over to
+# another) and 3 exact-count EM iterations. Warm-started fit: the previous version's models are a
+# good start, so fewer L-BFGS iterations per fit reach the same accuracy (see benchmark_retrain).
 HYPERPARAMETERS = {
+    "model": "context",
     "ridge": "auto",
     "alpha": 1.0,
     "n_em_iter": 3,
@@ -61,8 +59,15 @@ HYPERPARAMETERS = {
     "min_flag_observations": 10,
     "max_fit_iter": 100,
     "em_fit_iter": 10,
+    "first_context_fit_iter": 60,
 }
-WARM_HYPERPARAMETERS = {**HYPERPARAMETERS, "n_em_iter": 2, "max_fit_iter": 20, "em_fit_iter": 5}
+WARM_HYPERPARAMETERS = {
+    **HYPERPARAMETERS,
+    "n_em_iter": 2,
+    "max_fit_iter": 20,
+    "em_fit_iter": 5,
+    "first_context_fit_iter": 20,
+}
 RANDOM_STATE = 0
 
 
@@ -90,126 +95,7 @@ class RetrainOutcome:
     message: str = ""
 
 
-@lru_cache(maxsize=1)
-def code_version() -> str:
-    """The git commit of the running code if known, else the package version."""
-    if settings.TALLY_CODE_VERSION:
-        return settings.TALLY_CODE_VERSION[:64]
-    try:
-        sha = subprocess.run(
-            ["git", "rev-parse", "--short=12", "HEAD"],
-            cwd=settings.BASE_DIR,
-            capture_output=True,
-            text=True,
-            timeout=5,
-            check=True,
-        ).stdout.strip()
-    except (OSError, subprocess.SubprocessError):
-        sha = ""
-    if sha:
-        return sha
-    try:
-        return f"tally {metadata.version('tally')}"
-    except metadata.PackageNotFoundError:
-        return "unknown"
-
-
 # The job --------------------------------------------------------------------------------------
-
-
-def _window_expectations(
-    tagger: LogLinearTagger, sentences: list[list[str]], observations
-) -> tuple[np.ndarray, np.ndarray]:
-    """Model mean and variance of every observation's counts, (n, K) each."""
-    n, k = len(observations), len(tagger.tagset_)
-    if n == 0:
-        return np.zeros((0, k)), np.zeros((0, k))
-    tokens = [
-        token
-        for s, start, length in zip(
-            observations.sentence, observations.start, observations.length, strict=True
-        )
-        for token in sentences[s][start : start + length]
-    ]
-    probs = tagger.predict_proba(tokens)
-    bounds = np.concatenate([[0], np.cumsum(observations.length)[:-1]])
-    return np.add.reduceat(probs, bounds, axis=0), np.add.reduceat(
-        probs * (1 - probs), bounds, axis=0
-    )
-
-
-def _evaluation(tagger: LogLinearTagger, data: adapter.TrainingData) -> dict:
-    if not data.evaluation_sentences:
-        return {"accuracy": None, "evaluation": None, "per_tag": [], "confusion": None}
-    predicted = tagger.predict(data.evaluation_sentences)
-    scores = per_tag_scores(data.evaluation_tags, predicted, data.tagset)
-    matrix = confusion_matrix(data.evaluation_tags, predicted, data.tagset)
-    return {
-        "accuracy": accuracy(data.evaluation_tags, predicted),
-        "evaluation": {
-            "sentences": len(data.evaluation_sentences),
-            "tokens": sum(len(s) for s in data.evaluation_sentences),
-        },
-        "per_tag": [{"tag": tag, **scores[tag]} for tag in data.tagset],
-        "confusion": {"tags": list(data.tagset), "matrix": matrix.tolist()},
-    }
-
-
-def _annotator_table(
-    tagger: LogLinearTagger, data: adapter.TrainingData, params: dict
-) -> list[dict]:
-    """Every annotator's reliability against the new model, over their answers that were not
-    held out (so flagged annotators, whose answers were not fitted, are judged again and are
-    unflagged once their answers agree with the model)."""
-    mean, var = _window_expectations(tagger, data.sentences, data.judged)
-    estimates = {}
-    if len(data.judged):
-        estimates = estimate_reliability(
-            data.judged.annotator,
-            data.judged.tag_mask,
-            data.judged.counts,
-            data.judged.length,
-            mean,
-            var,
-            flag_threshold=params["flag_threshold"],
-            min_observations=params["min_flag_observations"],
-        ).as_dict()
-    table = []
-    for annotator, answers, median in zip(
-        data.answers.annotators, data.answers.answers, data.answers.median_seconds, strict=True
-    ):
-        estimate = estimates.get(int(annotator))
-        judged = (
-            estimate is not None and estimate["n_observations"] >= params["min_flag_observations"]
-        )
-        flagged = bool(judged and estimate["flagged"])
-        reason = ""
-        if flagged:
-            reason = (
-                f"Counts no better than chance (skill {estimate['skill']:.2f} < "
-                f"{params['flag_threshold']:.2f} over {estimate['n_observations']} answers); "
-                "their answers no longer count."
-            )
-        table.append(
-            {
-                "annotator": int(annotator),
-                "answers": int(answers),
-                "median_seconds": None if np.isnan(median) else round(float(median), 2),
-                "reliability": round(float(estimate["skill"]), 4) if judged else None,
-                "noise_variance": float(estimate["noise_variance"]) if estimate else None,
-                "weight": float(estimate["weight"]) if estimate else None,
-                "flagged": flagged,
-                "flag_reason": reason,
-            }
-        )
-    return table
-
-
-def _count_consistency(tagger: LogLinearTagger, data: adapter.TrainingData) -> float | None:
-    if len(data.held_out) == 0:
-        return None
-    mean, _ = _window_expectations(tagger, data.sentences, data.held_out)
-    return count_consistency(mean, data.held_out.counts, data.held_out.tag_mask)
 
 
 def _usernames(user_ids) -> dict[int, str]:
@@ -218,7 +104,7 @@ def _usernames(user_ids) -> dict[int, str]:
     )
 
 
-def _warm_start(current: ModelVersion | None) -> LogLinearTagger | None:
+def _warm_start(current: ModelVersion | None):
     if current is None:
         return None
     try:
@@ -229,6 +115,15 @@ def _warm_start(current: ModelVersion | None) -> LogLinearTagger | None:
             extra={"project_id": current.project_id, "version": current.number, "error": str(exc)},
         )
         return None
+
+
+def _reusable_word_classes(current: ModelVersion | None, warm, data: adapter.TrainingData):
+    """The current version's word classes when they were learned from the same text (they
+    depend on the corpus alone, and learning them takes seconds); else learn them anew."""
+    classes = getattr(warm, "word_classes", None)
+    if classes is not None and current.hyperparameters.get("text_tokens") == data.text_tokens:
+        return classes
+    return True
 
 
 def _fit_and_store(
@@ -244,15 +139,28 @@ def _fit_and_store(
     if len(data.fit) == 0:
         raise RetrainError("No observations to fit: every answer is held out or flagged.")
     params = WARM_HYPERPARAMETERS if warm is not None else HYPERPARAMETERS
-    estimator = CountTagger(**params, random_state=RANDOM_STATE)
-    estimator.fit(data.sentences, data.fit, data.tagset, warm_start=warm)
+    estimator = CountTagger(
+        **params,
+        word_classes=_reusable_word_classes(current, warm, data),
+        random_state=RANDOM_STATE,
+    )
+    estimator.fit(data.sentences, data.fit, data.tagset, warm_start=warm, text=data.text)
     timings.update(estimator.timings_)
     tagger = estimator.tagger_
 
     tic = time.perf_counter()
-    evaluation = _evaluation(tagger, data)
-    consistency = _count_consistency(tagger, data)
-    table = _annotator_table(tagger, data, params)
+    evaluation = report.evaluation_report(tagger, data.evaluation_sentences, data.evaluation_tags)
+    consistency = report.held_out_consistency(tagger, data.sentences, data.held_out)
+    table = report.annotator_table(
+        tagger,
+        data.sentences,
+        data.judged,
+        annotators=data.answers.annotators,
+        answers=data.answers.answers,
+        median_seconds=data.answers.median_seconds,
+        flag_threshold=params["flag_threshold"],
+        min_observations=params["min_flag_observations"],
+    )
     names = _usernames(row["annotator"] for row in table)
     for row in table:
         row["username"] = names.get(row["annotator"], "")
@@ -288,6 +196,9 @@ def _fit_and_store(
                     "fitted_observations": len(data.fit),
                     "excluded_observations": data.excluded_observations,
                     "em_iterations": len(estimator.history_),
+                    "model_kind": tagger.kind,
+                    "text_tokens": data.text_tokens,
+                    "word_classes_reused": isinstance(estimator.word_classes, WordClasses),
                 },
                 timings={key: round(value, 3) for key, value in timings.items()},
                 code_version=code_version(),

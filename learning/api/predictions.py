@@ -65,7 +65,7 @@ def _conllu_lines(*, project_id: int, version):
     batch: list = []
 
     def flush():
-        probs = tagger.predict_proba([t for _, _, tokens, _ in batch for t in tokens])
+        probs = tagger.token_proba([tokens for _, _, tokens, _ in batch])
         position, out = 0, []
         for sentence_id, split, tokens, gold in batch:
             out.append(

@@ -1,11 +1,15 @@
 """Tally's numerical core: learning taggers from region-count annotations.
 
-Pure numpy/scipy (no Django). Pipeline: :class:`CountTagger` (solve ŵ → moments → log-linear fit
-→ exact-count EM → annotator reliability). Building blocks are importable from their modules;
-the stable public API is re-exported here.
+Pure numpy/scipy (no Django). Pipeline: :class:`CountTagger` (solve ŵ → moments → node-only fit
+→ annotator reliability → exact-count EM training the served model, contextual by default).
+Models: :class:`NodeTagger` (word form alone) and :class:`ContextTagger` (the word and its
+neighbours, with word classes learned from the corpus' text). Building blocks are importable from
+their modules; the stable public API is re-exported here.
 """
 
 from .conllu import ConlluError, ConlluSentence, conllu_head, iter_conllu, read_conllu
+from .context_tagger import ContextTagger
+from .counts import CountEvidence, expected_counts
 from .crowd import Reliability, estimate_reliability
 from .design import Corpus, design_matrix, encode_corpus
 from .evaluate import (
@@ -15,29 +19,34 @@ from .evaluate import (
     count_consistency,
     per_tag_scores,
 )
-from .features import FeatureConfig, featurize
+from .features import ContextConfig, FeatureConfig, featurize, featurize_tokens
 from .modelfile import FORMAT_VERSION, ModelFileError, load_tagger, save_tagger
+from .node_tagger import NodeTagger
 from .observations import Observations
-from .pipeline import CountTagger, expected_counts
+from .pipeline import CountTagger
 from .posterior import window_posteriors
 from .simplex import project_rows_to_simplex
 from .simulate import SimulatedCrowd, simulate_crowd
 from .solver import select_ridge, solve_word_tag_probs
-from .tagger import LogLinearTagger
+from .wordclasses import WordClasses, learn_word_classes
 
 __all__ = [
     "FORMAT_VERSION",
     "ConlluError",
     "ConlluSentence",
+    "ContextConfig",
+    "ContextTagger",
+    "CountEvidence",
     "Corpus",
     "CountTagger",
     "FeatureConfig",
-    "LogLinearTagger",
+    "NodeTagger",
     "ModelFileError",
     "MostFrequentTagger",
     "Observations",
     "Reliability",
     "SimulatedCrowd",
+    "WordClasses",
     "accuracy",
     "confusion_matrix",
     "count_consistency",
@@ -46,6 +55,8 @@ __all__ = [
     "estimate_reliability",
     "expected_counts",
     "featurize",
+    "featurize_tokens",
+    "learn_word_classes",
     "conllu_head",
     "iter_conllu",
     "load_tagger",

@@ -20,9 +20,10 @@ import numpy as np
 
 from .conllu import ConlluSentence
 from .features import featurize
+from .node_tagger import NodeTagger
 from .pipeline import CountTagger
 from .simulate import simulate_crowd
-from .tagger import LogLinearTagger, soft_label_objective
+from .softmax import soft_label_objective
 
 __all__ = ["benchmark"]
 
@@ -36,7 +37,7 @@ def _objective(x_active, q, alpha, coef, intercept) -> float:
 def compare_fit_with_sklearn(
     forms: Sequence[str], soft: np.ndarray, tagset: Sequence[str], alpha: float, features
 ) -> dict:
-    """Fit the soft labels with scikit-learn and with :class:`LogLinearTagger`; time both."""
+    """Fit the soft labels with scikit-learn and with :class:`NodeTagger`; time both."""
     from sklearn.linear_model import LogisticRegression
     from threadpoolctl import threadpool_limits
 
@@ -63,14 +64,14 @@ def compare_fit_with_sklearn(
         objective_sklearn = _objective(x_active, soft, alpha, coef_sk, intercept_sk)
 
         tic, cpu_tic = time.perf_counter(), time.process_time()
-        ours = LogLinearTagger(
+        ours = NodeTagger(
             alpha=alpha,
             features=config,
             max_iter=20000,
             tol=1e-9,
             ftol=0.0,
             stop_below=objective_sklearn,
-        ).fit(forms, soft, tagset, x=x)
+        ).fit_types(forms, soft, tagset, x=x)
         seconds_ours = time.perf_counter() - tic
         cpu_seconds_ours = time.process_time() - cpu_tic
     objective_ours = _objective(x_active, soft, alpha, ours.coef_[active], ours.intercept_)
@@ -111,7 +112,7 @@ def benchmark(
         gold, len(tagset), window=window, obs_per_sentence=obs_per_sentence, random_state=seed
     )
     seconds_simulate = time.perf_counter() - tic
-    model = CountTagger(random_state=seed).fit(sentences, crowd.observations, tagset)
+    model = CountTagger(model="node", random_state=seed).fit(sentences, crowd.observations, tagset)
     soft = model.coverage_[:, None] * model.word_tag_probs_
     comparison = compare_fit_with_sklearn(
         model.vocabulary_, soft, tagset, model.alpha_, model.tagger_.feature_config_

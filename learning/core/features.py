@@ -96,3 +96,154 @@ def featurize(forms: Sequence[str], config: FeatureConfig) -> sp.csr_matrix:
     matrix.sum_duplicates()
     matrix.data[:] = 1.0
     return matrix
+
+
+# --------------------------------------------------------------------- context (token) features
+_MIX_A = np.uint64(0x9E3779B97F4A7C15)
+_MIX_B = np.uint64(0xBF58476D1CE4E5B9)
+_MIX_C = np.uint64(0x94D049BB133111EB)
+
+
+def _mix(values: np.ndarray, salt: int) -> np.ndarray:
+    """A 64-bit finalizer (splitmix64) of ``values`` combined with ``salt``: positions and
+    templates get independent hashes of the same base value."""
+    with np.errstate(over="ignore"):
+        h = values.astype(np.uint64) * _MIX_A + np.uint64(salt & 0xFFFFFFFF) * _MIX_C
+        h ^= h >> np.uint64(30)
+        h *= _MIX_B
+        h ^= h >> np.uint64(27)
+        h *= _MIX_C
+        h ^= h >> np.uint64(31)
+    return h
+
+
+def _crc(strings) -> np.ndarray:
+    return np.fromiter(
+        (zlib.crc32(s.encode("utf-8")) for s in strings), dtype=np.uint64, count=len(strings)
+    )
+
+
+@dataclass(frozen=True)
+class ContextConfig:
+    """Features of a token in its sentence: its own word features (:class:`FeatureConfig`, in the
+    same hashed space, so a node-only model's weights carry over), its neighbours' lower case,
+    suffixes and shape at ``offsets``, the word bigrams with both neighbours, and the word
+    classes (:mod:`.wordclasses`) of the tokens at ``class_offsets``. Stored in model files."""
+
+    word: FeatureConfig = FeatureConfig()
+    offsets: tuple[int, ...] = (-2, -1, 1, 2)
+    neighbour_suffixes: tuple[int, ...] = (1, 2, 3)
+    neighbour_lower: bool = True
+    neighbour_shape: bool = True
+    bigrams: bool = True
+    class_offsets: tuple[int, ...] = (-1, 0, 1)
+
+    def __post_init__(self) -> None:
+        if isinstance(self.word, dict):
+            object.__setattr__(self, "word", FeatureConfig.from_dict(self.word))
+        for name in ("offsets", "neighbour_suffixes", "class_offsets"):
+            object.__setattr__(self, name, tuple(int(k) for k in getattr(self, name)))
+        if 0 in self.offsets:
+            raise ValueError("offsets are the neighbours' positions: 0 is the token itself")
+
+    @property
+    def n_features(self) -> int:
+        return self.word.n_features
+
+    def to_dict(self) -> dict:
+        data = asdict(self)
+        data["word"] = self.word.to_dict()
+        for name in ("offsets", "neighbour_suffixes", "class_offsets"):
+            data[name] = list(getattr(self, name))
+        return data
+
+    @classmethod
+    def from_dict(cls, data: dict) -> ContextConfig:
+        known = {f for f in cls.__dataclass_fields__}
+        unknown = set(data) - known
+        if unknown:
+            raise ValueError(f"unknown context feature settings: {sorted(unknown)}")
+        return cls(**data)
+
+
+def featurize_tokens(
+    sentences: Sequence[Sequence[str]],
+    config: ContextConfig,
+    word_classes=None,
+) -> sp.csr_matrix:
+    """Binary CSR matrix (n_tokens × n_features), one row per token of ``sentences`` in order.
+
+    Work is per word type where it can be (strings are hashed once per type); token rows are then
+    gathered and the neighbour features hashed with their offset, all in array arithmetic."""
+    vocabulary: dict[str, int] = {}
+    lengths = np.fromiter((len(s) for s in sentences), dtype=np.int64, count=len(sentences))
+    type_ids = np.fromiter(
+        (vocabulary.setdefault(form, len(vocabulary)) for s in sentences for form in s),
+        dtype=np.int64,
+        count=int(lengths.sum()),
+    )
+    forms = list(vocabulary)
+    n_tokens = type_ids.shape[0]
+    n_features = config.n_features
+    own = featurize(forms, config.word)[type_ids] if n_tokens else sp.csr_matrix((0, n_features))
+
+    # Base hashes per type and template (row 0 / 1 of each: before / after the sentence).
+    lower = [f.lower() for f in forms]
+    templates: list[tuple[str, np.ndarray]] = []
+    if config.neighbour_lower:
+        templates.append(("l", _crc(["l=<s>", "l=</s>"] + ["l=" + w for w in lower])))
+    for k in config.neighbour_suffixes:
+        templates.append(
+            (f"s{k}", _crc([f"s{k}=<s>", f"s{k}=</s>"] + [f"s{k}=" + w[-k:] for w in lower]))
+        )
+    if config.neighbour_shape:
+        templates.append(("h", _crc(["h=<s>", "h=</s>"] + ["h=" + word_shape(f) for f in forms])))
+    if word_classes is not None and config.class_offsets:
+        classes = word_classes.lookup(forms)
+        for level, size in enumerate(word_classes.sizes):
+            names = [f"c{size}=<s>", f"c{size}=</s>"] + [
+                f"c{size}={c}" if c >= 0 else f"c{size}=?" for c in classes[:, level]
+            ]
+            templates.append((f"c{size}", _crc(names)))
+
+    offsets_in_sentence = np.arange(n_tokens) - np.repeat(
+        np.concatenate([[0], np.cumsum(lengths)[:-1]]), lengths
+    )
+    length_of = np.repeat(lengths, lengths)
+
+    def neighbour_rows(d: int) -> np.ndarray:
+        """Row of the base-hash tables for the token at offset ``d``: 0 = before the sentence,
+        1 = after it, else 2 + its type."""
+        position = offsets_in_sentence + d
+        inside = (position >= 0) & (position < length_of)
+        target = np.clip(np.arange(n_tokens) + d, 0, max(n_tokens - 1, 0))
+        return np.where(inside, type_ids[target] + 2, np.where(position < 0, 0, 1))
+
+    columns: list[np.ndarray] = []
+    rows_at = {d: neighbour_rows(d) for d in set(config.offsets) | set(config.class_offsets) | {0}}
+    for salt, (name, base) in enumerate(templates):
+        is_class = name.startswith("c")
+        for d in config.class_offsets if is_class else config.offsets:
+            columns.append(_mix(base[rows_at[d]], 1000 * (salt + 1) + d + 50))
+    if config.bigrams and config.neighbour_lower:
+        base = templates[0][1]
+        here = base[rows_at[0]]
+        for d in (-1, 1):
+            rows_at.setdefault(d, neighbour_rows(d))
+            columns.append(_mix(_mix(base[rows_at[d]], 77 + d) ^ here, 99 + d))
+    if not columns:
+        return own
+    context = np.stack(columns, axis=1) % np.uint64(n_features)
+    m = context.shape[1]
+    extra = sp.csr_matrix(
+        (
+            np.ones(n_tokens * m),
+            context.ravel().astype(np.int64),
+            np.arange(0, n_tokens * m + 1, m),
+        ),
+        shape=(n_tokens, n_features),
+    )
+    matrix = (own + extra).tocsr()
+    matrix.sum_duplicates()
+    matrix.data[:] = 1.0
+    return matrix

@@ -1,41 +1,52 @@
 """``CountTagger``: the whole method as one scikit-learn-style estimator.
 
-``fit`` runs, on a corpus and its region-count observations:
+``fit`` runs, on a corpus and its region-count observations, the paper's steps and then ours:
 
 1. **solve** — ŵ by per-tag ridge least squares toward the tag rates, λ chosen from ``ridge_grid``
    by held-out observations' squared count error, rows projected onto the simplex (:mod:`.solver`);
 2. **moments** — soft counts ``Q[a, b] = n_a ŵ(a, b)`` with ``n_a`` the coverage of type ``a``;
-3. **fit** — the log-linear tagger on ``Q`` (:mod:`.tagger`), warm-started from ``warm_start``;
+3. **fit** — the node-only tagger on ``Q`` (:mod:`.node_tagger`), warm-started from ``warm_start``;
 4. **reliability** — annotator noise from residuals against the fitted tagger (:mod:`.crowd`);
    if any annotator is down-weighted, steps 1–3 are repeated with the weights;
-5. **refine** — EM with exact count posteriors (:mod:`.em`), re-estimating reliability after
-   every iteration. Observations whose counts cannot be realised are skipped and reported.
+5. **refine** — EM with exact count posteriors (:mod:`.em`, :mod:`.counts`), re-estimating
+   reliability after every iteration. The first E-step uses the node-only tagger of step 3; every
+   M-step fits the served model: the contextual tagger (:mod:`.context_tagger`, with word classes
+   learned from the corpus' own text, :mod:`.wordclasses`) by default, or the node-only one.
+   Observations whose counts cannot be realised are skipped and reported.
 """
 
 from __future__ import annotations
 
 import time
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 import numpy as np
+import scipy.sparse as sp
 
+from .context_tagger import ContextTagger
+from .counts import CountEvidence, expected_counts
 from .crowd import Reliability, estimate_reliability
-from .design import coverage, design_matrix, encode_corpus
-from .em import aggregate_by_type, expected_labels, window_token_index
-from .features import FeatureConfig, featurize
+from .design import Corpus, coverage, design_matrix, encode_corpus
+from .em import expected_labels, window_token_index
+from .features import ContextConfig, FeatureConfig, featurize
 from .modelfile import save_tagger
+from .node_tagger import NodeFeatures, NodeTagger
 from .observations import Observations
-from .solver import select_ridge, solve_word_tag_probs
-from .tagger import LogLinearTagger, softmax_rows
+from .solver import RidgeSolution, select_ridge, solve_word_tag_probs
+from .wordclasses import WordClasses, learn_word_classes
 
-__all__ = ["CountTagger", "expected_counts"]
+__all__ = ["CountTagger", "MODEL_KINDS", "STAGES"]
+
+MODEL_KINDS = ("context", "node")
+STAGES = ("solve", "fit", "classes", "refine", "reliability")
 
 
 class _Stopwatch:
     """Accumulates wall-clock and process CPU seconds per stage into ``timings``."""
 
-    def __init__(self, timings: dict[str, float]) -> None:
-        self.timings = timings
+    def __init__(self) -> None:
+        self.timings = {key: 0.0 for stage in STAGES for key in (stage, "cpu_" + stage)}
 
     def start(self) -> tuple[float, float]:
         return time.perf_counter(), time.process_time()
@@ -45,13 +56,20 @@ class _Stopwatch:
         self.timings["cpu_" + stage] += time.process_time() - started[1]
 
 
-def expected_counts(
-    token_probs: np.ndarray, window_tokens: np.ndarray
-) -> tuple[np.ndarray, np.ndarray]:
-    """Model mean ``μ_ib = Σ_{j∈r_i} p_j(b)`` and variance ``Σ p_j(b)(1 − p_j(b))`` per window."""
-    inside = (window_tokens >= 0)[:, :, None]
-    p = np.where(inside, token_probs[np.maximum(window_tokens, 0)], 0.0)
-    return p.sum(axis=1), (p * (1.0 - p)).sum(axis=1)
+@dataclass
+class _Problem:
+    """What every step works on, built once per ``fit``: the observations on the covered word
+    types (moments) and on the covered tokens (EM), with the features of both."""
+
+    corpus: Corpus
+    observations: Observations
+    design: sp.csr_matrix  # observations × covered types
+    covered: np.ndarray  # corpus type id of each covered type
+    forms: list[str]  # form of each covered type
+    tokens: np.ndarray  # flat corpus index of each covered token
+    evidence: CountEvidence  # windows index the covered tokens
+    node_features: NodeFeatures  # of the covered tokens (one row per covered type)
+    context_features: sp.csr_matrix | None  # of the covered tokens, read in their sentences
 
 
 class CountTagger:
@@ -59,11 +77,15 @@ class CountTagger:
 
     Parameters
     ----------
+    model : the served model kind, ``"context"`` (default) or ``"node"`` (the paper's).
     ridge : λ of the ŵ least squares, or ``"auto"`` to pick it from ``ridge_grid``.
     ridge_grid : candidates for ``"auto"``.
-    alpha : L2 strength of the log-linear fit, or ``"auto"`` to pick it from ``alpha_grid`` by
-        the count error of held-out observations (the same hold-out as λ).
-    features : :class:`FeatureConfig` of the tagger.
+    alpha : L2 strength of the log-linear fits, or ``"auto"`` to pick the moment fit's from
+        ``alpha_grid`` by the squared count error of held-out observations (the hold-out of λ).
+    features : :class:`FeatureConfig`, the word-form features (of both models).
+    context : :class:`ContextConfig` of the contextual model (its ``word`` is ``features``).
+    word_classes : learn word classes from the corpus' text for the contextual model (True), use
+        the given :class:`WordClasses`, or none (False).
     n_em_iter : EM iterations (0: moments only).
     n_bp_rounds : belief-propagation rounds per E-step when windows overlap. 1 (default) combines
         each window's exact posterior as independent evidence (a composite likelihood whose value
@@ -74,27 +96,33 @@ class CountTagger:
     flag_threshold, min_flag_observations : flag annotators with skill below the threshold.
     posterior_floor : uniform mixing weight of the E-step priors (robustness to over-confidence).
     holdout_fraction : share of observations held out to choose λ.
-    max_fit_iter, em_fit_iter : L-BFGS iterations of the moment fit and of each M-step
-        (M-steps are warm-started, so a partial M-step still increases the likelihood).
-    random_state : seed or ``np.random.Generator`` (only the λ hold-out split is random).
+    max_fit_iter : L-BFGS iterations of the moment fit.
+    em_fit_iter : L-BFGS iterations of each M-step (warm-started, so a partial M-step still
+        increases the likelihood); the first contextual M-step, which starts from the node-only
+        model, gets ``first_context_fit_iter``.
+    random_state : seed or ``np.random.Generator`` (the λ hold-out split and the word classes).
 
     Attributes (after ``fit``)
     --------------------------
     tagset_, vocabulary_ (covered word types), word_tag_probs_ (ŵ, vocabulary × K), coverage_,
-    ridge_, ridge_errors_, alpha_, alpha_errors_, tag_prior_, moment_tagger_ (before EM),
-    tagger_ (final), coef_, intercept_, reliability_ (:class:`Reliability`),
-    flagged_annotators_ (ids), skipped_observations_ (indices of observations whose counts cannot
-    be realised), history_ (per EM iteration), timings_ (wall and CPU seconds per stage).
+    ridge_, ridge_errors_, alpha_, alpha_errors_, tag_prior_, moment_tagger_ (node-only, before
+    EM), tagger_ (the served model, after EM), word_classes_, coef_, intercept_, reliability_
+    (:class:`Reliability`), flagged_annotators_ (ids), skipped_observations_ (indices of
+    observations whose counts cannot be realised), history_ (per EM iteration), timings_ (wall and
+    CPU seconds per stage).
     """
 
     def __init__(
         self,
         *,
+        model: str = "context",
         ridge: float | str = "auto",
         ridge_grid: Sequence[float] = (1e-3, 1e-2, 1e-1, 1.0, 10.0),
         alpha: float | str = 1.0,
         alpha_grid: Sequence[float] = (0.3, 1.0, 3.0, 10.0),
         features: FeatureConfig | None = None,
+        context: ContextConfig | None = None,
+        word_classes: bool | WordClasses = True,
         n_em_iter: int = 10,
         n_bp_rounds: int = 1,
         em_tol: float = 2e-3,
@@ -105,13 +133,17 @@ class CountTagger:
         holdout_fraction: float = 0.1,
         max_fit_iter: int = 100,
         em_fit_iter: int = 10,
+        first_context_fit_iter: int = 60,
         random_state: int | np.random.Generator | None = None,
     ) -> None:
+        self.model = model
         self.ridge = ridge
         self.ridge_grid = ridge_grid
         self.alpha = alpha
         self.alpha_grid = alpha_grid
         self.features = features
+        self.context = context
+        self.word_classes = word_classes
         self.n_em_iter = n_em_iter
         self.n_bp_rounds = n_bp_rounds
         self.em_tol = em_tol
@@ -122,6 +154,7 @@ class CountTagger:
         self.holdout_fraction = holdout_fraction
         self.max_fit_iter = max_fit_iter
         self.em_fit_iter = em_fit_iter
+        self.first_context_fit_iter = first_context_fit_iter
         self.random_state = random_state
 
     # ------------------------------------------------------------------ fit
@@ -131,13 +164,18 @@ class CountTagger:
         observations: Observations,
         tagset: Sequence[str],
         *,
-        warm_start: CountTagger | LogLinearTagger | None = None,
+        warm_start=None,
+        text: Sequence[Sequence[str]] | None = None,
     ) -> CountTagger:
         """Fit on ``sentences`` (lists of word forms) and ``observations`` whose sentence
-        indices refer to ``sentences`` and whose tag columns follow ``tagset``."""
-        stages = ("solve", "fit", "refine", "reliability")
-        timings = {key: 0.0 for stage in stages for key in (stage, "cpu_" + stage)}
-        watch = _Stopwatch(timings)
+        indices refer to ``sentences`` and whose tag columns follow ``tagset``.
+
+        ``warm_start``: a fitted :class:`CountTagger` or tagger of either kind with the same word
+        features (the previous model version). ``text``: the corpus' whole text to learn word
+        classes from (default: ``sentences``)."""
+        if self.model not in MODEL_KINDS:
+            raise ValueError(f"model must be one of {MODEL_KINDS}, not {self.model!r}")
+        watch = _Stopwatch()
         tagset = tuple(tagset)
         if len(set(tagset)) != len(tagset) or not tagset:
             raise ValueError("tagset must be a non-empty list of distinct tag names")
@@ -145,6 +183,62 @@ class CountTagger:
             raise ValueError(
                 f"observations have {observations.n_tags} tag columns, tagset has {len(tagset)}"
             )
+        rng = np.random.default_rng(self.random_state)
+        previous = warm_start.tagger_ if isinstance(warm_start, CountTagger) else warm_start
+        self.tagset_ = tagset
+        self.word_classes_ = self._word_classes(sentences, text, previous, rng, watch)
+        problem = self._problem(sentences, observations, watch)
+        holdout = rng.random(len(observations)) < self.holdout_fraction
+
+        # Steps 1-4: moments, node-only fit, reliability.
+        weights = np.ones(len(problem.observations))
+        self._choose_ridge(problem, holdout, weights, watch)
+        self._choose_alpha(problem, holdout, watch)
+        solution, moment_tagger = self._moments(problem, weights, None, previous, watch)
+        reliability = None
+        if self.reliability:
+            for _ in range(3):
+                reliability = self._reliability(problem, moment_tagger, watch)
+                new_weights = reliability.observation_weights(problem.observations.annotator)
+                converged = np.allclose(new_weights, weights, atol=0.05)
+                weights = new_weights
+                if converged:
+                    break
+                self._choose_ridge(problem, holdout, weights, watch)  # without the doubtful
+                solution, moment_tagger = self._moments(
+                    problem, weights, solution, moment_tagger, watch
+                )
+        self.moment_tagger_ = moment_tagger
+
+        # Step 5: EM with exact count posteriors, M-steps fitting the served model.
+        tagger, weights, reliability = self._refine(
+            problem, moment_tagger, previous, weights, reliability, watch
+        )
+        self.tagger_ = tagger
+        self.coef_ = tagger.coef_
+        self.intercept_ = tagger.intercept_
+        self.reliability_ = reliability
+        self.flagged_annotators_ = (
+            reliability.annotators[reliability.flagged]
+            if reliability is not None
+            else np.zeros(0, dtype=np.int64)
+        )
+        self.timings_ = watch.timings
+        self.n_observations_ = len(observations)
+        return self
+
+    def _word_classes(self, sentences, text, previous, rng, watch) -> WordClasses | None:
+        if self.model != "context" or self.word_classes is False:
+            return None
+        if isinstance(self.word_classes, WordClasses):
+            return self.word_classes
+        tic = watch.start()
+        classes = learn_word_classes(text if text is not None else sentences, random_state=rng)
+        watch.stop("classes", tic)
+        return classes
+
+    def _problem(self, sentences, observations, watch) -> _Problem:
+        tic = watch.start()
         corpus = encode_corpus(sentences)
         observations = Observations.create(  # re-validate against this corpus
             sentence=observations.sentence,
@@ -155,148 +249,201 @@ class CountTagger:
             annotator=observations.annotator,
             sentence_lengths=corpus.lengths,
         )
-        rng = np.random.default_rng(self.random_state)
-        config = self.features if self.features is not None else FeatureConfig()
-        previous = warm_start.tagger_ if isinstance(warm_start, CountTagger) else warm_start
-
-        tic = watch.start()
-        a_full = design_matrix(corpus, observations)
-        covered = np.flatnonzero(np.diff(a_full.tocsc().indptr))
-        a = a_full[:, covered].tocsr()
-        forms = [corpus.vocabulary[t] for t in covered]
+        design_all = design_matrix(corpus, observations)
+        covered = np.flatnonzero(np.diff(design_all.tocsc().indptr))
         column_of_type = np.full(corpus.n_types, -1)
         column_of_type[covered] = np.arange(covered.shape[0])
-        # Work on the covered tokens only: ``windows`` indexes them compactly.
         flat_windows = window_token_index(corpus, observations)
-        shown, compact = np.unique(flat_windows[flat_windows >= 0], return_inverse=True)
+        tokens, compact = np.unique(flat_windows[flat_windows >= 0], return_inverse=True)
         windows = np.full(flat_windows.shape, -1, dtype=np.int64)
         windows[flat_windows >= 0] = compact.ravel()
-        token_column = column_of_type[corpus.type_ids[shown]]
+        forms = [corpus.vocabulary[t] for t in covered]
+        watch.stop("solve", tic)
+        tic = watch.start()
+        word = self.features if self.features is not None else FeatureConfig()
+        node_features = NodeFeatures(
+            forms=forms,
+            type_ids=column_of_type[corpus.type_ids[tokens]],
+            x=featurize(forms, word),
+        )
+        context_features = None
+        if self.model == "context":
+            # Only sentences holding a window are read; their covered tokens' rows are kept.
+            sentence_of = np.repeat(np.arange(len(sentences)), corpus.lengths)[tokens]
+            used, local = np.unique(sentence_of, return_inverse=True)
+            starts = np.concatenate([[0], np.cumsum(corpus.lengths[used])[:-1]])
+            local_tokens = starts[local.ravel()] + (tokens - corpus.offsets[sentence_of])
+            context_features = ContextTagger(
+                features=self._context_config(), word_classes=self.word_classes_
+            ).featurize([sentences[s] for s in used], tokens=local_tokens)
+        watch.stop("fit", tic)
+        return _Problem(
+            corpus=corpus,
+            observations=observations,
+            design=design_all[:, covered].tocsr(),
+            covered=covered,
+            forms=forms,
+            tokens=tokens,
+            evidence=CountEvidence(observations, windows),
+            node_features=node_features,
+            context_features=context_features,
+        )
+
+    def _context_config(self) -> ContextConfig:
+        word = self.features if self.features is not None else FeatureConfig()
+        context = self.context if self.context is not None else ContextConfig(word=word)
+        if context.word != word:
+            raise ValueError("context.word must equal features (the shared word features)")
+        return context
+
+    def _new_tagger(self, max_iter: int, kind: str | None = None):
+        if (kind or self.model) == "node":
+            return NodeTagger(alpha=self.alpha_, features=self.features, max_iter=max_iter)
+        return ContextTagger(
+            alpha=self.alpha_,
+            features=self._context_config(),
+            word_classes=self.word_classes_,
+            max_iter=max_iter,
+        )
+
+    def _token_probs(self, problem: _Problem, tagger) -> np.ndarray:
+        """The tagger's priors of every covered token."""
+        if tagger.kind == "node":
+            return tagger.token_proba(None, features=problem.node_features)
+        return tagger.token_proba(None, features=problem.context_features)
+
+    # -------------------------------------------------------------- steps 1-3: moments
+    def _choose_ridge(self, problem, holdout, weights, watch) -> None:
+        if self.ridge != "auto":
+            self.ridge_, self.ridge_errors_ = float(self.ridge), {}
+            return
+        tic = watch.start()
+        obs = problem.observations
+        self.ridge_, self.ridge_errors_ = select_ridge(
+            problem.design,
+            obs.counts,
+            obs.tag_mask * weights[:, None],
+            obs.length,
+            self.ridge_grid,
+            holdout=holdout,
+        )
         watch.stop("solve", tic)
 
+    def _moments(
+        self, problem: _Problem, weights, solution: RidgeSolution | None, warm, watch
+    ) -> tuple[RidgeSolution, NodeTagger]:
+        """Steps 1-3 with observation weights ``weights``."""
         tic = watch.start()
-        x = featurize(forms, config)
+        obs = problem.observations
+        solution = solve_word_tag_probs(
+            problem.design,
+            obs.counts,
+            obs.tag_mask * weights[:, None],
+            obs.length,
+            self.ridge_,
+            x0=solution.raw if solution is not None else None,
+        )
+        watch.stop("solve", tic)
+        tic = watch.start()
+        n_a, _ = coverage(problem.corpus, obs, weights)
+        self.coverage_ = n_a[problem.covered]
+        self.word_tag_probs_ = solution.probs
+        self.vocabulary_ = problem.forms
+        self.tag_prior_ = solution.prior
+        tagger = self._new_tagger(self.max_fit_iter, "node").fit_types(
+            problem.forms,
+            self.coverage_[:, None] * solution.probs,
+            self.tagset_,
+            warm_start=warm,
+            x=problem.node_features.x,
+        )
+        watch.stop("fit", tic)
+        return solution, tagger
+
+    def _choose_alpha(self, problem: _Problem, holdout, watch) -> None:
+        """α of the log-linear fits: given, or chosen by the squared count error of the held-out
+        observations under moment taggers fitted without them."""
+        if self.alpha != "auto":
+            self.alpha_, self.alpha_errors_ = float(self.alpha), {}
+            return
+        if holdout.sum() == 0 or holdout.all():  # nothing to compare on
+            self.alpha_, self.alpha_errors_ = 1.0, {}
+            return
+        tic = watch.start()
+        obs = problem.observations
+        keep = ~holdout
+        fit_obs = obs.subset(keep)
+        solution = solve_word_tag_probs(
+            problem.design[keep], fit_obs.counts, fit_obs.tag_mask * 1.0, fit_obs.length,
+            self.ridge_,
+        )  # fmt: skip
+        n_a, _ = coverage(problem.corpus, fit_obs)
+        soft = n_a[problem.covered][:, None] * solution.probs
+        held_windows = problem.evidence.windows[holdout]
+        errors: dict[float, float] = {}
+        tagger = None
+        for alpha in sorted(self.alpha_grid, reverse=True):
+            tagger = NodeTagger(
+                alpha=alpha, features=self.features, max_iter=self.max_fit_iter
+            ).fit_types(problem.forms, soft, self.tagset_, warm_start=tagger,
+                        x=problem.node_features.x)  # fmt: skip
+            mean, _ = expected_counts(self._token_probs(problem, tagger), held_windows)
+            squared = (mean - obs.counts[holdout]) ** 2
+            errors[float(alpha)] = float(squared[obs.tag_mask[holdout]].mean())
+        self.alpha_ = min(errors, key=lambda k: (errors[k], -k))
+        self.alpha_errors_ = errors
         watch.stop("fit", tic)
 
-        weights = np.ones(len(observations))
-        holdout = rng.random(len(observations)) < self.holdout_fraction
-        if self.ridge == "auto":
-            tic = watch.start()
-            ridge, ridge_errors = select_ridge(
-                a,
-                observations.counts,
-                observations.tag_mask * 1.0,
-                observations.length,
-                self.ridge_grid,
-                holdout=holdout,
-            )
-            watch.stop("solve", tic)
-        else:
-            ridge, ridge_errors = float(self.ridge), {}
-        if self.alpha == "auto":
-            tic = watch.start()
-            alpha, alpha_errors = self._select_alpha(
-                a,
-                corpus,
-                observations,
-                holdout,
-                ridge,
-                forms,
-                x,
-                covered,
-                token_column,
-                windows,
-                tagset,
-                config,
-            )
-            watch.stop("fit", tic)
-        else:
-            alpha, alpha_errors = float(self.alpha), {}
+    # -------------------------------------------------------------- step 4: reliability
+    def _reliability(self, problem: _Problem, tagger, watch) -> Reliability:
+        tic = watch.start()
+        obs = problem.observations
+        mean, var = problem.evidence.expected_counts(self._token_probs(problem, tagger))
+        result = estimate_reliability(
+            obs.annotator,
+            obs.tag_mask,
+            obs.counts,
+            obs.length,
+            mean,
+            var,
+            flag_threshold=self.flag_threshold,
+            min_observations=self.min_flag_observations,
+        )
+        watch.stop("reliability", tic)
+        return result
 
-        state = {"solution": None, "tagger": previous}
-
-        def moments_round(obs_weights: np.ndarray) -> None:
-            tic = watch.start()
-            d = observations.tag_mask * obs_weights[:, None]
-            x0 = state["solution"].raw if state["solution"] is not None else None
-            solution = solve_word_tag_probs(
-                a, observations.counts, d, observations.length, ridge, x0=x0
-            )
-            state["solution"] = solution
-            watch.stop("solve", tic)
-            tic = watch.start()
-            n_a, _ = coverage(corpus, observations, obs_weights)
-            soft = n_a[covered][:, None] * solution.probs
-            tagger = LogLinearTagger(alpha=alpha, features=config, max_iter=self.max_fit_iter)
-            state["tagger"] = tagger.fit(forms, soft, tagset, warm_start=state["tagger"], x=x)
-            state["coverage"] = n_a[covered]
-            watch.stop("fit", tic)
-
-        def token_probs(tagger: LogLinearTagger) -> np.ndarray:
-            return softmax_rows(tagger.decision_function(x))[token_column]
-
-        def update_reliability(tagger: LogLinearTagger) -> Reliability:
-            tic = watch.start()
-            mean, var = expected_counts(token_probs(tagger), windows)
-            result = estimate_reliability(
-                observations.annotator,
-                observations.tag_mask,
-                observations.counts,
-                observations.length,
-                mean,
-                var,
-                flag_threshold=self.flag_threshold,
-                min_observations=self.min_flag_observations,
-            )
-            watch.stop("reliability", tic)
-            return result
-
-        moments_round(weights)
-        reliability = None
-        if self.reliability:
-            for _ in range(3):
-                reliability = update_reliability(state["tagger"])
-                new_weights = reliability.observation_weights(observations.annotator)
-                if np.allclose(new_weights, weights, atol=0.05):
-                    weights = new_weights
-                    break
-                weights = new_weights
-                if self.ridge == "auto":  # re-choose λ without the down-weighted answers
-                    tic = watch.start()
-                    ridge, ridge_errors = select_ridge(
-                        a,
-                        observations.counts,
-                        observations.tag_mask * weights[:, None],
-                        observations.length,
-                        self.ridge_grid,
-                        holdout=holdout,
-                    )
-                    watch.stop("solve", tic)
-                moments_round(weights)
-        self.moment_tagger_ = state["tagger"]
-
-        tagger = state["tagger"]
+    # -------------------------------------------------------------- step 5: EM
+    def _refine(self, problem: _Problem, moment_tagger, previous, weights, reliability, watch):
+        obs = problem.observations
+        tagger = moment_tagger
+        features = problem.node_features if self.model == "node" else problem.context_features
         history = []
-        feasible = np.ones(len(observations), dtype=bool)
+        feasible = np.ones(len(obs), dtype=bool)
         previous_ll = -np.inf
         for iteration in range(self.n_em_iter):
             tic = watch.start()
             e_step = expected_labels(
-                token_probs(tagger),
-                windows,
-                observations,
-                weights,
+                self._token_probs(problem, tagger),
+                [problem.evidence],
+                [weights],
                 n_rounds=self.n_bp_rounds,
                 floor=self.posterior_floor,
             )
-            feasible = e_step.feasible
+            feasible, log_z = e_step.feasible[0], e_step.log_z[0]
             used = feasible & (weights > 0)
-            ll = float((weights[used] * e_step.log_z[used]).sum() / max(weights[used].sum(), 1))
-            soft = aggregate_by_type(
-                token_column, covered.shape[0], e_step.beliefs, e_step.token_weight
-            )
-            tagger = LogLinearTagger(alpha=alpha, features=config, max_iter=self.em_fit_iter).fit(
-                forms, soft, tagset, warm_start=tagger, x=x
+            ll = float((weights[used] * log_z[used]).sum() / max(weights[used].sum(), 1))
+            first_context = self.model == "context" and tagger.kind == "node"
+            if first_context:
+                warm = previous if getattr(previous, "kind", None) == "context" else tagger
+                max_iter = self.first_context_fit_iter
+            else:
+                warm, max_iter = tagger, self.em_fit_iter
+            tagger = self._new_tagger(max_iter).fit(
+                None,
+                e_step.beliefs * e_step.token_weight[:, None],
+                self.tagset_,
+                warm_start=warm,
+                features=features,
             )
             watch.stop("refine", tic)
             history.append(
@@ -304,87 +451,30 @@ class CountTagger:
                     "iteration": iteration + 1,
                     "log_likelihood": ll,
                     "infeasible": int((~feasible).sum()),
+                    "fit_iterations": tagger.n_iter_,
                 }
             )
             if self.reliability:
-                reliability = update_reliability(tagger)
-                weights = reliability.observation_weights(observations.annotator)
+                reliability = self._reliability(problem, tagger, watch)
+                weights = reliability.observation_weights(obs.annotator)
             if ll - previous_ll < self.em_tol * max(abs(ll), 1.0):
                 break
             previous_ll = ll
-
-        self.tagset_ = tagset
-        self.vocabulary_ = forms
-        self.word_tag_probs_ = state["solution"].probs
-        self.tag_prior_ = state["solution"].prior
-        self.coverage_ = state["coverage"]
-        self.ridge_ = ridge
-        self.ridge_errors_ = ridge_errors
-        self.alpha_ = alpha
-        self.alpha_errors_ = alpha_errors
-        self.tagger_ = tagger
-        self.coef_ = tagger.coef_
-        self.intercept_ = tagger.intercept_
-        self.reliability_ = reliability
-        self.flagged_annotators_ = (
-            reliability.annotators[reliability.flagged]
-            if reliability is not None
-            else np.zeros(0, dtype=np.int64)
-        )
-        self.skipped_observations_ = np.flatnonzero(~feasible)
         self.history_ = history
-        self.timings_ = timings
-        self.n_observations_ = len(observations)
-        return self
-
-    def _select_alpha(
-        self,
-        a,
-        corpus,
-        observations,
-        holdout,
-        ridge,
-        forms,
-        x,
-        covered,
-        token_column,
-        windows,
-        tagset,
-        config,
-    ) -> tuple[float, dict[float, float]]:
-        """Choose α from ``alpha_grid`` by held-out count error: moments on the other
-        observations, one fit per α (largest first, warm-started), then
-        ``mean_{i held out, b ∈ B_i} |E_θ[N_ib] − N_ib|``. Uses no labels."""
-        if holdout.sum() == 0 or holdout.all():
-            return 1.0, {}
-        keep = ~holdout
-        fit_obs = observations.subset(keep)
-        solution = solve_word_tag_probs(
-            a[keep], fit_obs.counts, fit_obs.tag_mask * 1.0, fit_obs.length, ridge
+        self.skipped_observations_ = (
+            np.flatnonzero(~feasible) if self.n_em_iter else np.zeros(0, dtype=np.int64)
         )
-        n_a, _ = coverage(corpus, fit_obs)
-        soft = n_a[covered][:, None] * solution.probs
-        held = observations.subset(holdout)
-        errors: dict[float, float] = {}
-        tagger = None
-        for alpha in sorted(self.alpha_grid, reverse=True):
-            tagger = LogLinearTagger(alpha=alpha, features=config, max_iter=self.max_fit_iter).fit(
-                forms, soft, tagset, warm_start=tagger, x=x
-            )
-            probs = softmax_rows(tagger.decision_function(x))[token_column]
-            mean, _ = expected_counts(probs, windows[holdout])
-            errors[float(alpha)] = float(np.abs(mean - held.counts)[held.tag_mask].mean())
-        best = min(errors, key=lambda k: (errors[k], -k))
-        return best, errors
-
-    def save(self, file, *, metadata: dict | None = None) -> None:
-        """Write the final tagger as a model file (:func:`.modelfile.save_tagger`)."""
-        save_tagger(self.tagger_, file, metadata=metadata)
+        return tagger, weights, reliability
 
     # -------------------------------------------------------------- predict
-    def predict_proba(self, tokens: Sequence[str]) -> np.ndarray:
-        """(len(tokens), K) tag probabilities of the final tagger."""
-        return self.tagger_.predict_proba(tokens)
+    def save(self, file, *, metadata: dict | None = None) -> None:
+        """Write the served tagger as a model file (:func:`.modelfile.save_tagger`)."""
+        save_tagger(self.tagger_, file, metadata=metadata)
+
+    def token_proba(self, sentences: Sequence[Sequence[str]]) -> np.ndarray:
+        """(n_tokens, K) tag probabilities of the served model, every token read in its
+        sentence."""
+        return self.tagger_.token_proba(sentences)
 
     def predict(self, sentences: Sequence[Sequence[str]]) -> list[list[str]]:
         """Most probable tag of each token, sentence by sentence."""

@@ -114,7 +114,11 @@ def test_model_file_round_trips_without_pickle(project, crowd):
         data = handle.read()
     tagger = adapter.model_load_bytes(data)
     with np.load(io.BytesIO(data), allow_pickle=False) as archive:
-        assert set(archive.files) == {"header", "coef_rows", "coef_values", "intercept"}
+        assert set(archive.files) == {
+            "header", "coef_rows", "coef_values", "intercept",
+            "class_forms", "class_form_ends", "class_ids",
+        }  # fmt: skip
+    assert tagger.kind == "context" and version.hyperparameters["model_kind"] == "context"
     assert tagger.predict([["the", "dog", "runs"]]) == [["DET", "NOUN", "VERB"]]
 
 

@@ -1,7 +1,9 @@
 import numpy as np
 
+from learning.core.counts import CountEvidence
 from learning.core.design import encode_corpus
-from learning.core.em import aggregate_by_type, expected_labels, window_token_index
+from learning.core.em import expected_labels, window_token_index
+from learning.core.node_tagger import aggregate_by_type
 from learning.core.posterior import brute_force_posteriors
 from learning.core.simulate import simulate_crowd
 from tests.learning.core.synthetic import make_corpus
@@ -22,14 +24,16 @@ def test_single_windows_give_exact_token_posteriors():
     corpus, obs, probs = _setup(1)
     windows = window_token_index(corpus, obs)
     with np.errstate(invalid="raise", divide="raise"):
-        result = expected_labels(probs, windows, obs, np.ones(len(obs)), floor=0.0)
+        result = expected_labels(
+            probs, [CountEvidence(obs, windows)], [np.ones(len(obs))], floor=0.0
+        )
     for i in range(len(obs)):
         tokens = windows[i, : obs.length[i]]
         expected, _ = brute_force_posteriors(probs[tokens], obs.tag_mask[i], obs.counts[i])
         np.testing.assert_allclose(result.beliefs[tokens], expected, atol=1e-6)
     uncovered = np.setdiff1d(np.arange(corpus.n_tokens), windows[windows >= 0])
     assert not result.beliefs[uncovered].any()
-    assert result.feasible.all()
+    assert result.feasible[0].all()
 
 
 def test_overlapping_windows_and_zero_weights():
@@ -38,7 +42,7 @@ def test_overlapping_windows_and_zero_weights():
     weights = np.ones(len(obs))
     weights[::2] = 0.0
     for rounds in (1, 3):
-        result = expected_labels(probs, windows, obs, weights, n_rounds=rounds)
+        result = expected_labels(probs, [CountEvidence(obs, windows)], [weights], n_rounds=rounds)
         covered = result.token_weight > 0
         np.testing.assert_allclose(result.beliefs[covered].sum(axis=1), 1.0)
         only_ignored = np.setdiff1d(windows[::2][windows[::2] >= 0], windows[1::2])

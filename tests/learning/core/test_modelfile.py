@@ -1,33 +1,96 @@
 import io
+import json
 import pickle
 
 import numpy as np
 import pytest
 
-from learning.core.features import FeatureConfig
+from learning.core.context_tagger import ContextTagger
+from learning.core.features import ContextConfig, FeatureConfig
 from learning.core.modelfile import ModelFileError, load_tagger, save_tagger
-from learning.core.tagger import LogLinearTagger
+from learning.core.node_tagger import NodeTagger
+from learning.core.wordclasses import learn_word_classes
+
+SENTENCES = [["the", "dog", "runs"], ["the", "cat", "runs"], ["a", "dog", "sleeps"]]
+LABELS = np.eye(3)[[2, 0, 1, 2, 0, 1, 2, 0, 1]]
+TAGSET = ["NOUN", "VERB", "DET"]
+WORD = FeatureConfig(n_features=2**10, suffix_lengths=(1, 2))
 
 
 @pytest.fixture
 def tagger():
-    forms = ["dog", "runs", "the"]
-    soft = np.array([[3.0, 0.0, 0.0], [0.0, 2.0, 0.0], [0.0, 0.0, 4.0]])
-    config = FeatureConfig(n_features=2**10, suffix_lengths=(1, 2))
-    return LogLinearTagger(alpha=0.5, features=config).fit(forms, soft, ["NOUN", "VERB", "DET"])
+    return NodeTagger(alpha=0.5, features=WORD).fit(SENTENCES, LABELS, TAGSET)
 
 
-def test_round_trip(tmp_path, tagger):
+@pytest.fixture
+def context_tagger():
+    classes = learn_word_classes(SENTENCES * 5, sizes=(2, 3), n_components=2, random_state=0)
+    return ContextTagger(
+        alpha=0.5, features=ContextConfig(word=WORD, offsets=(-1, 1)), word_classes=classes
+    ).fit(SENTENCES, LABELS, TAGSET)
+
+
+@pytest.mark.parametrize("kind", ["tagger", "context_tagger"])
+def test_round_trip(tmp_path, kind, request):
+    tagger = request.getfixturevalue(kind)
     path = tmp_path / "model.npz"
     save_tagger(tagger, path, metadata={"version": 3, "accuracy": 0.9})
     loaded, metadata = load_tagger(path)
     assert metadata == {"version": 3, "accuracy": 0.9}
+    assert type(loaded) is type(tagger) and loaded.kind == tagger.kind
     assert loaded.tagset_ == tagger.tagset_
     assert loaded.feature_config_ == tagger.feature_config_
     np.testing.assert_array_equal(loaded.coef_, tagger.coef_)
     np.testing.assert_array_equal(loaded.intercept_, tagger.intercept_)
-    tokens = ["dog", "the", "unseen"]
-    np.testing.assert_array_equal(loaded.predict_proba(tokens), tagger.predict_proba(tokens))
+    sentences = [["dog", "the", "unseen"], ["a", "cat"]]
+    np.testing.assert_array_equal(loaded.token_proba(sentences), tagger.token_proba(sentences))
+    if tagger.kind == "context":
+        assert loaded.word_classes.forms == tagger.word_classes.forms
+        np.testing.assert_array_equal(loaded.word_classes.classes, tagger.word_classes.classes)
+
+
+def _format_1_file(path, tagger):
+    """A model file as format version 1 wrote it (before contextual models)."""
+    header = {
+        "format": "tally-tagger",
+        "format_version": 1,
+        "tagset": list(tagger.tagset_),
+        "features": tagger.feature_config_.to_dict(),
+        "alpha": tagger.alpha,
+        "metadata": {"version": 7},
+    }
+    rows = np.flatnonzero(np.any(tagger.coef_ != 0, axis=1))
+    np.savez_compressed(
+        path,
+        header=np.frombuffer(json.dumps(header).encode(), dtype=np.uint8),
+        coef_rows=rows,
+        coef_values=tagger.coef_[rows],
+        intercept=tagger.intercept_,
+    )
+
+
+def test_format_1_files_still_load_and_predict(tmp_path, tagger):
+    path = tmp_path / "old.npz"
+    _format_1_file(path, tagger)
+    loaded, metadata = load_tagger(path)
+    assert metadata == {"version": 7} and loaded.kind == "node"
+    assert loaded.predict(SENTENCES) == tagger.predict(SENTENCES)
+
+
+def test_inconsistent_word_classes_are_refused(tmp_path, context_tagger):
+    buffer = io.BytesIO()
+    save_tagger(context_tagger, buffer)
+    buffer.seek(0)
+    with np.load(buffer) as archive:
+        arrays = {name: archive[name] for name in archive.files}
+    broken = dict(arrays, class_ids=arrays["class_ids"][:-1])
+    np.savez(tmp_path / "short.npz", **broken)
+    with pytest.raises(ModelFileError, match="word class ids"):
+        load_tagger(tmp_path / "short.npz")
+    missing = {k: v for k, v in arrays.items() if not k.startswith("class_")}
+    np.savez(tmp_path / "missing.npz", **missing)
+    with pytest.raises(ModelFileError, match="word classes named in the header are missing"):
+        load_tagger(tmp_path / "missing.npz")
 
 
 class _Exploit:
@@ -61,7 +124,7 @@ def test_wrong_version_and_garbage_are_refused(tmp_path, tagger):
     buffer.seek(0)
     with np.load(buffer) as archive:
         arrays = {name: archive[name] for name in archive.files}
-    header = arrays["header"].tobytes().replace(b'"format_version": 1', b'"format_version": 99')
+    header = arrays["header"].tobytes().replace(b'"format_version": 2', b'"format_version": 99')
     arrays["header"] = np.frombuffer(header, dtype=np.uint8)
     path = tmp_path / "future.npz"
     np.savez(path, **arrays)

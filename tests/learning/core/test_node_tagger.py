@@ -1,44 +1,9 @@
 import numpy as np
 import pytest
-import scipy.sparse as sp
 
 from learning.core.features import FeatureConfig, featurize, word_shape
-from learning.core.tagger import LogLinearTagger, soft_label_objective
-
-
-def test_gradient_matches_finite_differences():
-    rng = np.random.default_rng(21)
-    x = sp.random(12, 9, density=0.4, random_state=rng, format="csr")
-    x.data[:] = 1.0
-    q = rng.random((12, 4)) * (rng.random((12, 4)) < 0.6)
-    params = rng.normal(size=9 * 4 + 4)
-    xt = x.T.tocsr()
-    with np.errstate(invalid="raise", over="raise", divide="raise"):
-        value, grad = soft_label_objective(params, x, xt, q, 0.7)
-        numeric = np.empty_like(params)
-        h = 1e-6
-        for i in range(params.shape[0]):
-            step = np.zeros_like(params)
-            step[i] = h
-            numeric[i] = (
-                soft_label_objective(params + step, x, xt, q, 0.7)[0]
-                - soft_label_objective(params - step, x, xt, q, 0.7)[0]
-            ) / (2 * h)
-    assert np.isfinite(value)
-    np.testing.assert_allclose(grad, numeric, rtol=1e-6, atol=1e-6)
-
-
-def test_objective_is_soft_label_log_likelihood():
-    """With one type and one-hot labels the value is −Σ log p + α/2‖W‖²."""
-    x = sp.csr_matrix(np.array([[1.0, 0.0], [0.0, 1.0]]))
-    q = np.array([[2.0, 0.0], [0.0, 1.0]])
-    w = np.array([[0.5, -0.5], [0.1, 0.2]])
-    c = np.array([0.3, -0.3])
-    value, _ = soft_label_objective(np.concatenate([w.ravel(), c]), x, x.T.tocsr(), q, 2.0)
-    scores = x.toarray() @ w + c
-    log_p = scores - np.log(np.exp(scores).sum(axis=1, keepdims=True))
-    expected = -(q * log_p).sum() + (w**2).sum()
-    assert value == pytest.approx(expected)
+from learning.core.node_tagger import NodeTagger
+from learning.core.softmax import soft_label_objective
 
 
 def test_fit_learns_suffixes_and_generalises_to_unseen_words():
@@ -49,22 +14,22 @@ def test_fit_learns_suffixes_and_generalises_to_unseen_words():
     soft[np.arange(len(forms)), [tagset.index(t) for t in tags]] = 5.0
     config = FeatureConfig(n_features=2**12)
     with np.errstate(invalid="raise"):
-        tagger = LogLinearTagger(alpha=0.5, features=config).fit(forms, soft, tagset)
+        tagger = NodeTagger(alpha=0.5, features=config).fit_types(forms, soft, tagset)
     assert tagger.predict([["jumping", "the"]]) == [["VERB", "DET"]]
-    proba = tagger.predict_proba(["jumping", "jumping", "zzz"])
+    proba = tagger.token_proba([["jumping", "jumping"], ["zzz"]])
     np.testing.assert_allclose(proba.sum(axis=1), 1.0)
     np.testing.assert_array_equal(proba[0], proba[1])
     # Warm start from itself converges at once to the same optimum.
-    again = LogLinearTagger(alpha=0.5, features=config).fit(forms, soft, tagset, warm_start=tagger)
+    again = NodeTagger(alpha=0.5, features=config).fit_types(forms, soft, tagset, warm_start=tagger)
     assert again.n_iter_ <= 2
     np.testing.assert_allclose(again.coef_, tagger.coef_, atol=1e-4)
 
 
 def test_warm_start_with_other_features_is_refused():
     forms, soft = ["a", "b"], np.array([[1.0, 0.0], [0.0, 1.0]])
-    first = LogLinearTagger(features=FeatureConfig(n_features=64)).fit(forms, soft, ["X", "Y"])
-    with pytest.raises(ValueError, match="different feature configuration"):
-        LogLinearTagger(features=FeatureConfig(n_features=128)).fit(
+    first = NodeTagger(features=FeatureConfig(n_features=64)).fit_types(forms, soft, ["X", "Y"])
+    with pytest.raises(ValueError, match="different word features"):
+        NodeTagger(features=FeatureConfig(n_features=128)).fit_types(
             forms, soft, ["X", "Y"], warm_start=first
         )
 
@@ -88,8 +53,8 @@ def test_fit_reaches_the_optimum_of_a_reference_solver():
     soft[soft.sum(axis=1) == 0, 0] = 1.0
     config = FeatureConfig(n_features=2**9)
     tagset = ["A", "B", "C", "D"]
-    ours = LogLinearTagger(alpha=0.3, features=config, tol=1e-10, ftol=0.0, max_iter=5000)
-    ours.fit(forms, soft, tagset)
+    ours = NodeTagger(alpha=0.3, features=config, tol=1e-10, ftol=0.0, max_iter=5000)
+    ours.fit_types(forms, soft, tagset)
     x = featurize(forms, config)
     active = np.flatnonzero(np.diff(x.tocsc().indptr))
     xa = x[:, active].tocsr()
@@ -110,3 +75,20 @@ def test_fit_reaches_the_optimum_of_a_reference_solver():
     # The intercept is unpenalized, so it is determined up to a common shift of all tags.
     shift = ours.intercept_ - reference.x[-4:]
     np.testing.assert_allclose(shift, shift.mean(), atol=1e-5)
+
+
+def test_token_level_fit_equals_the_per_type_fit():
+    """Fitting token soft labels aggregates them per word type: the same optimum."""
+    sentences = [["the", "dog", "runs"], ["a", "dog"], ["the", "cat", "runs"]]
+    tagset = ["DET", "NOUN", "VERB"]
+    labels = np.zeros((8, 3))
+    labels[[0, 3, 5], 0] = 1.0
+    labels[[1, 4, 6], 1] = 1.0
+    labels[[2, 7], 2] = [1.0, 0.5]
+    config = FeatureConfig(n_features=2**10)
+    by_token = NodeTagger(features=config, tol=1e-10, ftol=0.0).fit(sentences, labels, tagset)
+    forms = ["the", "dog", "runs", "a", "cat"]
+    per_type = np.array([[2, 0, 0], [0, 2, 0], [0, 0, 1.5], [1, 0, 0], [0, 1, 0]], dtype=float)
+    by_type = NodeTagger(features=config, tol=1e-10, ftol=0.0).fit_types(forms, per_type, tagset)
+    np.testing.assert_allclose(by_token.coef_, by_type.coef_, atol=1e-6)
+    assert by_token.predict([["the", "dog"]]) == [["DET", "NOUN"]]

@@ -1,0 +1,54 @@
+"""Count observations ``o = (r, B, N)`` as evidence about the tags: everything that is specific
+to this kind of answer, next to the data (:mod:`.observations`).
+
+- **Moment equations** (linear): each observation and asked tag ``b`` gives
+  ``Σ_{j∈r} w(x_j, b) ≈ N[b]``; the rows form the design matrix ``A``
+  (:func:`.design.design_matrix`) that :mod:`.solver` solves.
+- **Exact E-step likelihood**: ``P(y_r | N) ∝ Π_j p_j(y_j) · [counts of y_r on B = N]``, computed by
+  the count dynamic program of :mod:`.posterior`.
+- **Expected counts** under the model, ``μ_ib = Σ_{j∈r} p_j(b)`` and their variance
+  ``Σ_j p_j(b)(1 − p_j(b))``: what annotator reliability (:mod:`.crowd`) and the report's count
+  consistency compare the answers with.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from .observations import Observations
+from .posterior import WindowPosteriors, window_posteriors
+
+__all__ = ["CountEvidence", "expected_counts"]
+
+
+def expected_counts(
+    token_probs: np.ndarray, window_tokens: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
+    """Model mean ``μ_ib = Σ_{j∈r_i} p_j(b)`` and variance ``Σ p_j(b)(1 − p_j(b))`` per window
+    (``window_tokens``: (n, w_max) rows of ``token_probs``, −1 past the window's end)."""
+    inside = (window_tokens >= 0)[:, :, None]
+    p = np.where(inside, token_probs[np.maximum(window_tokens, 0)], 0.0)
+    return p.sum(axis=1), (p * (1.0 - p)).sum(axis=1)
+
+
+@dataclass(frozen=True)
+class CountEvidence:
+    """Count observations placed on tokens: ``windows[i, j]`` is the row (of the token
+    probabilities the E-step is given) of position ``j`` of observation ``i``'s window, −1 past
+    its end."""
+
+    observations: Observations
+    windows: np.ndarray
+
+    def posteriors(self, cavity: np.ndarray, rows: np.ndarray, floor: float) -> WindowPosteriors:
+        """Exact posteriors of the windows ``rows`` given their counts, under token priors
+        ``cavity`` (len(rows), w_max, K)."""
+        obs = self.observations
+        return window_posteriors(
+            cavity, obs.length[rows], obs.tag_mask[rows], obs.counts[rows], floor=floor
+        )
+
+    def expected_counts(self, token_probs: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        return expected_counts(token_probs, self.windows)

@@ -1,0 +1,248 @@
+"""Node-only tagger: the tag of a token from its word form alone (the paper's model).
+
+``p_θ(b | a) = softmax_b(f(a)ᵀ W[:, b] + c_b)`` with ``f(a)`` the hashed features of word form ``a``
+(:mod:`.features`). Because the features depend on the form alone, the soft-label log-likelihood
+of all tokens aggregates over word types: with ``Q[a, b]`` the (soft) number of tokens of type
+``a`` labelled ``b``, the fit is :mod:`.softmax`'s objective with one row per type, about 20k rows
+for 200k tokens. This is what the moment stage fits (``Q = n_a ŵ(a, ·)``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+import scipy.sparse as sp
+
+from .features import FeatureConfig, featurize
+from .softmax import compact_columns, fit_soft_labels, softmax_rows
+
+__all__ = ["NodeFeatures", "NodeTagger", "aggregate_by_type"]
+
+
+@dataclass(frozen=True)
+class NodeFeatures:
+    """Features of a list of tokens for :class:`NodeTagger`: ``x`` has one row per distinct
+    form (``forms``), ``type_ids`` maps every token to its row."""
+
+    forms: list[str]
+    type_ids: np.ndarray
+    x: sp.csr_matrix
+
+    @property
+    def n_tokens(self) -> int:
+        return int(self.type_ids.shape[0])
+
+
+def aggregate_by_type(
+    type_ids: np.ndarray, n_types: int, labels: np.ndarray, token_weight: np.ndarray | None = None
+) -> np.ndarray:
+    """``Q[a, b] = Σ_{j : type_ids[j] = a} token_weight[j] · labels[j, b]`` (n_types, K)."""
+    weighted = labels if token_weight is None else labels * token_weight[:, None]
+    q = np.zeros((n_types, labels.shape[1]))
+    for b in range(labels.shape[1]):
+        q[:, b] = np.bincount(type_ids, weights=weighted[:, b], minlength=n_types)
+    return q
+
+
+class NodeTagger:
+    """Multinomial logistic regression of tag given word form.
+
+    Parameters
+    ----------
+    alpha : L2 strength on the feature weights (the objective is a sum over tokens).
+    features : :class:`FeatureConfig`.
+    max_iter : L-BFGS iteration cap.
+    tol : stop when ``max|∇F| ≤ tol · Σ_a n_a`` (gradient relative to the number of tokens).
+    ftol : or when one iteration lowers ``F`` by less than ``ftol · |F|``.
+    stop_below : or as soon as ``F`` is below this value (to time solvers to a common objective).
+    memory : L-BFGS history length (5 was fastest per unit of objective on EWT-sized problems:
+        the two-loop recursion, not the objective, dominates the cost of an iteration).
+
+    Attributes (after ``fit``)
+    --------------------------
+    tagset_ : tuple of tag names (columns). coef_ : (n_features, K). intercept_ : (K,).
+    n_iter_ : L-BFGS iterations. objective_ : final objective value.
+    """
+
+    kind = "node"
+
+    def __init__(
+        self,
+        *,
+        alpha: float = 1.0,
+        features: FeatureConfig | None = None,
+        max_iter: int = 500,
+        tol: float = 1e-5,
+        ftol: float = 1e-9,
+        stop_below: float | None = None,
+        memory: int = 5,
+    ) -> None:
+        self.alpha = alpha
+        self.features = features
+        self.max_iter = max_iter
+        self.tol = tol
+        self.ftol = ftol
+        self.stop_below = stop_below
+        self.memory = memory
+
+    @property
+    def feature_config_(self) -> FeatureConfig:
+        return self.features if self.features is not None else FeatureConfig()
+
+    @property
+    def word_features_(self) -> FeatureConfig:
+        """The word-form features (the columns a contextual model shares with this one)."""
+        return self.feature_config_
+
+    # ------------------------------------------------------------------ the tagger interface
+    def featurize(
+        self, sentences: Sequence[Sequence[str]], tokens: np.ndarray | None = None
+    ) -> NodeFeatures:
+        """Features of every token of ``sentences`` (or of the flat token indices ``tokens``)."""
+        flat = [form for sentence in sentences for form in sentence]
+        if tokens is not None:
+            flat = [flat[j] for j in np.asarray(tokens)]
+        index: dict[str, int] = {}
+        type_ids = np.fromiter(
+            (index.setdefault(form, len(index)) for form in flat), dtype=np.int64, count=len(flat)
+        )
+        forms = list(index)
+        return NodeFeatures(
+            forms=forms, type_ids=type_ids, x=featurize(forms, self.feature_config_)
+        )
+
+    def fit(
+        self,
+        sentences: Sequence[Sequence[str]] | None,
+        token_counts: np.ndarray,
+        tagset: Sequence[str],
+        *,
+        warm_start=None,
+        features: NodeFeatures | None = None,
+    ) -> NodeTagger:
+        """Fit to token-level soft labels ``token_counts`` (n_tokens × K, rows in the order of
+        the tokens of ``sentences`` or of ``features``; all-zero rows carry no weight)."""
+        if features is None:
+            features = self.featurize(sentences)
+        token_counts = np.asarray(token_counts, dtype=np.float64)
+        if token_counts.ndim != 2 or token_counts.shape[0] != features.n_tokens:
+            raise ValueError("token_counts must have one row per token")
+        soft = aggregate_by_type(features.type_ids, len(features.forms), token_counts)
+        return self.fit_types(features.forms, soft, tagset, warm_start=warm_start, x=features.x)
+
+    def token_proba(
+        self,
+        sentences: Sequence[Sequence[str]] | None,
+        *,
+        features: NodeFeatures | None = None,
+    ) -> np.ndarray:
+        """(n_tokens, K) tag probabilities; words never seen get them from their features."""
+        if features is None:
+            features = self.featurize(sentences)
+        if features.n_tokens == 0:
+            return np.zeros((0, len(self.tagset_)))
+        return softmax_rows(self.decision_function(features.x))[features.type_ids]
+
+    def predict(self, sentences: Sequence[Sequence[str]]) -> list[list[str]]:
+        """The most probable tag of every token of every sentence."""
+        return _best_tags(self, sentences)
+
+    # ------------------------------------------------------------------ per word type
+    def fit_types(
+        self,
+        forms: Sequence[str],
+        soft_counts: np.ndarray,
+        tagset: Sequence[str],
+        *,
+        warm_start=None,
+        x: sp.csr_matrix | None = None,
+    ) -> NodeTagger:
+        """Fit to per-type ``soft_counts`` (len(forms) × K, non-negative); ``x`` may pass
+        precomputed features of ``forms``. ``warm_start``: a fitted tagger with the same word
+        features, of either kind (tags are matched by name; new tags start at zero)."""
+        soft_counts = np.asarray(soft_counts, dtype=np.float64)
+        tagset = tuple(tagset)
+        config = self.feature_config_
+        if soft_counts.shape != (len(forms), len(tagset)):
+            raise ValueError(
+                f"soft_counts must have shape (n_forms={len(forms)}, n_tags={len(tagset)})"
+            )
+        check_soft_labels(soft_counts, self.alpha)
+        keep = soft_counts.sum(axis=1) > 0
+        if x is None:
+            x = featurize([f for f, k in zip(forms, keep, strict=True) if k], config)
+        else:
+            x = sp.csr_matrix(x)[keep]
+        q = soft_counts[keep]
+        x, active = compact_columns(x)
+        if warm_start is not None:
+            w0, c0 = warm_start_params(warm_start, config, config.n_features, tagset, active)
+        else:
+            w0, c0 = np.zeros((active.shape[0], len(tagset))), prior_intercept(q)
+        coef_active, intercept, value, n_iter = fit_soft_labels(
+            x, q, self.alpha, w0, c0, max_iter=self.max_iter, tol=self.tol, ftol=self.ftol,
+            memory=self.memory, stop_below=self.stop_below,
+        )  # fmt: skip
+        coef = np.zeros((config.n_features, len(tagset)))
+        coef[active] = coef_active
+        self.tagset_ = tagset
+        self.coef_ = coef
+        self.intercept_ = intercept
+        self.n_iter_ = int(n_iter)
+        self.objective_ = value
+        return self
+
+    def decision_function(self, x: sp.csr_matrix) -> np.ndarray:
+        return np.asarray(x @ self.coef_) + self.intercept_
+
+    def predict_proba_forms(self, forms: Sequence[str]) -> np.ndarray:
+        """``p_θ(b | form)`` for distinct forms (rows) — featurizes each form once."""
+        x = featurize(list(forms), self.feature_config_)
+        return softmax_rows(self.decision_function(x))
+
+
+# Shared by both taggers ---------------------------------------------------------------------
+
+
+def check_soft_labels(soft_counts: np.ndarray, alpha: float) -> None:
+    if not np.all(np.isfinite(soft_counts)) or (soft_counts < 0).any():
+        raise ValueError("soft labels must be finite and non-negative")
+    if alpha <= 0:
+        raise ValueError("alpha must be positive")
+    if not (soft_counts.sum(axis=1) > 0).any():
+        raise ValueError("no labelled tokens: all soft labels are zero")
+
+
+def prior_intercept(q: np.ndarray) -> np.ndarray:
+    """Start from the smoothed tag frequencies: a good intercept saves many iterations."""
+    totals = q.sum(axis=0) + 1.0
+    return np.log(totals / totals.sum())
+
+
+def warm_start_params(previous, word_features: FeatureConfig, n_features: int, tagset, active):
+    """Initial ``(W, c)`` on columns ``active`` from a fitted tagger of either kind: the weights
+    of the columns both share (a node-only model's columns are the word-form features of a
+    contextual one, hashed alike). Tags are matched by name; new tags start at zero."""
+    if previous.word_features_ != word_features or previous.coef_.shape[0] != n_features:
+        raise ValueError("warm_start model has different word features")
+    n_tags = len(tagset)
+    w0 = np.zeros((active.shape[0], n_tags))
+    c0 = np.zeros(n_tags)
+    index = {tag: k for k, tag in enumerate(previous.tagset_)}
+    for k, tag in enumerate(tagset):
+        if tag in index:
+            w0[:, k] = previous.coef_[active, index[tag]]
+            c0[k] = previous.intercept_[index[tag]]
+    return w0, c0
+
+
+def _best_tags(tagger, sentences: Sequence[Sequence[str]]) -> list[list[str]]:
+    n_tokens = sum(len(s) for s in sentences)
+    best = tagger.token_proba(sentences).argmax(axis=1) if n_tokens else np.zeros(0, dtype=int)
+    out, position = [], 0
+    for sentence in sentences:
+        out.append([tagger.tagset_[k] for k in best[position : position + len(sentence)]])
+        position += len(sentence)
+    return out

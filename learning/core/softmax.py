@@ -1,0 +1,229 @@
+"""The convex fit both taggers share: weighted multinomial logistic regression on soft labels.
+
+Rows are word types (node-only tagger) or tokens (contextual tagger); either way the objective is
+
+    F(W, c) = − Σ_i Σ_b Q[i, b] log p_θ(b | row i) + α/2 ‖W‖²          (intercept c unpenalized)
+
+with ``p_θ(b | i) = softmax_b(x_iᵀ W[:, b] + c_b)``, gradient ``∇_W F = Xᵀ (n ∘ P − Q) + α W`` and
+``∇_c F = 1ᵀ (n ∘ P − Q)``, where ``n_i = Σ_b Q[i, b]`` and ``P`` the model probabilities.
+Minimized by L-BFGS with this analytic gradient (:func:`minimize_lbfgs`, a memory-lean two-loop
+recursion) over the feature columns that occur (the others are exactly zero at the optimum).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from contextlib import contextmanager
+
+import numpy as np
+import scipy.sparse as sp
+from scipy.linalg import blas
+from scipy.linalg.blas import get_blas_funcs
+
+__all__ = [
+    "SoftLabelObjective",
+    "compact_columns",
+    "fit_soft_labels",
+    "soft_label_objective",
+    "softmax_rows",
+]
+
+
+def softmax_rows(scores: np.ndarray) -> np.ndarray:
+    """Row-wise softmax with a max shift (no overflow)."""
+    shifted = scores - scores.max(axis=1, keepdims=True)
+    np.exp(shifted, out=shifted)
+    shifted /= shifted.sum(axis=1, keepdims=True)
+    return shifted
+
+
+def soft_label_objective(
+    params: np.ndarray,
+    x: sp.csr_matrix,
+    xt: sp.csr_matrix | None,
+    soft_counts: np.ndarray,
+    alpha: float,
+) -> tuple[float, np.ndarray]:
+    """``F`` and its gradient at ``params = [W.ravel(), c]`` (W is ``x.shape[1] × K``).
+
+    ``xt`` (``x.T`` as CSR) is accepted for compatibility and not needed: the evaluation appends
+    the intercept column to ``x`` itself (see :class:`SoftLabelObjective`, which the fit uses)."""
+    return SoftLabelObjective(x, soft_counts, alpha)(np.asarray(params, dtype=np.float64))
+
+
+class SoftLabelObjective:
+    """``F`` and ``∇F`` with few passes over memory.
+
+    The intercept is a column of ones appended to ``X``, so ``params = [W.ravel(), c]`` is exactly
+    the row-major ``(n_features + 1) × K`` matrix ``[W; c]`` (no slicing or concatenation) and one
+    sparse product ``[X 1]ᵀ R`` gives both gradient blocks. The scores are shifted by their row
+    maximum in place: with ``s̃ = s − max_b s``, ``F = Σ_a n_a log Σ_b e^{s̃_ab} − Σ Q ∘ s̃ + α/2‖W‖²``
+    (``Σ_b Q_ab = n_a`` cancels the shift). Sparse products are CSR × dense (single-threaded)."""
+
+    def __init__(self, x: sp.spmatrix, soft_counts: np.ndarray, alpha: float) -> None:
+        x = sp.csr_matrix(x, dtype=np.float64)
+        ones = sp.csr_matrix(np.ones((x.shape[0], 1)))
+        self.x = sp.hstack([x, ones], format="csr")
+        self.xt = self.x.T.tocsr()
+        self.q = np.ascontiguousarray(soft_counts, dtype=np.float64)
+        self.totals = self.q.sum(axis=1)
+        self.alpha = float(alpha)
+        self.n_tags = self.q.shape[1]
+        self.shape = (self.x.shape[1], self.n_tags)
+
+    def __call__(self, params: np.ndarray) -> tuple[float, np.ndarray]:
+        w = params[: -self.n_tags]
+        scores = self.x @ params.reshape(self.shape)
+        scores -= scores.max(axis=1)[:, None]
+        value = -float(np.einsum("ij,ij->", self.q, scores))
+        np.exp(scores, out=scores)
+        partition = scores.sum(axis=1)
+        value += float(self.totals @ np.log(partition))
+        value += 0.5 * self.alpha * float(np.einsum("i,i->", w, w))
+        scores *= (self.totals / partition)[:, None]  # n ∘ P
+        scores -= self.q  # the residual R
+        grad = (self.xt @ scores).ravel()
+        grad_w = grad[: -self.n_tags]
+        if self.alpha == 1.0:
+            grad_w += w
+        else:
+            grad_w += self.alpha * w
+        return value, grad
+
+
+def _lbfgs(
+    fun: Callable[[np.ndarray], tuple[float, np.ndarray]],
+    x0: np.ndarray,
+    *,
+    memory: int,
+    max_iter: int,
+    gtol: float,
+    ftol: float,
+    stop_below: float | None,
+) -> tuple[np.ndarray, float, int]:
+    """L-BFGS (two-loop recursion, ``H₀ = γI`` with ``γ = sᵀy/yᵀy``, backtracking Armijo line
+    search from step 1). It stops when
+    ``max|∇f| ≤ gtol``, when one iteration lowers ``f`` by at most ``ftol · max(|f|, 1)``, when
+    ``f ≤ stop_below``, or after ``max_iter`` iterations. Returns ``(x, f, iterations)``.
+
+    Written for vectors of ~10⁵–10⁶ entries, where an iteration is memory-bound: the history lives
+    in two preallocated ``(memory + 1) × n`` arrays (a ring buffer), and the updates are in-place
+    BLAS ``daxpy``/``ddot``/``idamax`` (one pass each, no temporaries). This halved the time per
+    iteration against numpy expressions on EWT. (scipy's compiled L-BFGS-B was measured too, on
+    the same objective: ~15 % *slower* per iteration than even the numpy version — it projects onto
+    bounds and keeps the compact representation, O(m n) extra work per step — so it is not used.)
+    """
+    x = np.array(x0, dtype=np.float64)
+    x_new = np.empty_like(x)
+    direction = np.empty_like(x)
+    n_slots = memory + 1
+    s_hist = np.empty((n_slots, x.shape[0]))
+    y_hist = np.empty((n_slots, x.shape[0]))
+    rho = np.zeros(n_slots)
+    coef = np.zeros(n_slots)
+    order: list[int] = []  # slots in use, oldest first
+    gamma = 1.0
+    f, g = fun(x)
+    for iteration in range(1, max_iter + 1):
+        if abs(g[_idamax(g)]) <= gtol or (stop_below is not None and f <= stop_below):
+            return x, f, iteration - 1
+        # direction = −H g by the two-loop recursion, in place.
+        np.negative(g, out=direction)
+        for j in reversed(order):
+            coef[j] = rho[j] * _ddot(s_hist[j], direction)
+            _daxpy(y_hist[j], direction, a=-coef[j])
+        direction *= gamma
+        for j in order:
+            beta = rho[j] * _ddot(y_hist[j], direction)
+            _daxpy(s_hist[j], direction, a=coef[j] - beta)
+        slope = _ddot(g, direction)
+        if slope >= 0:  # not a descent direction: forget the history, go down the gradient
+            order.clear()
+            np.negative(g, out=direction)
+            slope = _ddot(g, direction)
+        step = 1.0
+        for _ in range(40):
+            np.copyto(x_new, x)
+            _daxpy(direction, x_new, a=step)
+            f_new, g_new = fun(x_new)
+            if np.isfinite(f_new) and f_new <= f + 1e-4 * step * slope:
+                break
+            step *= 0.5
+        else:
+            return x, f, iteration
+        slot = next(k for k in range(n_slots) if k not in order)
+        s, y = s_hist[slot], y_hist[slot]
+        np.subtract(x_new, x, out=s)
+        np.subtract(g_new, g, out=y)
+        sy, yy = _ddot(s, y), _ddot(y, y)
+        if sy > 1e-12 * yy:
+            order.append(slot)
+            if len(order) > memory:
+                order.pop(0)
+            rho[slot] = 1.0 / sy
+            gamma = sy / yy
+        decrease = f - f_new
+        x, x_new = x_new, x
+        f, g = f_new, g_new
+        if decrease <= ftol * max(abs(f), 1.0):
+            return x, f, iteration
+    return x, f, max_iter
+
+
+_ddot, _daxpy = get_blas_funcs(("dot", "axpy"), dtype=np.float64)
+_idamax = blas.idamax
+
+
+@contextmanager
+def _blas_one_thread():
+    """Limit BLAS to one thread while fitting: the level-1 calls above are memory-bound, and on a
+    shared machine threaded ones spent far longer synchronising than computing (measured ~25×).
+    Uses threadpoolctl (installed with scikit-learn) when available."""
+    try:
+        from threadpoolctl import threadpool_limits
+    except ImportError:  # pragma: no cover - the calls stay correct, only possibly slower
+        yield
+        return
+    with threadpool_limits(limits=1, user_api="blas"):
+        yield
+
+
+def fit_soft_labels(
+    x: sp.csr_matrix,
+    soft_counts: np.ndarray,
+    alpha: float,
+    w0: np.ndarray,
+    c0: np.ndarray,
+    *,
+    max_iter: int,
+    tol: float,
+    ftol: float,
+    memory: int,
+    stop_below: float | None = None,
+) -> tuple[np.ndarray, np.ndarray, float, int]:
+    """Minimize ``F`` from ``(w0, c0)``; ``x`` holds only the columns that occur. Stops when
+    ``max|∇F| ≤ tol · Σ n`` (see :func:`_lbfgs` for the other rules). Returns
+    ``(W, c, F, iterations)``."""
+    n_tags = soft_counts.shape[1]
+    objective = SoftLabelObjective(x, soft_counts, alpha)
+    with _blas_one_thread():
+        params, value, n_iter = _lbfgs(
+            objective,
+            np.concatenate([np.asarray(w0, dtype=np.float64).ravel(), c0]),
+            max_iter=max_iter,
+            gtol=tol * max(float(objective.totals.sum()), 1.0),
+            ftol=ftol,
+            stop_below=stop_below,
+            memory=memory,
+        )
+    return params[:-n_tags].reshape(-1, n_tags), params[-n_tags:].copy(), float(value), n_iter
+
+
+def compact_columns(x: sp.csr_matrix) -> tuple[sp.csr_matrix, np.ndarray]:
+    """``x`` restricted to the columns that occur, and those columns' indices (sorted)."""
+    x = sp.csr_matrix(x)
+    active, compact = np.unique(x.indices, return_inverse=True)
+    return (
+        sp.csr_matrix((x.data, compact.ravel(), x.indptr), shape=(x.shape[0], active.shape[0])),
+        active,
+    )

@@ -1,0 +1,133 @@
+import numpy as np
+import pytest
+
+from learning.core import (
+    ContextConfig,
+    ContextTagger,
+    CountTagger,
+    FeatureConfig,
+    NodeTagger,
+    accuracy,
+    featurize_tokens,
+    simulate_crowd,
+)
+from learning.core.softmax import compact_columns, soft_label_objective
+
+WORD = FeatureConfig(n_features=2**14)
+CONTEXT = ContextConfig(word=WORD)
+
+
+def _context_corpus(rng, n_sentences):
+    """Tags that depend on the previous word: after "the" an ambiguous word is a NOUN, after "to"
+    a VERB. The ambiguous words come equally often after either, so a tagger that sees the word
+    alone is right about them half the time at best."""
+    ambiguous = [f"amb{i}" for i in range(8)]
+    sentences, tags = [], []
+    for _ in range(n_sentences):
+        words, labels = [], []
+        for _ in range(rng.integers(2, 5)):
+            if rng.random() < 0.5:
+                words += ["the", str(rng.choice(ambiguous))]
+                labels += ["DET", "NOUN"]
+            else:
+                words += ["to", str(rng.choice(ambiguous))]
+                labels += ["PART", "VERB"]
+            if rng.random() < 0.1:
+                words.append("and")
+                labels.append("CONJ")
+        sentences.append(words)
+        tags.append(labels)
+    return sentences, tags
+
+
+def _node_only_ceiling(sentences, tags):
+    """The best any tagger reading the word alone can score on this corpus: each word type's
+    most frequent tag (read off the corpus itself)."""
+    table: dict[str, dict[str, int]] = {}
+    for words, labels in zip(sentences, tags, strict=True):
+        for word, tag in zip(words, labels, strict=True):
+            table.setdefault(word, {}).setdefault(tag, 0)
+            table[word][tag] += 1
+    best = sum(max(counts.values()) for counts in table.values())
+    return best / sum(len(s) for s in sentences)
+
+
+def test_token_objective_gradient_matches_finite_differences():
+    rng = np.random.default_rng(3)
+    sentences, _ = _context_corpus(rng, 6)
+    x, _ = compact_columns(featurize_tokens(sentences, ContextConfig(word=FeatureConfig(2**8))))
+    q = rng.random((x.shape[0], 3)) * (rng.random((x.shape[0], 3)) < 0.7)
+    params = rng.normal(size=x.shape[1] * 3 + 3) * 0.3
+    with np.errstate(invalid="raise", over="raise", divide="raise"):
+        _, grad = soft_label_objective(params, x, None, q, 0.5)
+        h = 1e-6
+        for i in rng.choice(params.shape[0], size=40, replace=False):
+            step = np.zeros_like(params)
+            step[i] = h
+            numeric = (
+                soft_label_objective(params + step, x, None, q, 0.5)[0]
+                - soft_label_objective(params - step, x, None, q, 0.5)[0]
+            ) / (2 * h)
+            assert grad[i] == pytest.approx(numeric, rel=1e-5, abs=1e-6)
+
+
+def test_features_change_with_a_neighbour_and_not_otherwise():
+    before = [["a", "b", "c", "d", "e", "f", "g"]]
+    after = [["a", "b", "c", "X", "e", "f", "g"]]
+    x, y = featurize_tokens(before, CONTEXT), featurize_tokens(after, CONTEXT)
+    changed = [(x[j] != y[j]).nnz > 0 for j in range(7)]
+    # Position 3 changed: it and its neighbours up to two away read it; 0 and 6 do not.
+    assert changed == [False, True, True, True, True, True, False]
+    # Sentence boundaries are features too: the same word first or in the middle differs.
+    first, middle = featurize_tokens([["b", "c"], ["a", "b", "c"]], CONTEXT)[[0, 3]]
+    assert (first != middle).nnz > 0
+
+
+def test_contextual_em_beats_the_node_only_ceiling():
+    rng = np.random.default_rng(11)
+    sentences, tags = _context_corpus(rng, 600)
+    test_sentences, test_tags = _context_corpus(rng, 200)
+    tagset = sorted({t for labels in tags for t in labels})
+    gold = [[tagset.index(t) for t in labels] for labels in tags]
+    crowd = simulate_crowd(gold, len(tagset), window=3, obs_per_sentence=2, random_state=0)
+    ceiling = _node_only_ceiling(test_sentences, test_tags)
+    assert ceiling < 0.82  # the corpus is built so that the word alone is not enough
+    with np.errstate(invalid="raise"):
+        node = CountTagger(model="node", features=WORD, n_em_iter=5, random_state=0).fit(
+            sentences, crowd.observations, tagset
+        )
+        context = CountTagger(
+            features=WORD, context=CONTEXT, word_classes=False, n_em_iter=5, random_state=0
+        ).fit(sentences, crowd.observations, tagset)
+    node_accuracy = accuracy(test_tags, node.predict(test_sentences))
+    context_accuracy = accuracy(test_tags, context.predict(test_sentences))
+    assert node_accuracy <= ceiling + 1e-9
+    assert context.tagger_.kind == "context"
+    assert context_accuracy > ceiling + 0.15
+    assert context_accuracy > 0.97
+
+
+def test_warm_start_from_a_node_model_starts_at_its_solution():
+    sentences = [["the", "dog", "runs"], ["a", "cat", "sleeps"]]
+    tagset = ["DET", "NOUN", "VERB"]
+    labels = np.eye(3)[[0, 1, 2, 0, 1, 2]]
+    node = NodeTagger(features=WORD).fit(sentences, labels, tagset)
+    start = ContextTagger(features=CONTEXT, max_iter=0).fit(
+        sentences, labels, tagset, warm_start=node
+    )
+    np.testing.assert_allclose(start.token_proba(sentences), node.token_proba(sentences))
+    with pytest.raises(ValueError, match="different word features"):
+        ContextTagger(features=ContextConfig(word=FeatureConfig(2**12))).fit(
+            sentences, labels, tagset, warm_start=node
+        )
+
+
+def test_bad_soft_labels_are_refused():
+    sentences = [["a", "b"]]
+    tagger = ContextTagger(features=CONTEXT)
+    with pytest.raises(ValueError, match="one row per token"):
+        tagger.fit(sentences, np.ones((3, 2)), ["X", "Y"])
+    with pytest.raises(ValueError, match="finite and non-negative"):
+        tagger.fit(sentences, np.array([[1.0, -1.0], [0.0, 1.0]]), ["X", "Y"])
+    with pytest.raises(ValueError, match="all soft labels are zero"):
+        tagger.fit(sentences, np.zeros((2, 2)), ["X", "Y"])

@@ -1,0 +1,47 @@
+import numpy as np
+import pytest
+import scipy.sparse as sp
+
+from learning.core.softmax import compact_columns, soft_label_objective
+
+
+def test_gradient_matches_finite_differences():
+    rng = np.random.default_rng(21)
+    x = sp.random(12, 9, density=0.4, random_state=rng, format="csr")
+    x.data[:] = 1.0
+    q = rng.random((12, 4)) * (rng.random((12, 4)) < 0.6)
+    params = rng.normal(size=9 * 4 + 4)
+    with np.errstate(invalid="raise", over="raise", divide="raise"):
+        value, grad = soft_label_objective(params, x, None, q, 0.7)
+        numeric = np.empty_like(params)
+        h = 1e-6
+        for i in range(params.shape[0]):
+            step = np.zeros_like(params)
+            step[i] = h
+            numeric[i] = (
+                soft_label_objective(params + step, x, None, q, 0.7)[0]
+                - soft_label_objective(params - step, x, None, q, 0.7)[0]
+            ) / (2 * h)
+    assert np.isfinite(value)
+    np.testing.assert_allclose(grad, numeric, rtol=1e-6, atol=1e-6)
+
+
+def test_objective_is_soft_label_log_likelihood():
+    """With one-hot labels the value is −Σ log p + α/2‖W‖²."""
+    x = sp.csr_matrix(np.array([[1.0, 0.0], [0.0, 1.0]]))
+    q = np.array([[2.0, 0.0], [0.0, 1.0]])
+    w = np.array([[0.5, -0.5], [0.1, 0.2]])
+    c = np.array([0.3, -0.3])
+    value, _ = soft_label_objective(np.concatenate([w.ravel(), c]), x, None, q, 2.0)
+    scores = x.toarray() @ w + c
+    log_p = scores - np.log(np.exp(scores).sum(axis=1, keepdims=True))
+    expected = -(q * log_p).sum() + (w**2).sum()
+    assert value == pytest.approx(expected)
+
+
+def test_compact_columns_keeps_the_products():
+    x = sp.csr_matrix(np.array([[0, 1.0, 0, 1.0], [0, 0, 0, 1.0]]))
+    compact, active = compact_columns(x)
+    np.testing.assert_array_equal(active, [1, 3])
+    w = np.arange(8.0).reshape(4, 2)
+    np.testing.assert_array_equal(compact @ w[active], x @ w)
