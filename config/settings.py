@@ -255,6 +255,8 @@ TALLY_WEBHOOK_BACKOFF_SECONDS = env_int("TALLY_WEBHOOK_BACKOFF_SECONDS", 10, min
 # Server-sent events: each stream ends after this long (EventSource reconnects).
 TALLY_SSE_STREAM_SECONDS = env_int("TALLY_SSE_STREAM_SECONDS", 30, minimum=1)
 TALLY_SSE_POLL_SECONDS = env_int("TALLY_SSE_POLL_SECONDS", 2, minimum=1)
+# Open event streams per user, across every process (a manager's tabs on several projects).
+TALLY_SSE_STREAMS_PER_USER = env_int("TALLY_SSE_STREAMS_PER_USER", 10, minimum=1)
 
 LOGGING = {
     "version": 1,

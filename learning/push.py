@@ -4,24 +4,30 @@ With `REDIS_URL` the worker publishes each new version's summary on a per-projec
 channel after its transaction committed, and every open stream subscribed to that channel sends
 it on at once. Without Redis (the embedded default) the stream polls the database for a newer
 version every `TALLY_SSE_POLL_SECONDS`. Either way a stream ends after `TALLY_SSE_STREAM_SECONDS`
-with a `retry:` hint, so a web thread is never pinned for long and EventSource reconnects by
-itself; a reconnect sends `Last-Event-ID`, and a version newer than that is sent at once (nothing
-published while no stream was open is lost). If Redis fails mid-stream, the stream falls back to
-polling.
+with a `retry:` hint and EventSource reconnects by itself; a reconnect sends `Last-Event-ID`, and
+a version newer than that is sent at once (nothing published while no stream was open is lost).
+If Redis fails mid-stream, the stream falls back to polling.
+
+Two forms of the same stream: `event_stream_async`, served by the ASGI process (production
+routes the events path there), waits on the event loop and holds no thread, sharing one Redis
+subscription per process (learning/push_hub.py); `event_stream` is the synchronous form a WSGI
+server (the embedded default's runserver) serves, one thread and one subscription per stream.
 """
 
 from __future__ import annotations
 
+import asyncio
 import json
 import logging
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import AsyncIterator, Callable, Iterator
 
 import redis
+from asgiref.sync import sync_to_async
 from django.conf import settings
 from django.core.serializers.json import DjangoJSONEncoder
 
-from learning import selectors
+from learning import push_hub, selectors
 
 logger = logging.getLogger(__name__)
 
@@ -83,6 +89,19 @@ def _subscribe(project_id: int):
     return pubsub
 
 
+def _opening(project_id: int, since: int | None) -> tuple[list[str], int | None]:
+    """The events a stream starts with (after `retry:`), and the version it has sent."""
+    current = _current_number(project_id)
+    events = [_event("hello", {"version": current})]
+    sent = since if since is not None else current
+    if current is not None and sent is not None and current > sent:
+        event = _report_event(project_id, current)
+        if event:
+            events.append(event)
+        sent = current
+    return events, sent
+
+
 def event_stream(
     *,
     project_id: int,
@@ -98,14 +117,8 @@ def event_stream(
     pubsub = _subscribe(project_id)  # before reading the current version: nothing falls between
     try:
         yield f"retry: {RETRY_MILLISECONDS}\n\n"
-        current = _current_number(project_id)
-        yield _event("hello", {"version": current})
-        sent = since if since is not None else current
-        if current is not None and sent is not None and current > sent:
-            event = _report_event(project_id, current)
-            if event:
-                yield event
-            sent = current
+        opening, sent = _opening(project_id, since)
+        yield from opening
         last_output = clock()
         while (remaining := deadline - clock()) > 0:
             newest = None
@@ -135,3 +148,54 @@ def event_stream(
                 pubsub.close()
             except redis.RedisError:
                 logger.debug("closing a push subscription failed")
+
+
+async def event_stream_async(
+    *,
+    project_id: int,
+    since: int | None,
+    duration: float | None = None,
+    poll_seconds: float | None = None,
+    clock: Callable[[], float] = time.monotonic,
+) -> AsyncIterator[str]:
+    """`event_stream` for an ASGI server: the same events, awaiting instead of blocking.
+
+    Database reads run in Django's thread for synchronous code, briefly; the waits between
+    events hold no thread.
+    """
+    duration = settings.TALLY_SSE_STREAM_SECONDS if duration is None else duration
+    poll_seconds = settings.TALLY_SSE_POLL_SECONDS if poll_seconds is None else poll_seconds
+    deadline = clock() + duration
+    subscription = await push_hub.subscribe(project_id)  # before reading the current version
+    try:
+        yield f"retry: {RETRY_MILLISECONDS}\n\n"
+        opening, sent = await sync_to_async(_opening)(project_id, since)
+        for event in opening:
+            yield event
+        last_output = clock()
+        while (remaining := deadline - clock()) > 0:
+            newest = None
+            wait = min(remaining, max(0.0, last_output + KEEPALIVE_SECONDS - clock()))
+            if subscription is not None:
+                try:
+                    newest = await asyncio.wait_for(subscription.queue.get(), wait)
+                except TimeoutError:
+                    pass
+                if newest is push_hub.LOST:
+                    logger.warning("push stream lost Redis; polling")
+                    subscription.close()
+                    subscription, newest = None, None
+            else:
+                await asyncio.sleep(min(wait, poll_seconds))
+                newest = await sync_to_async(_current_number)(project_id)
+            if newest is not None and (sent is None or newest > sent):
+                event = await sync_to_async(_report_event)(project_id, newest)
+                if event:
+                    yield event
+                    sent, last_output = newest, clock()
+            elif clock() - last_output >= KEEPALIVE_SECONDS:
+                yield ": keep-alive\n\n"
+                last_output = clock()
+    finally:
+        if subscription is not None:
+            subscription.close()

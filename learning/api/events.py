@@ -1,12 +1,33 @@
-"""GET events/: the server-sent event stream of new reports (managers; see learning/push.py)."""
+"""GET events/: the server-sent event stream of new reports (managers; see learning/push.py).
 
+Served by whichever server receives the request: under ASGI (the production event server that
+the events path is routed to) the stream is asynchronous and waits without a thread; under WSGI
+(the embedded default's runserver) it is the synchronous stream, one thread each. Either way a
+user holds at most `TALLY_SSE_STREAMS_PER_USER` streams at once (429 `too_many_streams` beyond).
+"""
+
+import asyncio
+from collections.abc import AsyncIterator, Iterator
+
+from django.conf import settings
+from django.core.handlers.asgi import ASGIRequest
 from django.http import StreamingHttpResponse
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import extend_schema
+from rest_framework.exceptions import APIException
 from rest_framework.renderers import BaseRenderer, JSONRenderer
 
 from common.api.base import ManagerView
 from learning import push
+from learning.stream_slots import stream_slot_acquire, stream_slot_release
+
+
+class TooManyStreams(APIException):
+    """The user holds `TALLY_SSE_STREAMS_PER_USER` event streams already."""
+
+    status_code = 429
+    default_code = "too_many_streams"
+    default_detail = "Too many event streams open."
 
 
 class EventStreamRenderer(BaseRenderer):
@@ -27,15 +48,44 @@ def _since(request) -> int | None:
         return None
 
 
+def _released(stream: Iterator[str], user_id: int, slot: str) -> Iterator[str]:
+    try:
+        yield from stream
+    finally:
+        stream_slot_release(user_id=user_id, slot=slot)
+
+
+async def _released_async(stream: AsyncIterator[str], user_id: int, slot: str):
+    try:
+        async for event in stream:
+            yield event
+    finally:
+        await stream.aclose()
+        # In a thread, not awaited: a slow or absent Redis must not stall the event loop, nor
+        # a cancelled stream (the client went away) skip the release.
+        asyncio.get_running_loop().run_in_executor(
+            None, lambda: stream_slot_release(user_id=user_id, slot=slot)
+        )
+
+
 class EventsView(ManagerView):
     renderer_classes = [JSONRenderer, EventStreamRenderer]
 
     @extend_schema(responses={(200, "text/event-stream"): OpenApiTypes.STR})
     def get(self, request, project_id):
-        response = StreamingHttpResponse(
-            push.event_stream(project_id=self.project.pk, since=_since(request)),
-            content_type="text/event-stream; charset=utf-8",
-        )
+        user_id = request.user.pk
+        slot = stream_slot_acquire(user_id=user_id, seconds=settings.TALLY_SSE_STREAM_SECONDS)
+        if slot is None:
+            raise TooManyStreams(
+                f"You have {settings.TALLY_SSE_STREAMS_PER_USER} event streams open already "
+                "(TALLY_SSE_STREAMS_PER_USER); close a dashboard tab."
+            )
+        arguments = {"project_id": self.project.pk, "since": _since(request)}
+        if isinstance(request._request, ASGIRequest):
+            content = _released_async(push.event_stream_async(**arguments), user_id, slot)
+        else:
+            content = _released(push.event_stream(**arguments), user_id, slot)
+        response = StreamingHttpResponse(content, content_type="text/event-stream; charset=utf-8")
         response["Cache-Control"] = "no-cache"
         response["X-Accel-Buffering"] = "no"  # no proxy buffering (nginx)
         return response
