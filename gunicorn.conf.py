@@ -1,7 +1,10 @@
 """Production web server settings, read by `gunicorn config.wsgi` from this directory.
 
-Threaded workers: the API requests are short, and the server-sent event streams of open
-dashboards wait on Redis in a thread of their own without holding a process.
+Threaded workers for short requests. The server-sent event streams of open dashboards are not
+served here in production: the proxy routes `/api/projects/{id}/events/` to the event server
+(uvicorn, `config.asgi`), where a waiting stream holds no thread (docker-compose.yml,
+deploy/nginx.conf.template). A stream that reaches gunicorn anyway still works, holding one of
+these threads for its `TALLY_SSE_STREAM_SECONDS`.
 """
 
 import os
@@ -18,7 +21,7 @@ def _cores() -> int:
 
 
 # One process per core (Python runs one thread at a time per process), each with threads that
-# overlap its requests' database round trips and hold open dashboards' event streams. On 2 cores,
+# overlap its requests' database round trips. On 2 cores,
 # `benchmark_api` measured 2 x 8 at less CPU per annotator cycle and a lower p99 than 4 x 8 or
 # 5 x 4: more processes than cores only take turns on them.
 workers = int(os.environ.get("WEB_WORKERS") or max(2, _cores()))

@@ -17,6 +17,7 @@ server (the embedded default's runserver) serves, one thread and one subscriptio
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import logging
 import time
@@ -177,10 +178,8 @@ async def event_stream_async(
             newest = None
             wait = min(remaining, max(0.0, last_output + KEEPALIVE_SECONDS - clock()))
             if subscription is not None:
-                try:
+                with contextlib.suppress(TimeoutError):
                     newest = await asyncio.wait_for(subscription.queue.get(), wait)
-                except TimeoutError:
-                    pass
                 if newest is push_hub.LOST:
                     logger.warning("push stream lost Redis; polling")
                     subscription.close()

@@ -5,9 +5,9 @@ another project) and an anonymous visitor; `personas` maps those names to client
 package defines its own `project`; the frontend's pages send the personas' requests with a
 session (`persona_client`), the APIs with a token.
 
-Markers `postgres`, `redis` and `browser` name the real services a test needs. Locally a test whose
-service is missing is skipped with the reason; with TALLY_REQUIRE_SERVICES=1 (CI's full mode) it
-fails instead, so a missing service can never pass CI silently.
+Markers `postgres`, `redis`, `nginx` and `browser` name the real services a test needs. Locally a
+test whose service is missing is skipped with the reason; with TALLY_REQUIRE_SERVICES=1 (CI's full
+mode) it fails instead, so a missing service can never pass CI silently.
 """
 
 import os
@@ -54,6 +54,10 @@ def pytest_runtest_setup(item: pytest.Item) -> None:
         _missing("needs PostgreSQL: set DATABASE_URL=postgres://...")
     if item.get_closest_marker("redis") and not _redis_reachable():
         _missing("needs Redis: set REDIS_URL=redis://... to a running server")
+    if item.get_closest_marker("nginx") and not (
+        shutil.which("nginx") or os.path.exists("/usr/sbin/nginx")
+    ):
+        _missing("needs nginx, the production proxy (apt-get install nginx)")
     if item.get_closest_marker("browser") and not shutil.which("chromium"):
         _missing("needs Debian's chromium at /usr/bin/chromium (apt-get install chromium)")
 

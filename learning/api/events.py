@@ -6,7 +6,6 @@ the events path is routed to) the stream is asynchronous and waits without a thr
 user holds at most `TALLY_SSE_STREAMS_PER_USER` streams at once (429 `too_many_streams` beyond).
 """
 
-import asyncio
 from collections.abc import AsyncIterator, Iterator
 
 from django.conf import settings
@@ -48,24 +47,34 @@ def _since(request) -> int | None:
         return None
 
 
-def _released(stream: Iterator[str], user_id: int, slot: str) -> Iterator[str]:
-    try:
-        yield from stream
-    finally:
-        stream_slot_release(user_id=user_id, slot=slot)
+class _Slotted:
+    """A stream's content that gives its slot back when the server closes the response: at the
+    stream's end, or when the client went away, even before the stream was first read."""
+
+    def __init__(self, content, user_id: int, slot: str) -> None:
+        self.content = content
+        self.user_id = user_id
+        self.slot: str | None = slot
+
+    def close(self) -> None:
+        if hasattr(self.content, "close"):
+            self.content.close()
+        if self.slot is not None:
+            slot, self.slot = self.slot, None
+            stream_slot_release(user_id=self.user_id, slot=slot)
 
 
-async def _released_async(stream: AsyncIterator[str], user_id: int, slot: str):
-    try:
-        async for event in stream:
-            yield event
-    finally:
-        await stream.aclose()
-        # In a thread, not awaited: a slow or absent Redis must not stall the event loop, nor
-        # a cancelled stream (the client went away) skip the release.
-        asyncio.get_running_loop().run_in_executor(
-            None, lambda: stream_slot_release(user_id=user_id, slot=slot)
-        )
+class _SlottedStream(_Slotted):
+    def __iter__(self) -> Iterator[str]:
+        return iter(self.content)
+
+
+class _SlottedAsyncStream(_Slotted):
+    """Django's ASGI handler closes the async generator itself, then calls `close()` in its
+    thread for synchronous code, off the event loop."""
+
+    def __aiter__(self) -> AsyncIterator[str]:
+        return aiter(self.content)
 
 
 class EventsView(ManagerView):
@@ -82,9 +91,9 @@ class EventsView(ManagerView):
             )
         arguments = {"project_id": self.project.pk, "since": _since(request)}
         if isinstance(request._request, ASGIRequest):
-            content = _released_async(push.event_stream_async(**arguments), user_id, slot)
+            content = _SlottedAsyncStream(push.event_stream_async(**arguments), user_id, slot)
         else:
-            content = _released(push.event_stream(**arguments), user_id, slot)
+            content = _SlottedStream(push.event_stream(**arguments), user_id, slot)
         response = StreamingHttpResponse(content, content_type="text/event-stream; charset=utf-8")
         response["Cache-Control"] = "no-cache"
         response["X-Accel-Buffering"] = "no"  # no proxy buffering (nginx)

@@ -9,10 +9,6 @@ inflating to 1 GiB without a newline raised the worker's peak by 2.2 GB.
 import gzip
 import io
 import json
-import os
-import signal
-import socket
-import subprocess
 import sys
 import time
 from pathlib import Path
@@ -20,21 +16,14 @@ from pathlib import Path
 import httpx
 import pytest
 
-from tests.processes import child_env
+from tests.servers import free_port, proc_status, scratch_env, serving
 
-ROOT = Path(__file__).resolve().parents[2]
 MiB = 1024 * 1024
 
 pytestmark = [
     pytest.mark.slow,
     pytest.mark.skipif(not Path("/proc/self/clear_refs").exists(), reason="needs Linux /proc"),
 ]
-
-
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
 
 
 def _gzip_of(chunk: bytes, times: int, tail: bytes = b"") -> bytes:
@@ -81,61 +70,21 @@ BOMBS = {
 def web(tmp_path_factory):
     """gunicorn with gunicorn.conf.py, one worker process, on a scratch SQLite database."""
     tmp = tmp_path_factory.mktemp("bombs")
-    port = _free_port()
-    env = child_env(
-        TALLY_DATA_DIR=str(tmp / "data"),
+    port = free_port()
+    env = scratch_env(
+        tmp / "data",
         TALLY_BIND=f"127.0.0.1:{port}",
         WEB_WORKERS="1",
         WEB_THREADS="4",
         TALLY_LOGIN_RATE="1000/min",
         TALLY_LOG_LEVEL="WARNING",
-        PYTHONUNBUFFERED="1",
-    )
-    subprocess.run(
-        [sys.executable, "manage.py", "migrate", "--noinput", "-v0"], cwd=ROOT, env=env, check=True
-    )
-    log = (tmp / "web.log").open("wb")
-    master = subprocess.Popen(
-        [sys.executable, "-m", "gunicorn", "config.wsgi"],
-        cwd=ROOT,
-        env=env,
-        stdout=log,
-        stderr=subprocess.STDOUT,
-        start_new_session=True,
     )
     url = f"http://127.0.0.1:{port}"
-    try:
-        deadline = time.monotonic() + 60
-        while True:
-            try:
-                if httpx.get(f"{url}/healthz").status_code == 200:
-                    break
-            except httpx.TransportError:
-                pass
-            assert master.poll() is None and time.monotonic() < deadline, (
-                tmp / "web.log"
-            ).read_text()[-3000:]
-            time.sleep(0.3)
-        children = Path(f"/proc/{master.pid}/task/{master.pid}/children").read_text().split()
+    command = [sys.executable, "-m", "gunicorn", "config.wsgi"]
+    with serving(command, env, url, tmp / "web.log") as master:
+        children = Path(f"/proc/{master}/task/{master}/children").read_text().split()
         assert len(children) == 1
         yield url, int(children[0])
-    finally:
-        os.killpg(master.pid, signal.SIGTERM)
-        master.wait(timeout=30)
-
-
-def _peak_kb(pid: int) -> int:
-    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-        if line.startswith("VmHWM:"):
-            return int(line.split()[1])
-    raise AssertionError("no VmHWM")
-
-
-def _rss_kb(pid: int) -> int:
-    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-        if line.startswith("VmRSS:"):
-            return int(line.split()[1])
-    raise AssertionError("no VmRSS")
 
 
 @pytest.fixture(scope="module")
@@ -168,7 +117,7 @@ def test_worker_memory_and_time_while_refusing_an_upload_bomb(web, manager_proje
     client, headers, project_id = manager_project
     format, make, status = BOMBS[name]
     data = make()
-    resting = _rss_kb(worker)
+    resting = proc_status(worker, "VmRSS")
     Path(f"/proc/{worker}/clear_refs").write_text("5")  # reset the peak to the current RSS
     started = time.monotonic()
     response = client.post(
@@ -178,7 +127,7 @@ def test_worker_memory_and_time_while_refusing_an_upload_bomb(web, manager_proje
         files={"file": ("bomb", data, "application/octet-stream")},
     )
     seconds = time.monotonic() - started
-    rise_mb = (_peak_kb(worker) - resting) / 1024
+    rise_mb = (proc_status(worker, "VmHWM") - resting) / 1024
     print(json.dumps({"bomb": name, "file_mb": round(len(data) / MiB, 2),
                       "status": response.status_code, "seconds": round(seconds, 2),
                       "peak_rss_rise_mb": round(rise_mb, 1)}))  # fmt: skip

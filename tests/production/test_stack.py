@@ -1,18 +1,23 @@
 """End-to-end smoke test of the production configuration, without Docker.
 
-Starts what docker-compose starts — gunicorn with `gunicorn.conf.py`, a Celery worker and beat as
+Starts what docker-compose starts — nginx with deploy/nginx.conf.template in front, gunicorn with
+`gunicorn.conf.py`, the event server (uvicorn, `config.asgi`), a Celery worker and beat as
 separate processes, production settings, PostgreSQL and Redis — on a scratch database, then goes
-through HTTP only: create a project, upload a corpus, annotate, retrain, read the report.
+through the proxy only: create a project, upload a corpus, annotate, retrain, read the report,
+and receive it on a dashboard's event stream, which the proxy routed to the event server.
 """
 
 import itertools
 import json
 import os
 import secrets
+import shutil
 import signal
 import socket
+import string
 import subprocess
 import sys
+import threading
 import time
 import uuid
 from pathlib import Path
@@ -30,7 +35,30 @@ ROOT = Path(__file__).resolve().parents[2]
 # Behind the TLS-terminating proxy production expects, every request says it came over HTTPS.
 PROXY_HEADERS = {"X-Forwarded-Proto": "https"}
 
-pytestmark = [pytest.mark.postgres, pytest.mark.redis, pytest.mark.slow]
+pytestmark = [pytest.mark.postgres, pytest.mark.redis, pytest.mark.nginx, pytest.mark.slow]
+
+
+def _nginx_config(tmp: Path, listen: int, web: int, events: int) -> Path:
+    """The production proxy's routes (deploy/nginx.conf.template) in a private nginx."""
+    routes = string.Template((ROOT / "deploy/nginx.conf.template").read_text()).safe_substitute(
+        TALLY_WEB_UPSTREAM=f"127.0.0.1:{web}",
+        TALLY_EVENTS_UPSTREAM=f"127.0.0.1:{events}",
+        TALLY_PROXY_LISTEN=f"127.0.0.1:{listen}",
+    )
+    (tmp / "tally.conf").write_text(routes)
+    temp_paths = "\n".join(
+        f"    {kind}_temp_path {tmp}/{kind};"
+        for kind in ("client_body", "proxy", "fastcgi", "uwsgi", "scgi")
+    )
+    config = tmp / "nginx.conf"
+    config.write_text(
+        ("user root;\n" if os.geteuid() == 0 else "")
+        + f"daemon off;\nworker_processes 1;\npid {tmp}/nginx.pid;\nerror_log {tmp}/error.log;\n"
+        + "events { worker_connections 1024; }\n"
+        + f"http {{\n    access_log {tmp}/access.log;\n{temp_paths}\n"
+        + f"    include {tmp}/tally.conf;\n}}\n"
+    )
+    return config
 
 
 def _free_port() -> int:
@@ -49,7 +77,7 @@ def production_stack(tmp_path):
         conn.execute(f'CREATE DATABASE "{database}"')
     redis_url = "redis://127.0.0.1:6379/14"
     redis.Redis.from_url(redis_url).flushdb()
-    port = _free_port()
+    port, web_port, events_port = _free_port(), _free_port(), _free_port()
     env = {
         **child_env(),
         "TALLY_ENV": "production",
@@ -59,7 +87,7 @@ def production_stack(tmp_path):
         "REDIS_URL": redis_url,
         "TALLY_DATA_DIR": str(tmp_path / "data"),
         "STATIC_ROOT": str(tmp_path / "static"),
-        "TALLY_BIND": f"127.0.0.1:{port}",
+        "TALLY_BIND": f"127.0.0.1:{web_port}",
         "WEB_WORKERS": "2",
         "PYTHONUNBUFFERED": "1",
     }
@@ -68,8 +96,15 @@ def production_stack(tmp_path):
         subprocess.run([python, "manage.py", *command, "-v0"], cwd=ROOT, env=env, check=True)
     logs = tmp_path / "logs"
     logs.mkdir()
+    proxy_dir = tmp_path / "proxy"
+    proxy_dir.mkdir()
+    nginx = shutil.which("nginx") or "/usr/sbin/nginx"
     commands = {
+        "proxy": [nginx, "-p", str(proxy_dir), "-c",
+                  str(_nginx_config(proxy_dir, port, web_port, events_port))],
         "web": [python, "-m", "gunicorn", "config.wsgi"],
+        "events": [python, "-m", "uvicorn", "config.asgi:application", "--host", "127.0.0.1",
+                   "--port", str(events_port), "--lifespan", "off"],
         "worker": [python, "-m", "celery", "-A", "config", "worker", "-l", "INFO", "-c", "1"],
         "beat": [python, "-m", "celery", "-A", "config", "beat", "-l", "INFO",
                  "--schedule", str(tmp_path / "beat-schedule")],
@@ -94,8 +129,13 @@ def production_stack(tmp_path):
                     break
             except httpx.TransportError:
                 pass
-            if time.monotonic() > deadline or processes["web"].poll() is not None:
-                pytest.fail("web server did not become healthy:\n" + _tail(logs / "web.log"))
+            if time.monotonic() > deadline or any(
+                processes[name].poll() is not None for name in ("proxy", "web", "events")
+            ):
+                pytest.fail(
+                    "web server did not become healthy:\n"
+                    + "\n".join(_tail(logs / f"{name}.log") for name in ("proxy", "web", "events"))
+                )
             time.sleep(0.3)
         yield url, processes, logs
     finally:
@@ -109,6 +149,23 @@ def production_stack(tmp_path):
                 os.killpg(process.pid, signal.SIGKILL)
         with psycopg.connect(admin, autocommit=True) as conn:
             conn.execute(f'DROP DATABASE IF EXISTS "{database}" WITH (FORCE)')
+
+
+def _read_stream(url: str, path: str, headers: dict, events: list[str]) -> None:
+    """Follow an event stream as EventSource does (reconnecting with the last event's id) until
+    a report arrives."""
+    deadline = time.monotonic() + 240
+    last_id = "0"
+    with httpx.Client(base_url=url, headers=PROXY_HEADERS | headers, timeout=60) as client:
+        while time.monotonic() < deadline:
+            accept = {"Accept": "text/event-stream", "Last-Event-ID": last_id}
+            with client.stream("GET", path, headers=accept) as response:
+                assert response.status_code == 200, response.read()
+                for line in response.iter_lines():
+                    if line.startswith("event: "):
+                        events.append(line)
+                    if line == "event: report":
+                        return
 
 
 def _tail(path: Path, lines: int = 40) -> str:
@@ -175,6 +232,18 @@ def test_create_upload_annotate_retrain_report(production_stack):
         answered += 1
     assert answered >= 150
 
+    # A dashboard's event stream, open (its hello received) before the retrain, via the proxy.
+    stream_events: list[str] = []
+    stream = threading.Thread(
+        target=_read_stream,
+        args=(url, f"/api/projects/{project_id}/events/", as_manager, stream_events),
+        daemon=True,
+    )
+    stream.start()
+    deadline = time.monotonic() + 20
+    while "event: hello" not in stream_events:
+        assert time.monotonic() < deadline and stream.is_alive(), _tail(logs / "events.log")
+        time.sleep(0.1)
     _ok(client.post(f"/api/projects/{project_id}/retrain/", headers=as_manager), 202)
     deadline = time.monotonic() + 180
     while True:
@@ -187,6 +256,11 @@ def test_create_upload_annotate_retrain_report(production_stack):
             pytest.fail("no report within 180 s:\n" + _tail(logs / "worker.log"))
         time.sleep(1)
     report = response.json()
+    stream.join(timeout=30)
+    assert any(e.startswith("event: report") for e in stream_events), stream_events
+    # The proxy sent the stream to the event server, never to gunicorn.
+    assert f"/api/projects/{project_id}/events/" in (logs / "events.log").read_text()
+    assert "/events/" not in (logs / "web.log").read_text()
     assert report["observations"] == answered
     # 240 training sentences of exact answers: far better than chance on the evaluation split.
     assert report["accuracy"] > 0.5
