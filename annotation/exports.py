@@ -86,19 +86,35 @@ def observations_jsonl(*, project: Project) -> Iterator[str]:
         yield json.dumps(row, ensure_ascii=False) + "\n"
 
 
-def _csv_safe(value: str) -> str:
-    # Spreadsheet formula injection: a cell starting with = + - @ is text, not a formula.
-    return "'" + value if value[:1] in ("=", "+", "-", "@", "\t", "\r") else value
+# A spreadsheet reads a cell that starts with one of these as a formula (CSV injection).
+_FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")
+
+
+class SafeCsvWriter:
+    """`csv.writer` whose every text cell is shown as text by spreadsheets: a cell that would
+    start a formula gets a leading `'` (OWASP's advice). Every CSV Tally writes goes through it,
+    so a value added tomorrow (a tag name, a username, a filename) is escaped too."""
+
+    def __init__(self, buffer) -> None:
+        self._writer = csv.writer(buffer)
+
+    @staticmethod
+    def cell(value):
+        if isinstance(value, str) and value.startswith(_FORMULA_STARTS):
+            return "'" + value
+        return value
+
+    def writerow(self, row) -> None:
+        self._writer.writerow([self.cell(value) for value in row])
 
 
 def observations_csv(*, project: Project) -> Iterator[str]:
     buffer = io.StringIO()
-    writer = csv.writer(buffer)
+    writer = SafeCsvWriter(buffer)
     writer.writerow(CSV_COLUMNS)
     for i, row in enumerate(_observation_rows(project)):
         row["tags"] = "|".join(row["tags"])
         row["counts"] = "|".join(str(c) for c in row["counts"])
-        row["annotator_username"] = _csv_safe(row["annotator_username"])
         row["is_gold"] = int(row["is_gold"])
         row["seconds_on_device"] = (
             "" if row["seconds_on_device"] is None else row["seconds_on_device"]

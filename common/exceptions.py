@@ -32,6 +32,13 @@ class Conflict(DomainError):
     code = "conflict"
 
 
+class IdempotencyKeyReused(Conflict):
+    """An idempotency key sent again with a different answer (or for another assignment): the
+    stored answer stands, and the client must not believe the new one was taken."""
+
+    code = "idempotency_key_reused"
+
+
 class ProjectNotActive(Conflict):
     code = "project_not_active"
 

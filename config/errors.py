@@ -1,4 +1,4 @@
-"""Site-wide 404 and 500 pages: under /api/ they speak the API's JSON error body."""
+"""Site-wide 400, 404 and 500 pages: under /api/ they speak the API's JSON error body."""
 
 from django.http import HttpRequest, JsonResponse
 from django.views import defaults
@@ -8,6 +8,12 @@ from common.api.errors import error_body
 
 def _is_api(request: HttpRequest) -> bool:
     return request.path.startswith("/api/")
+
+
+def bad_request(request: HttpRequest, exception: Exception):
+    if _is_api(request):
+        return JsonResponse(error_body("bad_request", "The request is malformed."), status=400)
+    return defaults.bad_request(request, exception)
 
 
 def not_found(request: HttpRequest, exception: Exception):

@@ -73,13 +73,16 @@ INSTALLED_APPS = [
 MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
+    "common.middleware.RefuseUnreadable",
     "corsheaders.middleware.CorsMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
+    "common.middleware.ApiTrailingSlash",
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
     "django.contrib.auth.middleware.AuthenticationMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
+    "common.middleware.DatabaseUnavailable",
 ]
 
 ROOT_URLCONF = "config.urls"
@@ -197,10 +200,11 @@ REST_FRAMEWORK = {
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
     "DEFAULT_PARSER_CLASSES": [
         "common.api.parsers.JsonParser",
-        "rest_framework.parsers.FormParser",
-        "rest_framework.parsers.MultiPartParser",
+        "common.api.parsers.FormParser",
+        "common.api.parsers.MultiPartParser",
     ],
-    "DEFAULT_PAGINATION_CLASS": "rest_framework.pagination.LimitOffsetPagination",
+    "DEFAULT_PAGINATION_CLASS": "common.api.pagination.Pagination",
+    "EXCEPTION_HANDLER": "common.api.errors.exception_handler",
     "PAGE_SIZE": 50,
     "DEFAULT_THROTTLE_RATES": {"login": env_str("TALLY_LOGIN_RATE") or "10/min"},
     "UNAUTHENTICATED_USER": "django.contrib.auth.models.AnonymousUser",

@@ -1,7 +1,7 @@
 from django.contrib import admin
 from django.urls import include, path, register_converter
-from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
 
+from common.api.docs import DocsView, SchemaView
 from config.converters import IdConverter
 from config.health import healthz
 
@@ -13,10 +13,11 @@ urlpatterns = [
     path("api/", include("annotation.urls")),  # first: the annotator's cycle
     path("api/", include("accounts.urls")),
     path("api/", include("learning.urls")),
-    path("api/schema/", SpectacularAPIView.as_view(), name="schema"),
-    path("api/docs/", SpectacularSwaggerView.as_view(url_name="schema"), name="api-docs"),
+    path("api/schema/", SchemaView.as_view(), name="schema"),
+    path("api/docs/", DocsView.as_view(url_name="schema"), name="api-docs"),
     path("", include("frontend.urls")),
 ]
 
+handler400 = "config.errors.bad_request"
 handler404 = "config.errors.not_found"
 handler500 = "config.errors.server_error"

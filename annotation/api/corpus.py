@@ -5,12 +5,12 @@ from django.core.files.uploadhandler import FileUploadHandler, StopUpload
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import extend_schema
 from rest_framework import status
-from rest_framework.parsers import MultiPartParser
 from rest_framework.response import Response
 
 from annotation import selectors, services
 from annotation.api.serializers import CorpusUploadSerializer, import_out
 from common.api.base import ManagerView, paginated
+from common.api.parsers import MultiPartParser
 from common.exceptions import PayloadTooLarge
 
 

@@ -18,7 +18,13 @@ from django.utils import timezone
 
 from annotation import selectors
 from annotation.models import MAX_TAGS, Assignment, Membership, Observation, Project
-from common.exceptions import Conflict, InvalidInput, LeaseNotYours, ProjectNotActive
+from common.exceptions import (
+    Conflict,
+    IdempotencyKeyReused,
+    InvalidInput,
+    LeaseNotYours,
+    ProjectNotActive,
+)
 
 _INT32 = 2**31
 
@@ -93,12 +99,13 @@ def observation_submit(
     )
     if assignment is None:
         if _stored_answer(annotator=annotator, idempotency_key=idempotency_key) is not None:
-            raise Conflict("This idempotency key was already used for another assignment.")
+            raise IdempotencyKeyReused(_KEY_OTHER_ASSIGNMENT)
         raise LeaseNotYours("No such assignment of yours.")
     if assignment.replay_of is not None:
         if assignment.replay_of != assignment_id:
-            raise Conflict("This idempotency key was already used for another assignment.")
-        return _stored_answer(annotator=annotator, idempotency_key=idempotency_key), True
+            raise IdempotencyKeyReused(_KEY_OTHER_ASSIGNMENT)
+        stored = _stored_answer(annotator=annotator, idempotency_key=idempotency_key)
+        return _replayed(stored, counts=counts, seconds_on_device=seconds_on_device), True
     if not assignment.is_member:
         raise LeaseNotYours("No such assignment of yours.")
     project, task = assignment.project, assignment.task
@@ -138,9 +145,28 @@ def observation_submit(
         # A concurrent submission won: a replay of this key, or a different answer.
         stored = _stored_answer(annotator=annotator, idempotency_key=idempotency_key)
         if stored is not None and stored.assignment_id == assignment_id:
-            return stored, True
+            return _replayed(stored, counts=counts, seconds_on_device=seconds_on_device), True
         raise Conflict("This assignment has already been answered.") from exc
     return observation, False
+
+
+_KEY_OTHER_ASSIGNMENT = (
+    "This idempotency key was already used for another assignment; that answer stands and "
+    "this one was not stored."
+)
+
+
+def _replayed(stored: Observation, *, counts, seconds_on_device) -> Observation:
+    """`stored` when the resent body is the one it stored (a replay), else
+    `IdempotencyKeyReused`: a client told "replayed" would believe its new answer was taken."""
+    names = selectors.project_tag_names(project=stored.project)
+    answer = {names[t]: c for t, c in zip(stored.tags, stored.counts, strict=True)}
+    if answer != counts or stored.seconds_on_device != seconds_on_device:
+        raise IdempotencyKeyReused(
+            "This idempotency key was already used with a different answer; the first answer "
+            "stands and this one was not stored. Use a new key for a new answer."
+        )
+    return stored
 
 
 def _stored_answer(*, annotator, idempotency_key: str) -> Observation | None:

@@ -1,11 +1,11 @@
 """Base classes of the API views: the error body, and project scoping."""
 
 from rest_framework.authentication import SessionAuthentication, TokenAuthentication
-from rest_framework.pagination import LimitOffsetPagination
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from common.api.errors import exception_handler
+from common.api.pagination import Pagination
 from common.permissions import ProjectScope
 
 
@@ -27,6 +27,6 @@ class ManagerView(ProjectView):
 
 
 def paginated(view: APIView, queryset, shape) -> Response:
-    paginator = LimitOffsetPagination()
+    paginator = Pagination()
     page = paginator.paginate_queryset(queryset, view.request, view=view)
     return paginator.get_paginated_response([shape(item) for item in page])

@@ -1,7 +1,7 @@
 """One error body for every API failure: `{"error": {"code", "message", "fields"?}}`."""
 
 from django.core.exceptions import PermissionDenied as DjangoPermissionDenied
-from django.http import Http404
+from django.http import Http404, HttpResponse, JsonResponse
 from rest_framework import exceptions, status
 from rest_framework.response import Response
 from rest_framework.views import exception_handler as drf_exception_handler
@@ -62,3 +62,14 @@ def exception_handler(exc, context):
         body = error_body(code, str(exc.detail))
     response.data = body
     return response
+
+
+def is_api(request) -> bool:
+    return request.path.startswith("/api/")
+
+
+def request_error(request, status: int, code: str, message: str) -> HttpResponse:
+    """An error outside any view: the API's error body under /api/, plain text elsewhere."""
+    if is_api(request):
+        return JsonResponse(error_body(code, message), status=status)
+    return HttpResponse(message, content_type="text/plain; charset=utf-8", status=status)

@@ -14,6 +14,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from django.conf import settings
+from django.core.exceptions import RequestDataTooBig
 from django.http import HttpRequest, HttpResponse
 from django.middleware.csrf import CsrfViewMiddleware
 from drf_spectacular.utils import extend_schema
@@ -25,6 +27,7 @@ from rest_framework.authentication import (
 from rest_framework.authtoken.models import Token
 from rest_framework.views import APIView
 
+from common import inputs
 from common.api.errors import domain_error, error_body
 from common.api.parsers import JsonParser
 from common.exceptions import DomainError
@@ -105,15 +108,21 @@ def error_response(
 
 
 def json_body(request: HttpRequest, *, optional: bool = False):
-    """The request's JSON body (None when `optional` and there is none)."""
-    if optional and not request.body:
+    """The request's JSON body (None when `optional` and there is none), read under the rules
+    of `common.inputs`, as the DRF views' parser reads it."""
+    try:
+        body = request.body
+    except RequestDataTooBig as exc:
+        message = f"A JSON body is at most {settings.DATA_UPLOAD_MAX_MEMORY_SIZE} bytes."
+        raise _Refused(error_response(413, "payload_too_large", message)) from exc
+    if optional and not body:
         return None
     if request.content_type != "application/json":
         raise _Refused(error_response(415, "unsupported_media_type", "Send application/json."))
     try:
-        return json.loads(request.body)
-    except (ValueError, UnicodeDecodeError, RecursionError) as exc:
-        raise _Refused(error_response(400, "parse_error", f"JSON parse error - {exc}")) from exc
+        return inputs.load_json(body)
+    except inputs.UnreadableInput as exc:
+        raise _Refused(error_response(400, "parse_error", str(exc))) from exc
 
 
 def _description_class(view: Callable, method: str, schema: dict) -> type[APIView]:

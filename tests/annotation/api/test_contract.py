@@ -1,14 +1,16 @@
 """The HTTP contract of annotation/API.md, and what a malicious client would try."""
 
+import csv
+import io
 import json
 
 import pytest
 from django.core.files.uploadedfile import SimpleUploadedFile
 from rest_framework.test import APIClient
 
-from annotation.models import Observation, Project, Sentence
+from annotation.models import Membership, Observation, Project, Sentence
 from learning.core.conllu import iter_conllu
-from tests.factories import UserFactory, answer, client_for, jsonl, next_task
+from tests.factories import UserFactory, answer, client_for, jsonl, make_project, next_task
 
 # Annotating ---------------------------------------------------------------------------------
 
@@ -73,6 +75,30 @@ def test_submit_replay_and_conflict(project, corpus, annotator):
     assert Observation.objects.count() == 1
     conflict = answer(client, task, key="key-2")
     assert conflict.status_code == 409 and conflict.json()["error"]["code"] == "conflict"
+    other = next_task(client, project).json()
+    reused = answer(client, other)  # key-1 again, for another assignment
+    assert reused.status_code == 409
+    assert reused.json()["error"]["code"] == "idempotency_key_reused"
+
+
+def test_reusing_a_key_with_a_different_answer_is_409_and_keeps_the_first(
+    project, corpus, annotator
+):
+    """Issue 17: a key resent with other counts answered 200 replayed with the old counts, so
+    the phone believed its new answer was stored."""
+    client = client_for(annotator)
+    task = next_task(client, project).json()
+    assert answer(client, task).status_code == 201
+    name = task["tags"][0]["name"]
+    other = {t["name"]: 0 for t in task["tags"]} | {name: 1}
+    response = answer(client, task, counts=other)
+    assert response.status_code == 409
+    error = response.json()["error"]
+    assert error["code"] == "idempotency_key_reused"
+    assert "different answer" in error["message"]
+    assert answer(client, task, seconds_on_device=9.0).status_code == 409
+    assert Observation.objects.get().counts == [0] * len(task["tags"])
+    assert answer(client, task).status_code == 200  # the same body is still a replay
 
 
 def test_counts_out_of_range_give_field_errors(project, corpus, annotator):
@@ -236,6 +262,32 @@ def test_exports_stream_observations_and_gold_corpus(project, corpus, manager, a
     assert len(sentences) == 12
     assert sentences[0].tokens == ["the", "big", "dog", "runs"]
     assert sentences[0].upos == ["DET", "ADJ", "NOUN", "VERB"]
+
+
+def test_csv_export_defuses_formulas_in_every_cell(manager, annotator):
+    """Issue 16 (7): tag names starting a formula came out as formulas in the `tags` cells."""
+    names = ['=HYPERLINK("//evil.example")', "+1+1", "-1+1", "@SUM(1)"]
+    project = make_project(
+        owner=manager, tags=[{"name": n} for n in names], window_size=2, redundancy=1
+    )
+    Membership.objects.create(project=project, user=annotator, role=Membership.Role.ANNOTATOR)
+    client_for(manager).post(
+        f"/api/projects/{project.pk}/corpus/",
+        {"file": SimpleUploadedFile("c.txt", b"a b c\n"), "format": "text"},
+        format="multipart",
+    )
+    client = client_for(annotator)
+    answer(client, next_task(client, project).json())
+    text = b"".join(
+        client_for(manager)
+        .get(f"/api/projects/{project.pk}/exports/observations.csv")
+        .streaming_content
+    ).decode()
+    rows = list(csv.reader(io.StringIO(text)))
+    assert len(rows) == 2
+    for cell in rows[1]:
+        assert not cell.startswith(("=", "+", "-", "@", "\t", "\r")), cell
+    assert rows[1][rows[0].index("tags")].startswith("'=HYPERLINK")
 
 
 def test_csv_export_defuses_formulas(project, corpus, annotator, manager):

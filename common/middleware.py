@@ -1,0 +1,81 @@
+"""Middleware shared by the whole site: what every request goes through before any view.
+
+- `RefuseUnreadable`: a NUL character in the path, the query string or a header is refused with
+  one 400 `parse_error` (the rule of `common.inputs`; bodies are checked by the parsers).
+- `ApiTrailingSlash`: an API URL works with or without its trailing slash (`POST
+  /api/observations` is `POST /api/observations/`), instead of Django's redirect, which a POST
+  cannot follow (and which is a 500 in development).
+- `DatabaseUnavailable`: while the database cannot be reached (down, restarting, recovering), a
+  request that needs it is answered 503 with `Retry-After`, in the API's error shape, not 500:
+  nothing is wrong with the request, and a client that retries will get through.
+"""
+
+from __future__ import annotations
+
+from django.db import InterfaceError, OperationalError
+from django.urls import is_valid_path
+
+from common.api.errors import is_api, request_error
+
+RETRY_AFTER_SECONDS = 2
+
+
+class RefuseUnreadable:
+    def __init__(self, get_response) -> None:
+        self.get_response = get_response
+
+    def __call__(self, request):
+        where = _nul_in_request(request)
+        if where:
+            message = f"{where} contains a NUL character, which is not text."
+            return request_error(request, 400, "parse_error", message)
+        return self.get_response(request)
+
+
+def _nul_in_request(request) -> str | None:
+    if "\x00" in request.path_info:
+        return "The path"
+    query = request.META.get("QUERY_STRING", "")
+    if "%00" in query or "\x00" in query:
+        return "The query string"
+    for name, value in request.META.items():
+        if name.startswith("HTTP_") and isinstance(value, str) and "\x00" in value:
+            return f"The header {name[5:].replace('_', '-').title()}"
+    return None
+
+
+class ApiTrailingSlash:
+    def __init__(self, get_response) -> None:
+        self.get_response = get_response
+
+    def __call__(self, request):
+        path = request.path_info
+        if (
+            is_api(request)
+            and not path.endswith("/")
+            and not is_valid_path(path)
+            and is_valid_path(path + "/")
+        ):
+            request.path_info = path + "/"
+            request.path = request.path + "/"
+        return self.get_response(request)
+
+
+class DatabaseUnavailable:
+    def __init__(self, get_response) -> None:
+        self.get_response = get_response
+
+    def __call__(self, request):
+        return self.get_response(request)
+
+    def process_exception(self, request, exception):
+        if not isinstance(exception, OperationalError | InterfaceError):
+            return None
+        response = request_error(
+            request,
+            503,
+            "service_unavailable",
+            "The database is not answering right now; try again in a moment.",
+        )
+        response["Retry-After"] = str(RETRY_AFTER_SECONDS)
+        return response
