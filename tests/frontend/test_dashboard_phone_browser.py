@@ -6,16 +6,12 @@ The project is an EWT slice (CC BY-SA 4.0, see data/README.md) answered by four 
 one with a long name, and a careless one who ends up flagged, retrained twice.
 """
 
-import random
-
 import pytest
 
-from annotation import services
-from annotation.models import Membership
 from tests.factories import UserFactory
 from tests.frontend.conftest import PHONE
-from tests.frontend.test_dashboard_browser import answer_tasks, ewt_slice, retrain
-from tests.frontend.test_screenshots import careless_answers
+from tests.frontend.test_dashboard_browser import ewt_slice
+from tests.frontend.test_screenshots import crowd_project
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
@@ -32,28 +28,8 @@ def _short_event_streams(settings):
 def dashboard(new_context, tmp_path, manager):
     """The dashboard of a project with two model versions, open on a phone."""
     corpus = ewt_slice(tmp_path / "ewt.conllu", 300)
-    project = services.project_create(
-        owner=manager, name="EWT on a phone", tag_preset="ud_upos", tags_per_task=None, redundancy=1
-    )
-    with corpus.open("rb") as file:
-        services.corpus_import(
-            project=project,
-            user=manager,
-            file=file,
-            format="conllu",
-            evaluation_fraction=0.2,
-            max_bytes=10**7,
-            seed=1,
-        )
     crowd = [UserFactory(username=name) for name in ("ana", "bo", "chen", LONG_NAME)]
-    careless = UserFactory(username="zed")
-    for user in [*crowd, careless]:
-        Membership.objects.create(project=project, user=user, role=Membership.Role.ANNOTATOR)
-    rng = random.Random(7)
-    for per_annotator in (40, 40):
-        answer_tasks(project, crowd, per_annotator=per_annotator)
-        careless_answers(project, careless, 25, rng)
-        retrain(project.pk)
+    project = crowd_project(manager, corpus, name="EWT on a phone", crowd=crowd, rounds=(40, 40))
     page = new_context(manager, **PHONE).new_page()
     page.goto(f"/projects/{project.pk}/")
     page.wait_for_selector("#curve svg")

@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from annotation import scheduler, services
-from annotation.models import Membership
+from annotation.models import Membership, Project
 from tests.factories import UserFactory
 from tests.frontend.conftest import DESKTOP, PHONE
 from tests.frontend.test_dashboard_browser import answer_tasks, ewt_slice, retrain
@@ -51,39 +51,43 @@ def careless_answers(project, user, n: int, rng: random.Random) -> None:
         )
 
 
-def test_screenshots(new_context, tmp_path, manager):
-    out = DOCS if os.environ.get("TALLY_SCREENSHOTS") == "1" else tmp_path
-    out.mkdir(parents=True, exist_ok=True)
+def crowd_project(manager, corpus: Path, *, name: str, crowd: list, rounds) -> Project:
+    """A project of `corpus` (a fifth held out for evaluation), every UPOS tag asked, answered
+    in rounds by exact annotators (`crowd`, `rounds[i]` answers each) and a careless one, zed,
+    25 a round; retrained after each round."""
     rng = random.Random(7)
-    corpus = ewt_slice(tmp_path / "ewt.conllu", 300)
     project = services.project_create(
-        owner=manager,
-        name="EWT part of speech",
-        tag_preset="ud_upos",
-        window_size=5,
-        tags_per_task=None,
-        redundancy=1,
+        owner=manager, name=name, tag_preset="ud_upos", tags_per_task=None, redundancy=1
     )
     with corpus.open("rb") as file:
         services.corpus_import(
             project=project,
             user=manager,
             file=file,
-            filename="en_ewt-train-300.conllu",
+            filename=corpus.name,
             format="conllu",
             evaluation_fraction=0.2,
             max_bytes=10**7,
             seed=1,
         )
-    names = ["ana", "bo", "chen", "dev"]
-    crowd = [UserFactory(username=name) for name in names]
     careless = UserFactory(username="zed")
     for user in [*crowd, careless]:
         Membership.objects.create(project=project, user=user, role=Membership.Role.ANNOTATOR)
-    for round_answers in (15, 30, 60):
-        answer_tasks(project, crowd, per_annotator=round_answers)
+    for per_annotator in rounds:
+        answer_tasks(project, crowd, per_annotator=per_annotator)
         careless_answers(project, careless, 25, rng)
         retrain(project.pk)
+    return project
+
+
+def test_screenshots(new_context, tmp_path, manager):
+    out = DOCS if os.environ.get("TALLY_SCREENSHOTS") == "1" else tmp_path
+    out.mkdir(parents=True, exist_ok=True)
+    corpus = ewt_slice(tmp_path / "en_ewt-train-300.conllu", 300)
+    crowd = [UserFactory(username=name) for name in ["ana", "bo", "chen", "dev"]]
+    project = crowd_project(
+        manager, corpus, name="EWT part of speech", crowd=crowd, rounds=(15, 30, 60)
+    )
 
     # The dashboard, open while a new answer round and retrain arrive.
     for size, options in (("desktop", DESKTOP), ("phone", {**PHONE, "device_scale_factor": 2})):

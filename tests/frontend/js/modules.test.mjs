@@ -42,4 +42,11 @@ for (const file of files) {
     };
     await load(file).link(linker);
   });
+
+  test(`no unused imports: ${path.relative(JS, file)}`, () => {
+    const source = readFileSync(file, "utf8");
+    const imported = [...source.matchAll(/^import\s*\{([^}]*)\}/gm)].flatMap((m) => m[1].split(",").map((name) => name.trim().split(/\s+as\s+/).pop()));
+    const unused = imported.filter((name) => name && source.match(new RegExp(`(?<![\\w$.])${name.replace("$", "\\$")}(?![\\w$])`, "g")).length < 2);
+    assert.deepEqual(unused, []);
+  });
 }

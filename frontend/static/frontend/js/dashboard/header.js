@@ -1,6 +1,7 @@
 // The project's name, status (pause / resume) and invite link and code.
 import { $, toast } from "../lib/dom.js";
 import { api } from "../lib/http.js";
+import { copyButton } from "./ui.js";
 
 export function mountHeader({ base, store, fail }) {
   function render(project) {
@@ -26,14 +27,7 @@ export function mountHeader({ base, store, fail }) {
     }
   });
 
-  $("copy-link").addEventListener("click", async () => {
-    try {
-      await navigator.clipboard.writeText($("invite-link").value);
-      toast("Link copied.");
-    } catch {
-      $("invite-link").select();
-    }
-  });
+  copyButton($("copy-link"), $("invite-link"), "Link copied.");
 
   $("rotate").addEventListener("click", async () => {
     if (!window.confirm("Make a new code? The old link will stop working.")) return;

@@ -2,7 +2,7 @@
 // model's reports, retraining (schedule, runs, failures) and webhooks (learning API), kept up to
 // date by the project's event stream. Each panel is a module; this one puts them together.
 import { $ } from "../lib/dom.js";
-import { api, describe } from "../lib/http.js";
+import { describe, getOrNull } from "../lib/http.js";
 import { scrollHints } from "../lib/overflow.js";
 import { mountAnnotators } from "./annotators.js";
 import { renderConfusion } from "./confusion.js";
@@ -44,11 +44,8 @@ store.watch("report", (report) => {
 });
 
 async function loadReport() {
-  try {
-    store.set("report", await api("GET", `${base}/reports/latest/`));
-  } catch (error) {
-    if (error.status !== 404) throw error; // 404: no model yet, or no learning API
-  }
+  const report = await getOrNull(`${base}/reports/latest/`); // null: no model yet
+  if (report) store.set("report", report);
 }
 
 async function refreshModel() {

@@ -2,7 +2,7 @@
 // retrain runs), the last failure, recent runs, the schedule form and "Retrain now".
 import { $, el, toast } from "../lib/dom.js";
 import { fixed, fmt } from "../lib/format.js";
-import { api, describe } from "../lib/http.js";
+import { api, describe, getOrNull } from "../lib/http.js";
 import { empty, headRow, SHORT_TIME, statusPill, table, when } from "./ui.js";
 
 // The newest failure: red while it is the latest run, a quieter note once a later run succeeded.
@@ -80,13 +80,8 @@ export function mountRetraining({ base }) {
   }
 
   async function loadSchedule() {
-    let schedule;
-    try {
-      schedule = await api("GET", `${base}/retrain-schedule/`);
-    } catch (error) {
-      if (error.status === 404) return;
-      throw error;
-    }
+    const schedule = await getOrNull(`${base}/retrain-schedule/`);
+    if (!schedule) return;
     $("sched-minutes").value = String(schedule.interval_minutes);
     $("sched-enabled").checked = schedule.enabled;
   }

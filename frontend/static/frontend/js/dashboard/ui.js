@@ -1,5 +1,17 @@
 // Small pieces shared by the dashboard's panels.
-import { el } from "../lib/dom.js";
+import { el, toast } from "../lib/dom.js";
+
+// A button that copies an input's value (or, where the clipboard is refused, selects it).
+export function copyButton(button, input, done) {
+  button.addEventListener("click", async () => {
+    try {
+      await navigator.clipboard.writeText(input.value);
+      toast(done);
+    } catch {
+      input.select();
+    }
+  });
+}
 
 export function empty(text) {
   return el("p", { class: "empty", text });

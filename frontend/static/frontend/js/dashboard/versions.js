@@ -2,19 +2,13 @@
 // export of predicted tags appears once there is a model.
 import { $, el } from "../lib/dom.js";
 import { fmt, pct } from "../lib/format.js";
-import { api } from "../lib/http.js";
+import { getOrNull } from "../lib/http.js";
 import { headRow, table } from "./ui.js";
 
 export function mountVersions({ base }) {
   async function load() {
-    let page;
-    try {
-      page = await api("GET", `${base}/models/?limit=20`);
-    } catch (error) {
-      if (error.status === 404) return;
-      throw error;
-    }
-    if (!page.results.length) return;
+    const page = await getOrNull(`${base}/models/?limit=20`);
+    if (!page || !page.results.length) return;
     const head = headRow(["Version", "Answers", "Accuracy", "Count error", "Trained", ""], (i) => i > 0 && i < 4);
     const rows = page.results.map((v) =>
       el(

@@ -2,8 +2,8 @@
 // flight), the form to add one, and its secret shown once.
 import { $, el, toast } from "../lib/dom.js";
 import { fmt } from "../lib/format.js";
-import { api, describe } from "../lib/http.js";
-import { empty, SHORT_TIME, statusPill, when } from "./ui.js";
+import { api, describe, getOrNull } from "../lib/http.js";
+import { copyButton, empty, SHORT_TIME, statusPill, when } from "./ui.js";
 
 const DELIVERY_CLASS = { failed: "bad", retrying: "warn", pending: "warn", succeeded: "good" };
 
@@ -35,13 +35,8 @@ export function mountWebhooks({ base, fail }) {
 
   async function load() {
     clearTimeout(timer);
-    let page;
-    try {
-      page = await api("GET", `${base}/webhooks/?limit=50`);
-    } catch (error) {
-      if (error.status === 404) return;
-      throw error;
-    }
+    const page = await getOrNull(`${base}/webhooks/?limit=50`);
+    if (!page) return;
     hooks = page.results;
     render();
     await Promise.all(hooks.filter((hook) => open.has(hook.id)).map(loadDeliveries));
@@ -163,14 +158,7 @@ export function mountWebhooks({ base, fail }) {
     }
   });
 
-  $("copy-secret").addEventListener("click", async () => {
-    try {
-      await navigator.clipboard.writeText($("new-secret-value").value);
-      toast("Secret copied.");
-    } catch {
-      $("new-secret-value").select();
-    }
-  });
+  copyButton($("copy-secret"), $("new-secret-value"), "Secret copied.");
 
   $("secret-done").addEventListener("click", () => {
     $("new-secret-value").value = "";

@@ -59,6 +59,16 @@ export async function api(method, url, body) {
   return data;
 }
 
+// GET `url`; null when it answers 404 (nothing there yet, or an API this server lacks).
+export async function getOrNull(url) {
+  try {
+    return await api("GET", url);
+  } catch (error) {
+    if (error.status === 404) return null;
+    throw error;
+  }
+}
+
 export function describe(error) {
   if (error.signedOut) return "Your session has ended: sign in again.";
   if (!error.fields) return error.message;
