@@ -691,7 +691,10 @@ class Fuzz:
             transaction.savepoint_rollback(savepoint)
         self.requests += 1
         self.statuses[response.status_code] = self.statuses.get(response.status_code, 0) + 1
-        return response, _body_text(response)
+        try:
+            return response, _body_text(response)
+        finally:
+            response.close()  # as a server does: a stream gives back what it holds
 
     def fail(self, persona: str, call: Call, problem: str) -> None:
         where = f"{persona} {call.method} {call.path[:120]} [{call.odd[:80]}]"
