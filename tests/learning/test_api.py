@@ -263,3 +263,28 @@ def test_report_without_an_evaluation_set(manager, db):
     assert report["per_tag"] == [] and report["confusion"] is None
     assert report["count_consistency"] is None  # fewer than 50 observations: none held out
     assert report["learning_curve"][0]["accuracy"] is None
+
+
+def test_predict_and_export_give_the_core_models_tags(trained, manager):
+    """The API and the CoNLL-U export tag each sentence whole, exactly as the core does."""
+    from learning import adapter, selectors
+
+    version = selectors.current_version(project_id=trained.pk)
+    tagger = adapter.model_load(version.file.name)
+    assert tagger.kind == "context"
+    sentences = list(trained.sentences.order_by("position").values_list("tokens", flat=True))
+    expected = tagger.predict(sentences)
+    client = client_for(manager)
+    for tokens, tags in list(zip(sentences, expected, strict=True))[:10]:
+        body = client.post(
+            f"/api/projects/{trained.pk}/predict/", {"text": " ".join(tokens)}, format="json"
+        ).json()
+        assert body["tags"] == tags
+    response = client.get(f"/api/projects/{trained.pk}/exports/predictions.conllu")
+    text = b"".join(response.streaming_content).decode()
+    exported = [
+        [line.split("\t")[3] for line in block.splitlines() if not line.startswith("#")]
+        for block in text.split("\n\n")
+        if block.strip()
+    ]
+    assert exported == expected

@@ -10,6 +10,7 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from learning.core.conllu import ConlluError, read_conllu
 from learning.core.experiment import simulation_report
+from learning.core.pipeline import MODEL_KINDS
 
 
 def _tags_per_task(value: str) -> int | None:
@@ -54,6 +55,12 @@ class Command(BaseCommand):
         parser.add_argument("--spam-fraction", type=float, default=0.0)
         parser.add_argument("--noisy-fraction", type=float, default=0.0)
         parser.add_argument("--em-iterations", type=int, default=None)
+        parser.add_argument(
+            "--model",
+            choices=MODEL_KINDS,
+            default="context",
+            help="the served model: contextual (default) or node-only; both are reported",
+        )
         parser.add_argument("--seed", type=int, default=0)
         parser.add_argument("--json", action="store_true", help="print the report as JSON")
 
@@ -73,7 +80,7 @@ class Command(BaseCommand):
         started = time.perf_counter()
         train = read_corpus(options["train"], "train")
         test = read_corpus(options["test"], "test")
-        model_params = {}
+        model_params = {"model": options["model"]}
         if options["em_iterations"] is not None:
             model_params["n_em_iter"] = options["em_iterations"]
         try:
