@@ -2,12 +2,13 @@
 
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import extend_schema
-from rest_framework import serializers, status
+from rest_framework import exceptions, serializers, status
 from rest_framework.permissions import AllowAny
 from rest_framework.response import Response
 
 from accounts import services
-from accounts.throttles import LoginThrottle, LoginUsernameThrottle
+from accounts.signin import SigninThrottled
+from accounts.throttles import RegisterThrottle
 from annotation import selectors
 from common.api.base import ApiView
 
@@ -24,7 +25,7 @@ def user_out(user) -> dict:
 class RegisterView(ApiView):
     authentication_classes = []
     permission_classes = [AllowAny]
-    throttle_classes = [LoginThrottle]
+    throttle_classes = [RegisterThrottle]
 
     @extend_schema(request=CredentialsSerializer, responses={201: OpenApiTypes.OBJECT})
     def post(self, request):
@@ -35,15 +36,19 @@ class RegisterView(ApiView):
 
 
 class LoginView(ApiView):
+    """Failed attempts spend the sign-in budget every door shares (accounts/signin.py)."""
+
     authentication_classes = []
     permission_classes = [AllowAny]
-    throttle_classes = [LoginThrottle, LoginUsernameThrottle]
 
     @extend_schema(request=CredentialsSerializer, responses={200: OpenApiTypes.OBJECT})
     def post(self, request):
         data = CredentialsSerializer(data=request.data)
         data.is_valid(raise_exception=True)
-        token = services.token_login(request=request, **data.validated_data)
+        try:
+            token = services.token_login(request=request, **data.validated_data)
+        except SigninThrottled as exc:
+            raise exceptions.Throttled(wait=exc.wait, detail=str(exc)) from exc
         return Response({"token": token.key, "user": user_out(token.user)})
 
 

@@ -8,6 +8,7 @@ from django.core.exceptions import ValidationError
 from django.db import IntegrityError, transaction
 from rest_framework.authtoken.models import Token
 
+from accounts.backends import throttled
 from common.exceptions import InvalidInput
 
 
@@ -36,7 +37,10 @@ def user_register(*, username: str, password: str):
 
 
 def token_login(*, request, username: str, password: str) -> Token:
+    """The user's API token; `SigninThrottled` when the sign-in throttle refused the attempt."""
     user = authenticate(request, username=username, password=password)
+    if user is None and (refused := throttled(request)) is not None:
+        raise refused
     if user is None or not user.is_active:
         raise InvalidInput("Wrong username or password.")
     token, _ = Token.objects.get_or_create(user=user)

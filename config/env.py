@@ -1,6 +1,8 @@
 """Read settings from the environment and fail loudly on a bad value."""
 
+import ipaddress
 import os
+import re
 
 from django.core.exceptions import ImproperlyConfigured
 
@@ -49,3 +51,26 @@ def env_choice(name: str, default: str, choices: tuple[str, ...]) -> str:
     if value not in choices:
         raise ImproperlyConfigured(f"{name}={value!r} must be one of: {', '.join(choices)}.")
     return value
+
+
+_RATE = re.compile(r"^\s*(\d+)\s*/\s*(s|sec|second|m|min|minute|h|hour|d|day)\s*$")
+
+
+def env_rate(name: str, default: str) -> str:
+    """A rate like `10/min` (per s, min, hour or day), checked at start."""
+    value = env_str(name, default) or default
+    match = _RATE.match(value)
+    if not match or int(match.group(1)) < 1:
+        raise ImproperlyConfigured(f"{name}={value!r} is not a rate like 10/min (s/min/hour/day).")
+    return f"{match.group(1)}/{match.group(2)}"
+
+
+def env_networks(name: str) -> list[ipaddress.IPv4Network | ipaddress.IPv6Network]:
+    """A comma-separated list of addresses or networks (`10.0.0.0/8, ::1`)."""
+    networks = []
+    for item in env_list(name, []):
+        try:
+            networks.append(ipaddress.ip_network(item, strict=False))
+        except ValueError as exc:
+            raise ImproperlyConfigured(f"{name}: {item!r} is not an address or network.") from exc
+    return networks

@@ -12,7 +12,15 @@ from pathlib import Path
 import dj_database_url
 from django.core.exceptions import ImproperlyConfigured
 
-from config.env import env_bool, env_choice, env_int, env_list, env_str
+from config.env import (
+    env_bool,
+    env_choice,
+    env_int,
+    env_list,
+    env_networks,
+    env_rate,
+    env_str,
+)
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 DATA_DIR = Path(env_str("TALLY_DATA_DIR") or BASE_DIR / "var")
@@ -206,9 +214,16 @@ REST_FRAMEWORK = {
     "DEFAULT_PAGINATION_CLASS": "common.api.pagination.Pagination",
     "EXCEPTION_HANDLER": "common.api.errors.exception_handler",
     "PAGE_SIZE": 50,
-    "DEFAULT_THROTTLE_RATES": {"login": env_str("TALLY_LOGIN_RATE") or "10/min"},
+    "DEFAULT_THROTTLE_RATES": {"register": env_rate("TALLY_REGISTER_RATE", "60/min")},
     "UNAUTHENTICATED_USER": "django.contrib.auth.models.AnonymousUser",
 }
+# Sign-in (accounts/signin.py): failed attempts per username and per client address, at every
+# door; the client address is taken past the proxies listed here (X-Forwarded-For).
+TALLY_LOGIN_RATE = env_rate("TALLY_LOGIN_RATE", "10/min")
+TALLY_LOGIN_ADDRESS_RATE = env_rate("TALLY_LOGIN_ADDRESS_RATE", "60/min")
+TALLY_TRUSTED_PROXIES = env_networks("TALLY_TRUSTED_PROXIES")
+AUTHENTICATION_BACKENDS = ["accounts.backends.ThrottledModelBackend"]
+
 SPECTACULAR_SETTINGS = {
     "TITLE": "Tally API",
     "DESCRIPTION": "Region-count annotation tasks, observations, projects and models.",

@@ -1,11 +1,14 @@
 from django.contrib import admin
 from django.urls import include, path, register_converter
 
+from accounts.forms import AdminSigninForm
 from common.api.docs import DocsView, SchemaView
 from config.converters import IdConverter
 from config.health import healthz
 
 register_converter(IdConverter, "id")  # before the apps' URLconfs below use `<id:...>`
+# The admin's sign-in says so when the shared sign-in throttle refused (accounts/signin.py).
+admin.site.login_form = AdminSigninForm
 
 urlpatterns = [
     path("healthz", healthz, name="healthz"),

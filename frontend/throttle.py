@@ -1,24 +1,15 @@
-"""Sign-in rate limits for the HTML forms, shared with the API's login (same cache keys).
+"""The sign-up form's rate limit, shared with `POST /api/auth/register/` (same cache keys).
 
-The API's throttles are DRF classes; a form view has a plain `HttpRequest`, whose POST body is
-`request.POST` rather than `request.data`. `_FormRequest` gives them that view, so the form and the
-API spend one budget per address and per username.
+The API's throttle is a DRF class; a form view has a plain `HttpRequest`. Sign-in needs nothing
+here: its throttle lives in the authentication backend (accounts/signin.py).
 """
 
-from accounts.throttles import LoginThrottle, LoginUsernameThrottle
+from accounts.throttles import RegisterThrottle
 
 
-class _FormRequest:
-    def __init__(self, request):
-        self.META = request.META
-        self.data = request.POST
-        self.user = request.user
-
-
-def login_allowed(request) -> tuple[bool, float | None]:
-    """Record one sign-in attempt; (allowed, seconds to wait if not)."""
-    shim = _FormRequest(request)
-    for throttle in (LoginThrottle(), LoginUsernameThrottle()):
-        if not throttle.allow_request(shim, None):
-            return False, throttle.wait()
+def signup_allowed(request) -> tuple[bool, float | None]:
+    """Record one sign-up attempt; (allowed, seconds to wait if not)."""
+    throttle = RegisterThrottle()
+    if not throttle.allow_request(request, None):
+        return False, throttle.wait()
     return True, None

@@ -12,8 +12,10 @@ from django.views.decorators.csrf import csrf_protect
 from django.views.decorators.http import require_http_methods
 
 from accounts import services
+from accounts.backends import throttled
+from accounts.forms import SigninForm
 from common.exceptions import InvalidInput
-from frontend.throttle import login_allowed
+from frontend.throttle import signup_allowed
 
 
 def _safe_next(request: HttpRequest, default: str = "/") -> str:
@@ -28,28 +30,23 @@ def _safe_next(request: HttpRequest, default: str = "/") -> str:
 
 
 class TallyLoginView(LoginView):
-    """Django's sign-in form, rate-limited with the same budget as `POST /api/auth/login/`."""
+    """Django's sign-in form; failed attempts spend the budget every sign-in door shares
+    (accounts/signin.py), and a refused attempt is a 429."""
 
     template_name = "frontend/login.html"
     redirect_authenticated_user = True
+    form_class = SigninForm
 
     def get_redirect_url(self) -> str:
         # Django's check lets a bare word through as a URL relative to /login/.
         url = super().get_redirect_url()
         return url if url.startswith("/") else ""
 
-    def post(self, request, *args, **kwargs):
-        allowed, wait = login_allowed(request)
-        if not allowed:
-            form = self.get_form()
-            form.errors.clear()
-            form.add_error(
-                None, f"Too many sign-in attempts. Try again in {int(wait or 60) + 1} seconds."
-            )
-            response = self.render_to_response(self.get_context_data(form=form))
+    def form_invalid(self, form):
+        response = super().form_invalid(form)
+        if throttled(self.request) is not None:
             response.status_code = 429
-            return response
-        return super().post(request, *args, **kwargs)
+        return response
 
 
 class TallyLogoutView(LogoutView):
@@ -81,7 +78,7 @@ def signup(request: HttpRequest) -> HttpResponse:
     form = SignupForm(request.POST or None)
     status = 200
     if request.method == "POST":
-        allowed, wait = login_allowed(request)
+        allowed, wait = signup_allowed(request)
         if not allowed:
             form.add_error(None, f"Too many attempts. Try again in {int(wait or 60) + 1} seconds.")
             status = 429

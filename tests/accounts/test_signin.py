@@ -1,0 +1,132 @@
+"""One sign-in throttle for the API, the site and the Django admin (issue 16, findings 5 and 6;
+issue 17's sign-in item): failed attempts per normalised username and per client address."""
+
+import pytest
+from django.contrib.auth import get_user_model
+from django.test import Client, RequestFactory, override_settings
+
+from accounts.signin import client_address, username_key
+from tests.factories import client_for
+
+PASSWORD = "correct horse 42"
+
+
+@pytest.fixture
+def victim(db):
+    user = get_user_model().objects.create_user("victim", password=PASSWORD)
+    user.is_staff = user.is_superuser = True  # the admin door too
+    user.save()
+    return user
+
+
+def _api(username, password, address="203.0.113.7"):
+    return client_for(None).post(
+        "/api/auth/login/",
+        {"username": username, "password": password},
+        format="json",
+        REMOTE_ADDR=address,
+    )
+
+
+def _site(username, password, address="203.0.113.7"):
+    client = Client(REMOTE_ADDR=address)
+    return client.post("/login/", {"username": username, "password": password}), client
+
+
+def _admin(username, password, address="203.0.113.7"):
+    client = Client(REMOTE_ADDR=address)
+    response = client.post(
+        "/admin/login/?next=/admin/",
+        {"username": username, "password": password, "next": "/admin/"},
+    )
+    return response, client
+
+
+def test_unicode_variants_of_a_username_share_its_budget(victim):
+    """Regression: after 10 wrong guesses for `victim`, `ｖictim` (fullwidth v) had a fresh
+    budget of 10, and the right password with it signed in as victim."""
+    for _ in range(10):
+        assert _api("victim", "guess").status_code == 400
+    for variant in ["\uff56ictim", "VICTIM", "Victim", "\uff36\uff29\uff23\uff34\uff29\uff2d"]:
+        response = _api(variant, "guess")
+        assert response.status_code == 429, variant
+        assert response.json()["error"]["code"] == "throttled"
+        assert int(response["Retry-After"]) >= 1
+    assert _api("\uff56ictim", PASSWORD).status_code == 429  # not checked, not signed in
+    assert username_key("\uff56ictim") == username_key("VICTIM") == "victim"
+
+
+def test_the_api_accepts_the_same_spellings_as_the_forms(victim):
+    """Authentication normalises (NFKC) at every door, so the throttle's key is the account."""
+    assert _api("\uff56ictim", PASSWORD).status_code == 200
+    response, client = _site("\uff56ictim", PASSWORD)
+    assert response.status_code == 302 and client.session["_auth_user_id"] == str(victim.pk)
+
+
+def test_the_three_doors_spend_one_budget_of_ten_guesses(victim):
+    """Regression: 40 wrong passwords at /admin/login/ answered 200 each, then the right one
+    logged in: the admin had no limit at all."""
+    for _ in range(4):
+        assert _api("victim", "guess").status_code == 400
+    for _ in range(3):
+        response, _ = _site("victim", "guess")
+        assert response.status_code == 200
+        assert "Please enter a correct username and password" in response.content.decode()
+    for _ in range(3):
+        response, _ = _admin("\uff56ictim", "guess")
+        assert response.status_code == 200
+        assert "Please enter the correct username and password" in response.content.decode()
+    response, client = _admin("victim", PASSWORD)
+    assert "Too many sign-in attempts" in response.content.decode()
+    assert "_auth_user_id" not in client.session
+    response, client = _site("victim", PASSWORD)
+    assert response.status_code == 429 and "_auth_user_id" not in client.session
+    assert _api("victim", PASSWORD).status_code == 429
+
+
+def test_fifty_people_sign_in_at_once_from_one_address(db):
+    """Issue 17: the limit counted successful sign-ins per address, so a class behind one
+    address could not all sign in (the 11th in a minute was refused)."""
+    User = get_user_model()
+    for i in range(50):
+        User.objects.create_user(f"student-{i}", password=PASSWORD)
+    for i in range(25):
+        assert _api(f"student-{i}", PASSWORD).status_code == 200, i
+    for i in range(25, 50):
+        response, client = _site(f"student-{i}", PASSWORD)
+        assert response.status_code == 302, i
+    # A few typos among them spend a little of the address's budget, nothing more.
+    for i in range(5):
+        assert _api(f"student-{i}", "typo").status_code == 400
+    assert _api("student-0", PASSWORD).status_code == 200
+
+
+@override_settings(TALLY_LOGIN_ADDRESS_RATE="60/min")
+def test_an_address_gets_sixty_failures_whatever_names_it_tries(db):
+    for i in range(60):
+        assert _api(f"nobody-{i}", "guess").status_code == 400, i
+    assert _api("nobody-else", "guess").status_code == 429
+    assert _api("nobody-else", "guess", address="198.51.100.9").status_code == 400
+
+
+def test_failures_from_many_addresses_still_spend_the_usernames_budget(victim):
+    for i in range(10):
+        assert _api("victim", "guess", address=f"198.51.100.{i}").status_code == 400
+    assert _api("victim", PASSWORD, address="192.0.2.1").status_code == 429
+
+
+@override_settings(TALLY_TRUSTED_PROXIES=[])
+def test_without_trusted_proxies_forwarded_for_is_ignored():
+    request = RequestFactory().get("/", REMOTE_ADDR="203.0.113.7", HTTP_X_FORWARDED_FOR="10.0.0.1")
+    assert client_address(request) == "203.0.113.7"
+
+
+def test_behind_a_trusted_proxy_the_client_is_the_last_untrusted_hop(settings):
+    import ipaddress
+
+    settings.TALLY_TRUSTED_PROXIES = [ipaddress.ip_network("172.16.0.0/12")]
+    forged = "6.6.6.6, 203.0.113.7, 172.18.0.3"  # a client-made entry, the client, a proxy
+    request = RequestFactory().get("/", REMOTE_ADDR="172.18.0.2", HTTP_X_FORWARDED_FOR=forged)
+    assert client_address(request) == "203.0.113.7"
+    direct = RequestFactory().get("/", REMOTE_ADDR="203.0.113.9", HTTP_X_FORWARDED_FOR="1.1.1.1")
+    assert client_address(direct) == "203.0.113.9"
