@@ -47,12 +47,17 @@ def test_unicode_variants_of_a_username_share_its_budget(victim):
     budget of 10, and the right password with it signed in as victim."""
     for _ in range(10):
         assert _api("victim", "guess").status_code == 400
-    for variant in ["\uff56ictim", "VICTIM", "Victim", "\uff36\uff29\uff23\uff34\uff29\uff2d"]:
-        response = _api(variant, "guess")
+    # From other addresses too: the username's budget is spent, whatever the spelling.
+    variants = ["\uff56ictim", "VICTIM", "Victim", "\uff36\uff29\uff23\uff34\uff29\uff2d"]
+    for i, variant in enumerate(variants):
+        response = _api(variant, "guess", address=f"198.51.100.{i}")
         assert response.status_code == 429, variant
         assert response.json()["error"]["code"] == "throttled"
         assert int(response["Retry-After"]) >= 1
-    assert _api("\uff56ictim", PASSWORD).status_code == 429  # not checked, not signed in
+    # Not checked, so not signed in, even with the right password.
+    assert _api("\uff56ictim", PASSWORD, address="192.0.2.1").status_code == 429
+    response, client = _site("\uff56ictim", PASSWORD, address="192.0.2.2")
+    assert response.status_code == 429 and "_auth_user_id" not in client.session
     assert username_key("\uff56ictim") == username_key("VICTIM") == "victim"
 
 
