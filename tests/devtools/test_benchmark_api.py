@@ -15,7 +15,7 @@ from tests.processes import child_env
 
 ROOT = Path(__file__).resolve().parents[2]
 
-pytestmark = [pytest.mark.postgres, pytest.mark.slow]
+pytestmark = [pytest.mark.postgres, pytest.mark.redis, pytest.mark.slow]
 
 
 def _scratch_databases(admin: str) -> set[str]:
@@ -33,7 +33,8 @@ def test_benchmark_prints_its_figures_and_leaves_no_database_behind(tmp_path):
     env = {**child_env(), "TALLY_DATA_DIR": str(tmp_path)}
     command = [sys.executable, "manage.py", "benchmark_api", "--json", "--clients", "4"]
     command += ["--seconds", "1.5", "--ping-seconds", "1", "--sentences", "120", "--workers", "2"]
-    command += ["--admin-database-url", admin]
+    command += ["--admin-database-url", admin, "--streams", "12"]
+    command += ["--redis-url", os.environ["REDIS_URL"]]
     done = subprocess.run(
         command, cwd=ROOT, env=env, capture_output=True, text=True, timeout=180, check=True
     )
@@ -43,5 +44,15 @@ def test_benchmark_prints_its_figures_and_leaves_no_database_behind(tmp_path):
     assert result["trivial_view_requests_per_second"] > 0
     assert 0 < result["p50_ms"] <= result["p99_ms"]
     assert result["ratio_to_trivial_view"] > 0
-    assert set(result["cpu_ms_per_cycle_by_part"]) == {"server", "database", "load_generator"}
+    assert set(result["cpu_ms_per_cycle_by_part"]) == {
+        "server",
+        "database",
+        "load_generator",
+        "event_server",
+    }
+    # The cycle again with 12 event streams open on the event server (2 managers' worth).
+    streams = result["with_streams"]
+    assert streams["streams"] == streams["streams_open_before_measuring"] == 12
+    assert streams["errors"] == {} and streams["stream_errors"] == {}
+    assert streams["cycles"] > 0 and streams["p99_ms"] > 0
     assert _scratch_databases(admin) - before == set()

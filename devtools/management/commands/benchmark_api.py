@@ -8,6 +8,11 @@ workers on a free 127.0.0.1 port, and then drives, with asyncio over keep-alive 
 
 1. the trivial view `/api/ping/` (no auth, no database) for a few seconds: the ceiling;
 2. `--clients` simulated annotators, each looping "lease the next task, submit counts".
+3. With `--streams N`: the event server (uvicorn, `config.asgi`, as production routes the event
+   path to it) is started too, N dashboards' event streams are opened on it (from N / 10 manager
+   accounts, reconnecting as EventSource does), and the annotator cycle is measured again while
+   they are open. Both servers then use Redis (`--redis-url`), as in production; the figures
+   without streams are measured in the same run, as the baseline (`with_streams` holds the rest).
 
 In each phase the clients connect 10 ms apart (`--ramp-ms`), and requests count once all of them
 are connected, over `--seconds` (`--ping-seconds` for the trivial view).
@@ -115,6 +120,7 @@ class _CpuMeter:
 
     def __init__(self, server_pid: int, admin_url: str, database: str) -> None:
         self.server_pid, self.admin_url, self.database = server_pid, admin_url, database
+        self.event_server_pid: int | None = None
 
     def _pids(self) -> dict[int, str]:
         with psycopg.connect(self.admin_url, autocommit=True) as admin:
@@ -122,6 +128,8 @@ class _CpuMeter:
                 "SELECT pid FROM pg_stat_activity WHERE datname = %s", [self.database]
             ).fetchall()
         pids = {pid: "server" for pid in [self.server_pid, *_children(self.server_pid)]}
+        if self.event_server_pid is not None:
+            pids[self.event_server_pid] = "event_server"
         return pids | {pid: "database" for (pid,) in backends}
 
     def snapshot(self) -> dict[tuple[str, int], float]:
@@ -132,7 +140,7 @@ class _CpuMeter:
     def spent(before: dict, after: dict) -> dict[str, float]:
         out = {"server": 0.0, "database": 0.0, "load_generator": 0.0}
         for key, value in after.items():
-            out[key[0]] += value - before.get(key, 0.0)
+            out[key[0]] = out.get(key[0], 0.0) + value - before.get(key, 0.0)
         return out
 
 
@@ -303,6 +311,59 @@ async def _annotator(
         connection.close()
 
 
+class _StreamStats:
+    def __init__(self) -> None:
+        self.opened = 0
+        self.hello = 0
+        self.errors: dict[str, int] = {}
+
+    def error(self, what: str) -> None:
+        self.errors[what] = self.errors.get(what, 0) + 1
+
+
+async def _dashboard_stream(
+    port: int, token: str, path: str, until: asyncio.Event, stats: _StreamStats
+) -> None:
+    """One open dashboard: an event stream, reopened when it ends (as EventSource does)."""
+    request = (
+        f"GET {path} HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Token {token}\r\n"
+        "Accept: text/event-stream\r\n\r\n"
+    ).encode()
+    first = True
+    while not until.is_set():
+        writer = None
+        try:
+            reader, writer = await asyncio.open_connection("127.0.0.1", port)
+            writer.write(request)
+            head = await reader.readuntil(b"\r\n\r\n")
+            status = int(head.split(b" ", 2)[1])
+            if status != 200:
+                stats.error(f"stream: {status}")
+                await asyncio.sleep(1.0)
+                continue
+            stats.opened += 1
+            while not until.is_set():
+                read = asyncio.ensure_future(reader.read(4096))
+                stop = asyncio.ensure_future(until.wait())
+                done, _ = await asyncio.wait({read, stop}, return_when=asyncio.FIRST_COMPLETED)
+                if read not in done:
+                    read.cancel()
+                    break
+                stop.cancel()
+                chunk = read.result()
+                if not chunk:
+                    break  # the stream ended: reconnect
+                if first and b"event: hello" in chunk:
+                    stats.hello += 1
+                    first = False
+        except (OSError, asyncio.IncompleteReadError, ValueError) as exc:
+            stats.error(f"stream: {type(exc).__name__}")
+            await asyncio.sleep(0.5)
+        finally:
+            if writer is not None:
+                writer.close()
+
+
 class Command(BaseCommand):
     help = "Benchmark the annotator cycle (next task + submit) on PostgreSQL behind gunicorn."
 
@@ -317,6 +378,18 @@ class Command(BaseCommand):
             help="milliseconds between two clients' first connection (0: all at once)",
         )
         parser.add_argument("--sentences", type=int, default=5000)
+        parser.add_argument(
+            "--streams",
+            type=int,
+            default=0,
+            help="dashboards' event streams held open on the event server during a second "
+            "measurement of the annotator cycle (0: none)",
+        )
+        parser.add_argument(
+            "--redis-url",
+            default=os.environ.get("BENCHMARK_REDIS_URL", "redis://127.0.0.1:6379/15"),
+            help="Redis for both servers when --streams is given (production's push channel)",
+        )
         parser.add_argument(
             "--workers", type=int, default=None, help="gunicorn workers (default: production's)"
         )
@@ -362,7 +435,9 @@ class Command(BaseCommand):
             "TALLY_DATA_DIR": str(Path(settings.DATA_DIR) / "benchmark"),
         }
         env.pop("REDIS_URL", None)
-        server = server_log = None
+        if options["streams"]:
+            env["REDIS_URL"] = options["redis_url"]
+        server = server_log = events = None
         with psycopg.connect(admin_url, autocommit=True) as admin:
             admin.execute(f'CREATE DATABASE "{name}"')
         try:
@@ -384,6 +459,8 @@ class Command(BaseCommand):
                     str(options["clients"]),
                     "--sentences",
                     str(options["sentences"]),
+                    "--streams",
+                    str(options["streams"]),
                     "--corpus",
                     options["corpus"],
                 ],
@@ -417,7 +494,21 @@ class Command(BaseCommand):
             )
             self._wait_ready(port, server)
             meter = _CpuMeter(server.pid, admin_url, name)
-            result = asyncio.run(self._drive(port, seed, options, log, meter, scratch_url))
+            events_port = None
+            if options["streams"]:
+                events_port = _free_port()
+                log(f"event server: uvicorn on 127.0.0.1:{events_port}")
+                events = subprocess.Popen(
+                    [python, "-m", "uvicorn", "config.asgi:application", "--host", "127.0.0.1",
+                     "--port", str(events_port), "--lifespan", "off", "--no-access-log"],
+                    cwd=settings.BASE_DIR, env=env, stdout=server_log, stderr=subprocess.STDOUT,
+                    start_new_session=True,
+                )  # fmt: skip
+                self._wait_ready(events_port, events)
+                meter.event_server_pid = events.pid
+            result = asyncio.run(
+                self._drive(port, seed, options, log, meter, scratch_url, events_port)
+            )
             result |= {
                 "clients": options["clients"],
                 "seconds": options["seconds"],
@@ -426,6 +517,9 @@ class Command(BaseCommand):
                 "cpus": os.cpu_count(),
             }
         finally:
+            if events is not None and events.poll() is None:
+                os.killpg(events.pid, signal.SIGTERM)
+                events.wait(timeout=20)
             if server is not None and server.poll() is None:
                 os.killpg(server.pid, signal.SIGTERM)
                 try:
@@ -444,16 +538,23 @@ class Command(BaseCommand):
         deadline = time.monotonic() + 60
         while time.monotonic() < deadline:
             if server.poll() is not None:
-                raise CommandError("gunicorn exited during start-up")
+                raise CommandError(f"{server.args[2]} exited during start-up")
             try:
                 with urllib.request.urlopen(f"http://127.0.0.1:{port}/api/ping/", timeout=1):  # noqa: S310
                     return
             except OSError:
                 time.sleep(0.2)
-        raise CommandError("gunicorn did not answer within 60 s")
+        raise CommandError(f"{server.args[2]} did not answer within 60 s")
 
     async def _drive(
-        self, port: int, seed: dict, options: dict, log, meter: _CpuMeter, scratch_url: str
+        self,
+        port: int,
+        seed: dict,
+        options: dict,
+        log,
+        meter: _CpuMeter,
+        scratch_url: str,
+        events_port: int | None,
     ) -> dict:
         clients, seconds = options["clients"], options["seconds"]
         ping_seconds = options["ping_seconds"] or max(3.0, min(10.0, seconds / 2))
@@ -481,34 +582,88 @@ class Command(BaseCommand):
         )
         ping_elapsed = ping_seconds
         ping_cpu = sum(ping_cpu_parts.values())
+        ping_rate = len(ping.latencies["ping"]) / ping_elapsed
+        cpu_per_ping = ping_cpu / len(ping.latencies["ping"]) if ping.latencies["ping"] else None
+        self._seconds, self._round = seconds, 0
         log(f"annotator cycle: {clients} clients for {seconds:.0f} s…")
-        stats, cycle_phase = _Stats(), phase(seconds)
+        result = await self._cycle_phase(port, seed, phase, meter)
+        result |= {
+            "trivial_view_requests_per_second": round(ping_rate, 1),
+            "trivial_view_p99_ms": round(_percentile(ping.latencies["ping"], 0.99) * 1000, 1),
+            "ratio_to_trivial_view": (
+                round(result["requests_per_second"] / ping_rate, 3) if ping_rate else None
+            ),
+            "cpu_ms_per_trivial_request": round(cpu_per_ping * 1000, 3) if cpu_per_ping else None,
+            "idle_machine_ratio_estimate": (
+                round(2 * cpu_per_ping / result["_cpu_per_cycle"], 3)
+                if result["_cpu_per_cycle"] and cpu_per_ping
+                else None
+            ),
+            "errors": {**result["errors"], **{f"ping {k}": v for k, v in ping.errors.items()}},
+        }
+        result.pop("_cpu_per_cycle")
+        if events_port is not None:
+            result["with_streams"] = await self._with_streams(
+                port, events_port, seed, options, log, phase, meter
+            )
+        return result
+
+    async def _with_streams(self, port, events_port, seed, options, log, phase, meter) -> dict:
+        """The annotator cycle again, while `--streams` event streams are open."""
+        n, managers = options["streams"], seed["managers"]
+        path = f"/api/projects/{seed['project']}/events/"
+        stop, stream_stats = asyncio.Event(), _StreamStats()
+        log(f"opening {n} event streams from {len(managers)} managers…")
+        streams = []
+        for i in range(n):
+            token = managers[i % len(managers)]
+            streams.append(
+                asyncio.ensure_future(
+                    _dashboard_stream(events_port, token, path, stop, stream_stats)
+                )
+            )
+            await asyncio.sleep(0.005)
+        deadline = time.perf_counter() + 30
+        while stream_stats.hello < n and time.perf_counter() < deadline:
+            await asyncio.sleep(0.1)
+        hello = stream_stats.hello
+        log(f"{hello} streams open; annotator cycle again…")
+        result = await self._cycle_phase(port, seed, phase, meter)
+        result.pop("_cpu_per_cycle")
+        stop.set()
+        await asyncio.gather(*streams)
+        result |= {
+            "streams": n,
+            "streams_open_before_measuring": hello,
+            "stream_connections": stream_stats.opened,
+            "stream_errors": stream_stats.errors,
+        }
+        return result
+
+    async def _cycle_phase(self, port, seed, phase, meter) -> dict:
+        tokens, project = seed["tokens"], seed["project"]
+        stats, cycle_phase = _Stats(), phase(self._seconds)
         cycle_cpu_parts, *_ = await asyncio.gather(
             _cpu_in_window(meter, cycle_phase),
             *(
-                _annotator(port, token, seed["project"], cycle_phase, i, stats, i)
+                _annotator(port, token, project, cycle_phase, i, stats, i + self._round * 100_000)
                 for i, token in enumerate(tokens)
             ),
         )
-        elapsed = seconds
+        self._round += 1
+        elapsed = self._seconds
         cycle_cpu = sum(cycle_cpu_parts.values())
         both = stats.latencies["next"] + stats.latencies["submit"]
-        ping_rate = len(ping.latencies["ping"]) / ping_elapsed
-        requests_rate = len(both) / elapsed
         ms = 1000.0
         cpus = os.cpu_count() or 1
         cpu_per_cycle = cycle_cpu / stats.cycles if stats.cycles else None
-        cpu_per_ping = ping_cpu / len(ping.latencies["ping"]) if ping.latencies["ping"] else None
         return {
             "cycles_per_second": round(stats.cycles / elapsed, 1),
-            "requests_per_second": round(requests_rate, 1),
+            "requests_per_second": round(len(both) / elapsed, 1),
             "p99_ms": round(_percentile(both, 0.99) * ms, 1),
             "p50_ms": round(_percentile(both, 0.50) * ms, 1),
             "next_p99_ms": round(_percentile(stats.latencies["next"], 0.99) * ms, 1),
             "submit_p99_ms": round(_percentile(stats.latencies["submit"], 0.99) * ms, 1),
-            "trivial_view_requests_per_second": round(ping_rate, 1),
-            "trivial_view_p99_ms": round(_percentile(ping.latencies["ping"], 0.99) * ms, 1),
-            "ratio_to_trivial_view": round(requests_rate / ping_rate, 3) if ping_rate else None,
             "cycles": stats.cycles,
             "no_task_answers": stats.no_task,
             # CPU cost (server + its database backends + load generator), and what it implies
@@ -518,17 +673,12 @@ class Command(BaseCommand):
                 part: round(value / max(stats.cycles, 1) * ms, 2)
                 for part, value in cycle_cpu_parts.items()
             },
-            "cpu_ms_per_trivial_request": round(cpu_per_ping * ms, 3) if cpu_per_ping else None,
             "cpu_share_used": round((cycle_cpu / elapsed) / cpus, 2),
             "idle_machine_cycles_per_second_estimate": (
                 round(cpus / cpu_per_cycle, 1) if cpu_per_cycle else None
             ),
-            "idle_machine_ratio_estimate": (
-                round(2 * cpu_per_ping / cpu_per_cycle, 3)
-                if cpu_per_cycle and cpu_per_ping
-                else None
-            ),
-            "errors": {**stats.errors, **{f"ping {k}": v for k, v in ping.errors.items()}},
+            "_cpu_per_cycle": cpu_per_cycle,
+            "errors": dict(stats.errors),
         }
 
     # The seeding child process (runs with DATABASE_URL = the scratch database) ----------------
@@ -567,6 +717,11 @@ class Command(BaseCommand):
                 )
         finally:
             tmp.unlink(missing_ok=True)
+        managers = []
+        for i in range(-(-options["streams"] // settings.TALLY_SSE_STREAMS_PER_USER)):
+            user = User.objects.create_user(f"bench-dashboard-{i}")
+            Membership.objects.create(project=project, user=user, role="manager")
+            managers.append(Token.objects.create(user=user).key)
         tokens = []
         for i in range(options["clients"]):
             user = User.objects.create_user(f"bench-{i}")
@@ -574,4 +729,6 @@ class Command(BaseCommand):
             tokens.append(Token.objects.create(user=user).key)
         with connection.cursor() as cursor:
             cursor.execute("ANALYZE")  # fresh planner statistics, as autovacuum would keep them
-        self.stdout.write(json.dumps({"project": project.pk, "tokens": tokens}))
+        self.stdout.write(
+            json.dumps({"project": project.pk, "tokens": tokens, "managers": managers})
+        )
