@@ -13,6 +13,7 @@ from collections.abc import Iterator
 
 from annotation import selectors
 from annotation.models import Observation, Project, Sentence
+from learning.core.conllu import conllu_sentence
 
 _CHUNK = 2000
 CSV_COLUMNS = [
@@ -136,8 +137,8 @@ def corpus_conllu(*, project: Project) -> Iterator[str]:
         .values_list("id", "split", "tokens", "gold_tags")
     )
     for pk, split, tokens, gold in rows.iterator(chunk_size=_CHUNK):
-        lines = [f"# sent_id = {pk}", f"# split = {split}", f"# text = {' '.join(tokens)}"]
-        for i, token in enumerate(tokens):
-            tag = names[gold[i]] if gold is not None else "_"
-            lines.append(f"{i + 1}\t{token}\t_\t{tag}\t_\t_\t_\t_\t_\t_")
-        yield "\n".join(lines) + "\n\n"
+        yield conllu_sentence(
+            tokens,
+            ["_"] * len(tokens) if gold is None else [names[tag] for tag in gold],
+            comments=[("sent_id", pk), ("split", split), ("text", " ".join(tokens))],
+        )

@@ -101,6 +101,9 @@ class AnnotatorQuality(models.Model):
 class RetrainRun(models.Model):
     """One attempt of the retrain job, whatever its outcome (visible in the admin and the API)."""
 
+    # The error of a run whose worker died: recorded by the next run, shown until then.
+    WORKER_STOPPED = "The worker stopped before finishing (killed or timed out)."
+
     class Status(models.TextChoices):
         RUNNING = "running"
         SUCCEEDED = "succeeded"

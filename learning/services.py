@@ -305,7 +305,7 @@ def retrain_project(*, project_id: int, trigger: str, task_id: str = "") -> Retr
     try:
         RetrainRun.objects.filter(project_id=project_id, status=RetrainRun.Status.RUNNING).update(
             status=RetrainRun.Status.FAILED,
-            error="The worker stopped before finishing (killed or timed out).",
+            error=RetrainRun.WORKER_STOPPED,
         )
         current = selectors.current_version(project_id=project_id)
         if adapter.newest_observation_id(project_id=project_id) <= (

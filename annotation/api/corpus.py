@@ -79,7 +79,8 @@ class CorpusView(ManagerView):
             max_bytes=limit,
             **data.validated_data,
         )
-        return Response(import_out(record), status=status.HTTP_201_CREATED)
+        shown = selectors.imports_of_project(project=self.project).get(pk=record.pk)
+        return Response(import_out(shown), status=status.HTTP_201_CREATED)
 
 
 class SentenceListView(ManagerView):

@@ -138,6 +138,7 @@ def observation_row_out(observation: Observation, names: list[str]) -> dict:
 
 
 def import_out(record: CorpusImport) -> dict:
+    """`record` as read by `selectors.imports_of_project` (with its sentences by split)."""
     return {
         "id": record.pk,
         "filename": record.filename,
@@ -145,6 +146,6 @@ def import_out(record: CorpusImport) -> dict:
         "tag_column": record.tag_column,
         "sentences": record.sentences,
         "gold_sentences": record.gold_sentences,
-        "splits": selectors.import_splits(corpus_import=record),
+        "splits": selectors.import_split_counts(record),
         "created_at": iso(record.created_at),
     }

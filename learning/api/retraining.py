@@ -8,7 +8,7 @@ from rest_framework.response import Response
 from common.api.base import ManagerView
 from common.api.output import iso
 from learning import selectors, services, tasks
-from learning.api.shapes import run_out
+from learning.api.shapes import last_error_out, run_out
 from learning.models import RetrainRun
 
 
@@ -59,7 +59,6 @@ class RetrainStatusView(ManagerView):
     def get(self, request, project_id):
         state = selectors.retrain_status(project_id=self.project.pk)
         runs = [run_out(run, shown) for run, shown in state["runs"]]
-        failed = state["last_failed"]
         return Response(
             {
                 "running": state["locked_until"] is not None,
@@ -68,14 +67,7 @@ class RetrainStatusView(ManagerView):
                 "pending_observations": state["pending_observations"],
                 "current_version": state["current_version"],
                 "last_run": runs[0] if runs else None,
-                "last_error": None
-                if failed is None
-                else {
-                    "run": failed.pk,
-                    "at": iso(failed.finished_at or failed.started_at),
-                    "message": failed.error
-                    or "The worker stopped before finishing (killed or timed out).",
-                },
+                "last_error": last_error_out(state["last_failed"]),
                 "recent_runs": runs,
             }
         )

@@ -51,6 +51,14 @@ def report_out(version: ModelVersion, *, tags: list[str], learning_curve: list[d
     }
 
 
+def run_error(run: RetrainRun, status: str) -> str:
+    """The run's error; for a run shown failed while still recorded running (its worker died,
+    see `selectors.run_status_shown`), why."""
+    if run.error:
+        return run.error
+    return RetrainRun.WORKER_STOPPED if status != run.status else ""
+
+
 def run_out(run: RetrainRun, status: str) -> dict:
     return {
         "id": run.pk,
@@ -60,24 +68,33 @@ def run_out(run: RetrainRun, status: str) -> dict:
         "started_at": iso(run.started_at),
         "finished_at": iso(run.finished_at),
         "seconds": None if run.seconds is None else round(run.seconds, 3),
-        "error": run.error
-        or (
-            "The worker stopped before finishing (killed or timed out)."
-            if status != run.status
-            else ""
-        ),
+        "error": run_error(run, status),
     }
 
 
-def webhook_out(webhook: WebhookDelivery | Webhook, last: WebhookDelivery | None) -> dict:
+def last_error_out(run: RetrainRun | None) -> dict | None:
+    """The newest failed run as `retrain-status/` shows it (a failed run's worker may have died
+    before it recorded an error)."""
+    if run is None:
+        return None
+    return {
+        "run": run.pk,
+        "at": iso(run.finished_at or run.started_at),
+        "message": run.error or RetrainRun.WORKER_STOPPED,
+    }
+
+
+def webhook_out(webhook: Webhook) -> dict:
+    """`webhook` as read by `learning.webhooks.selectors` (with its last delivery)."""
+    status = webhook.last_delivery_status
     return {
         "id": webhook.pk,
         "url": webhook.url,
         "active": webhook.active,
         "created_at": iso(webhook.created_at),
         "last_delivery": None
-        if last is None
-        else {"status": last.status, "at": iso(last.last_attempt_at or last.created_at)},
+        if status is None
+        else {"status": status, "at": iso(webhook.last_delivery_at)},
     }
 
 

@@ -23,7 +23,7 @@ class WebhookListView(ManagerView):
         return paginated(
             self,
             selectors.webhooks_of_project(project_id=self.project.pk),
-            lambda hook: webhook_out(hook, selectors.last_delivery(webhook=hook)),
+            webhook_out,
         )
 
     @extend_schema(request=WebhookSerializer, responses={201: OpenApiTypes.OBJECT})
@@ -31,8 +31,9 @@ class WebhookListView(ManagerView):
         data = WebhookSerializer(data=request.data)
         data.is_valid(raise_exception=True)
         hook = services.webhook_create(project=self.project, **data.validated_data)
+        shown = selectors.webhook_get(project_id=self.project.pk, webhook_id=hook.pk)
         return Response(
-            {**webhook_out(hook, None), "secret": hook.secret}, status=status.HTTP_201_CREATED
+            {**webhook_out(shown), "secret": hook.secret}, status=status.HTTP_201_CREATED
         )
 
 
@@ -47,8 +48,7 @@ class _WebhookView(ManagerView):
 class WebhookDetailView(_WebhookView):
     @extend_schema(responses={200: OpenApiTypes.OBJECT})
     def get(self, request, project_id, webhook_id):
-        hook = self.webhook(webhook_id)
-        return Response(webhook_out(hook, selectors.last_delivery(webhook=hook)))
+        return Response(webhook_out(self.webhook(webhook_id)))
 
     @extend_schema(request=WebhookSerializer(partial=True), responses={200: OpenApiTypes.OBJECT})
     def patch(self, request, project_id, webhook_id):
@@ -56,7 +56,7 @@ class WebhookDetailView(_WebhookView):
         data = WebhookSerializer(data=request.data, partial=True)
         data.is_valid(raise_exception=True)
         hook = services.webhook_update(webhook=hook, **data.validated_data)
-        return Response(webhook_out(hook, selectors.last_delivery(webhook=hook)))
+        return Response(webhook_out(hook))  # read with its last delivery, which is unchanged
 
     @extend_schema(responses={204: None})
     def delete(self, request, project_id, webhook_id):

@@ -7,19 +7,27 @@ tab-separated columns ``ID FORM LEMMA UPOS XPOS FEATS HEAD DEPREL DEPS MISC``; l
 part-of-speech tags are the plain integer ids, which must run ``1, 2, 3, ...`` in each sentence.
 
 Both the crowd simulation and the platform's corpus import read corpora through this module, so it
-never loads a whole file into memory and reports malformed input with the line number.
+never loads a whole file into memory and reports malformed input with the line number; the
+platform's CoNLL-U exports are written by `conllu_sentence`.
 """
 
 from __future__ import annotations
 
 import gzip
 import io
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
-__all__ = ["ConlluError", "ConlluSentence", "conllu_head", "iter_conllu", "read_conllu"]
+__all__ = [
+    "ConlluError",
+    "ConlluSentence",
+    "conllu_head",
+    "conllu_sentence",
+    "iter_conllu",
+    "read_conllu",
+]
 
 _N_COLUMNS = 10
 
@@ -80,6 +88,25 @@ def iter_conllu(lines: Iterable[str]) -> Iterator[ConlluSentence]:
         yield sentence
     elif sentence.sent_id is not None or sentence.text is not None:
         raise ConlluError(line_number, "sentence has comments but no tokens")
+
+
+def conllu_sentence(
+    tokens: Sequence[str],
+    upos: Sequence[str],
+    *,
+    comments: Sequence[tuple[str, object]] = (),
+    misc: Sequence[str] | None = None,
+) -> str:
+    """One sentence as CoNLL-U text, with the blank line that ends it.
+
+    ``comments`` become ``# key = value`` lines; each token gets a line with its ``ID``, ``FORM``,
+    ``UPOS`` (``upos[i]``, ``_`` for none) and ``MISC`` (``misc[i]``), the other columns ``_``.
+    """
+    lines = [f"# {key} = {value}" for key, value in comments]
+    for i, token in enumerate(tokens):
+        extra = misc[i] if misc is not None else "_"
+        lines.append(f"{i + 1}\t{token}\t_\t{upos[i]}\t_\t_\t_\t_\t_\t{extra}")
+    return "\n".join(lines) + "\n\n"
 
 
 @contextmanager

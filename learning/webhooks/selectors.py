@@ -1,24 +1,34 @@
-"""Reads of webhooks: a project's webhooks, their delivery log, deliveries overdue."""
+"""Reads of webhooks: a project's webhooks with their last delivery, the delivery log,
+deliveries overdue."""
 
 from __future__ import annotations
 
 from datetime import datetime, timedelta
 
-from django.db.models import QuerySet
+from django.db.models import OuterRef, QuerySet, Subquery
+from django.db.models.functions import Coalesce
 
 from learning.models import Webhook, WebhookDelivery
 
 
+def _with_last_delivery(webhooks: QuerySet[Webhook]) -> QuerySet[Webhook]:
+    """Each webhook with its newest delivery's status and time (`last_delivery_status`,
+    `last_delivery_at`; None without one), in the same query."""
+    newest = WebhookDelivery.objects.filter(webhook=OuterRef("pk")).order_by("-id")
+    return webhooks.annotate(
+        last_delivery_status=Subquery(newest.values("status")[:1]),
+        last_delivery_at=Subquery(
+            newest.annotate(at=Coalesce("last_attempt_at", "created_at")).values("at")[:1]
+        ),
+    )
+
+
 def webhooks_of_project(*, project_id: int) -> QuerySet[Webhook]:
-    return Webhook.objects.filter(project_id=project_id).order_by("id")
+    return _with_last_delivery(Webhook.objects.filter(project_id=project_id)).order_by("id")
 
 
 def webhook_get(*, project_id: int, webhook_id: int) -> Webhook | None:
-    return Webhook.objects.filter(project_id=project_id, pk=webhook_id).first()
-
-
-def last_delivery(*, webhook: Webhook) -> WebhookDelivery | None:
-    return webhook.deliveries.order_by("-id").first()
+    return _with_last_delivery(Webhook.objects.filter(project_id=project_id, pk=webhook_id)).first()
 
 
 def deliveries_of_webhook(*, webhook: Webhook) -> QuerySet[WebhookDelivery]:

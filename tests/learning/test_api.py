@@ -1,9 +1,15 @@
 """The HTTP contract of learning/API.md and its permission rules (every endpoint, every persona)."""
 
-import pytest
+from datetime import timedelta
 
+import pytest
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
+from django.utils import timezone
+
+from common.api.output import iso
 from learning import services
-from learning.models import ModelVersion, Webhook
+from learning.models import ModelVersion, Webhook, WebhookDelivery
 from learning.webhooks import services as webhook_services
 from tests.factories import client_for, make_project
 from tests.learning.crowd import add_annotators, answer_tasks, import_corpus, toy_sentences
@@ -83,10 +89,11 @@ def test_no_model_yet(project, manager):
     base = f"/api/projects/{project.pk}/"
     response = client.get(base + "reports/latest/")
     assert response.status_code == 404 and response.json()["error"]["code"] == "no_model"
+    # `no_model` is always 404 (it was 409 on these two until issue 18: one code, one status).
     response = client.post(base + "predict/", {"text": "the dog"}, format="json")
-    assert response.status_code == 409 and response.json()["error"]["code"] == "no_model"
+    assert response.status_code == 404 and response.json()["error"]["code"] == "no_model"
     response = client.get(base + "exports/predictions.conllu")
-    assert response.status_code == 409 and response.json()["error"]["code"] == "no_model"
+    assert response.status_code == 404 and response.json()["error"]["code"] == "no_model"
     response = client.post(base + "retrain/")
     assert response.status_code == 409
     assert response.json()["error"]["code"] == "no_observations"
@@ -230,6 +237,35 @@ def test_webhook_crud(project, manager, settings):
         Webhook.objects.create(project=project, url=f"http://127.0.0.1/{i}", secret="x" * 20)
     too_many = client.post(url, {"url": "http://127.0.0.1/11"}, format="json")
     assert too_many.status_code == 409
+
+
+def test_webhooks_are_listed_with_their_last_delivery_in_one_query(project, manager):
+    client = client_for(manager)
+    url = f"/api/projects/{project.pk}/webhooks/"
+    hooks = [
+        Webhook.objects.create(project=project, url=f"http://127.0.0.1/{i}", secret="x" * 20)
+        for i in range(3)
+    ]
+    at = timezone.now() - timedelta(minutes=5)
+    for status, attempted in (("failed", at), ("succeeded", at + timedelta(minutes=1))):
+        WebhookDelivery.objects.create(
+            webhook=hooks[0], event="report.created", payload={}, status=status,
+            last_attempt_at=attempted,
+        )  # fmt: skip
+    WebhookDelivery.objects.create(webhook=hooks[1], event="report.created", payload={})
+    with CaptureQueriesContext(connection) as queries:
+        rows = client.get(url).json()["results"]
+    first = rows[0]["last_delivery"]
+    assert first == {"status": "succeeded", "at": iso(at + timedelta(minutes=1))}
+    second = WebhookDelivery.objects.get(webhook=hooks[1])
+    assert rows[1]["last_delivery"] == {"status": "pending", "at": iso(second.created_at)}
+    assert rows[2]["last_delivery"] is None
+    assert client.get(f"{url}{hooks[0].pk}/").json()["last_delivery"] == first
+    for i in range(3, 6):
+        Webhook.objects.create(project=project, url=f"http://127.0.0.1/{i}", secret="x" * 20)
+    with CaptureQueriesContext(connection) as more:
+        assert client.get(url).json()["count"] == 6
+    assert len(more) == len(queries)  # not one more query per webhook
 
 
 def test_webhook_of_another_project_is_404(trained, hook, other_project, settings):

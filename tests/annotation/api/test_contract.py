@@ -6,6 +6,8 @@ import json
 
 import pytest
 from django.core.files.uploadedfile import SimpleUploadedFile
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
 from rest_framework.test import APIClient
 
 from annotation.models import Membership, Observation, Project, Sentence
@@ -208,6 +210,34 @@ def test_upload_with_unknown_format_or_url_field_is_rejected(project, manager):
         format="multipart",
     )
     assert response.status_code == 400 and "format" in response.json()["error"]["fields"]
+
+
+def test_imports_are_listed_with_their_splits_in_one_query(project, manager):
+    client = client_for(manager)
+    url = f"/api/projects/{project.pk}/corpus/"
+
+    def upload(evaluation: str, gold_check: str) -> dict:
+        body = {"file": SimpleUploadedFile("c.jsonl", jsonl()), "format": "jsonl", "seed": "0",
+                "evaluation_fraction": evaluation, "gold_check_fraction": gold_check}  # fmt: skip
+        response = client.post(url, body, format="multipart")
+        assert response.status_code == 201
+        return response.json()
+
+    first = upload("0.0", "0.0")
+    assert first["splits"] == {"train": 12, "evaluation": 0, "gold_check": 0}
+    second = upload("0.5", "0.5")
+    assert second["splits"]["train"] == 0 and sum(second["splits"].values()) == 12
+    assert second["splits"] == {
+        split: Sentence.objects.filter(corpus_import_id=second["id"], split=split).count()
+        for split in ("train", "evaluation", "gold_check")
+    }
+    with CaptureQueriesContext(connection) as queries:
+        listed = client.get(url).json()["results"]
+    assert [row["splits"] for row in listed] == [first["splits"], second["splits"]]
+    upload("1.0", "0.0")
+    with CaptureQueriesContext(connection) as more:
+        assert len(client.get(url).json()["results"]) == 3
+    assert len(more) == len(queries)  # not one more query per import
 
 
 def test_pagination(project, corpus, manager):
