@@ -17,9 +17,8 @@ import pytest
 from django.core.cache import cache
 from django.db import connection
 
-from annotation.models import Membership
 from config.celery import app as celery_app
-from tests.factories import UserFactory, client_for, make_project
+from tests.factories import UserFactory, client_for, make_project, member
 
 REQUIRE_SERVICES = os.environ.get("TALLY_REQUIRE_SERVICES") == "1"
 DB_TESTS_ONLY = os.environ.get("TALLY_DB_TESTS_ONLY") == "1"
@@ -98,9 +97,7 @@ def manager(db):
 
 @pytest.fixture
 def annotator(project):
-    user = UserFactory(username="annotator")
-    Membership.objects.create(project=project, user=user, role=Membership.Role.ANNOTATOR)
-    return user
+    return member(project, username="annotator")
 
 
 @pytest.fixture
@@ -111,9 +108,7 @@ def other_project(db):
 @pytest.fixture
 def outsider(other_project):
     """An annotator of another project."""
-    user = UserFactory(username="outsider")
-    Membership.objects.create(project=other_project, user=user, role=Membership.Role.ANNOTATOR)
-    return user
+    return member(other_project, username="outsider")
 
 
 @pytest.fixture

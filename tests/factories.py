@@ -8,6 +8,7 @@ from rest_framework.authtoken.models import Token
 from rest_framework.test import APIClient
 
 from annotation import services
+from annotation.models import Membership
 
 
 class UserFactory(factory.django.DjangoModelFactory):
@@ -31,6 +32,18 @@ TAGS = [
     {"name": "DET", "guideline": "the, a", "examples": ["the"]},
     {"name": "ADJ", "guideline": "Describes", "examples": ["big"]},
 ]
+
+
+def member(project, user=None, *, role=Membership.Role.ANNOTATOR, **user_fields):
+    """`user` (a new one, made with `user_fields`, by default) as a member of `project`."""
+    user = user or UserFactory(**user_fields)
+    Membership.objects.create(project=project, user=user, role=role)
+    return user
+
+
+def annotators(project, n: int) -> list:
+    """`n` new annotators of `project`."""
+    return [member(project) for _ in range(n)]
 
 
 def make_project(owner=None, **settings):

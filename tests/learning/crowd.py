@@ -9,8 +9,8 @@ import random
 import uuid
 
 from annotation import scheduler, services
-from annotation.models import Membership, Project, Sentence
-from tests.factories import TAGS, UserFactory, jsonl
+from annotation.models import Project, Sentence
+from tests.factories import TAGS, jsonl, member
 
 LEXICON = {
     "DET": ["the", "a", "every", "this", "that"],
@@ -95,9 +95,4 @@ def answer_tasks(project, annotators, n, *, spammers=(), seed=0) -> int:
 
 
 def add_annotators(project, n, prefix="ann"):
-    users = []
-    for i in range(n):
-        user = UserFactory(username=f"{prefix}{project.pk}-{i}")
-        Membership.objects.create(project=project, user=user, role=Membership.Role.ANNOTATOR)
-        users.append(user)
-    return users
+    return [member(project, username=f"{prefix}{project.pk}-{i}") for i in range(n)]

@@ -1,6 +1,6 @@
-"""The annotator's two hot requests: on PostgreSQL each folds the token lookup (and, for the next
-task, membership and lease) into its statements; the cases outside the plain one must still
-behave exactly as the scheduler and the service say. Runs on SQLite and PostgreSQL."""
+"""The annotator's cycle through the API (annotation/api/cycle.py): tokens and sessions, the
+cases outside the plain one (which on PostgreSQL leave the one-statement path for the scheduler
+and the service), and leases held ahead. Runs on SQLite and PostgreSQL."""
 
 from datetime import timedelta
 
@@ -9,7 +9,8 @@ from django.db import connection
 from django.utils import timezone
 from rest_framework.test import APIClient
 
-from annotation.models import Assignment, Membership, Observation, Project
+from annotation import scheduler
+from annotation.models import Assignment, Membership, Observation, Project, Task
 from tests.factories import answer, client_for, next_task
 
 
@@ -107,3 +108,114 @@ def test_a_flagged_member_is_served_only_gold_checks_through_the_api(project, co
     assert not Assignment.objects.filter(annotator=annotator).exists()
     Membership.objects.filter(project=project, user=annotator).update(flagged=False)
     assert next_task(client_for(annotator), project).status_code == 200
+
+
+# Leases held ahead: `tasks/next` with `{"holding": [...]}` leases one more task, up to
+# `scheduler.MAX_LEASES`, so the page can prefetch and a phone can answer offline what it holds.
+
+
+def lease(client, project, holding=None, **kwargs):
+    body = None if holding is None else {"holding": holding}
+    return client.post(f"/api/projects/{project.pk}/tasks/next/", body, format="json", **kwargs)
+
+
+def test_holding_leases_one_more_up_to_the_cap(project, corpus, annotator):
+    client = client_for(annotator)
+    held = []
+    for _ in range(scheduler.MAX_LEASES):
+        task = lease(client, project, held).json()
+        assert task["assignment"] not in held
+        held.append(task["assignment"])
+    response = lease(client, project, held)
+    assert response.status_code == 409
+    assert response.json()["error"]["code"] == "lease_limit"
+    assert "answer one of them first" in response.json()["error"]["message"]
+    live = Assignment.objects.filter(annotator=annotator, status="leased")
+    assert sorted(live.values_list("id", flat=True)) == sorted(held)
+    # Each lease is on its own region, and each took one of its task's slots.
+    tasks = Task.objects.filter(assignments__in=live)
+    assert tasks.distinct().count() == scheduler.MAX_LEASES
+    assert all(task.open_slots == project.redundancy - 1 for task in tasks)
+
+
+def test_a_lease_not_named_is_handed_back_before_a_new_one(project, corpus, annotator):
+    """A reloaded page knows of no lease: it gets the ones it held again, oldest first."""
+    client = client_for(annotator)
+    first_task = lease(client, project).json()
+    first = first_task["assignment"]
+    second = lease(client, project, [first]).json()["assignment"]
+    assert second != first
+    assert lease(client, project).json()["assignment"] == first
+    assert lease(client, project, [first]).json()["assignment"] == second
+    assert lease(client, project, [second]).json()["assignment"] == first
+    # Ids that are not live leases of the caller (answered, someone else's, made up) change
+    # nothing: they are only what the caller already has.
+    assert answer(client, first_task).status_code == 201
+    assert lease(client, project, [first, 10**9]).json()["assignment"] == second
+    assert Assignment.objects.filter(annotator=annotator).count() == 2
+
+
+def test_answering_a_held_lease_frees_room_for_another(project, corpus, annotator):
+    client = client_for(annotator)
+    held = [lease(client, project, []).json()]
+    while len(held) < scheduler.MAX_LEASES:
+        held.append(lease(client, project, [t["assignment"] for t in held]).json())
+    assert answer(client, held[0], key="a-0").status_code == 201
+    ids = [t["assignment"] for t in held[1:]]
+    fourth = lease(client, project, ids)
+    assert fourth.status_code == 200
+    assert fourth.json()["assignment"] not in [t["assignment"] for t in held]
+
+
+def test_expired_held_leases_do_not_count(project, corpus, annotator):
+    client = client_for(annotator)
+    held = []
+    for _ in range(scheduler.MAX_LEASES):
+        held.append(lease(client, project, held).json()["assignment"])
+    long_ago = timezone.now() - timedelta(hours=2)
+    Assignment.objects.filter(pk__in=held).update(expires_at=long_ago)
+    Project.objects.filter(pk=project.pk).update(leases_reclaimed_at=long_ago)
+    response = lease(client, project, held)
+    assert response.status_code == 200
+    assert response.json()["assignment"] not in held
+
+
+def test_three_leases_answered_later_are_all_stored_once(project, corpus, annotator):
+    """What a phone does offline: take three tasks ahead, answer them, send when back (twice)."""
+    client = client_for(annotator)
+    held = []
+    for _ in range(scheduler.MAX_LEASES):
+        held.append(lease(client, project, [t["assignment"] for t in held]).json())
+    for attempt in range(2):
+        for i, task in enumerate(held):
+            assert answer(client, task, key=f"k-{i}").status_code == (201, 200)[attempt]
+    assert Observation.objects.filter(annotator=annotator).count() == scheduler.MAX_LEASES
+
+
+def test_bad_holding_is_refused_with_what_is_wrong(project, corpus, annotator):
+    client = client_for(annotator)
+    for holding in ("12", [1, 2, 3, 4], ["1"], [True], [1.5], {"a": 1}, [0], [-1], [2**63]):
+        response = lease(client, project, holding)
+        assert response.status_code == 400, holding
+        error = response.json()["error"]
+        assert error["code"] == "invalid"
+        assert "at most 3 assignment ids" in error["fields"]["holding"][0]
+    response = client.post(
+        f"/api/projects/{project.pk}/tasks/next/", "[1]", content_type="application/json"
+    )
+    assert response.status_code == 400
+    response = client.post(
+        f"/api/projects/{project.pk}/tasks/next/", "{", content_type="application/json"
+    )
+    assert response.status_code == 400
+    assert response.json()["error"]["code"] == "parse_error"
+    response = client.post(
+        f"/api/projects/{project.pk}/tasks/next/", "holding=1", content_type="text/plain"
+    )
+    assert response.status_code == 415
+    assert not Assignment.objects.exists()
+
+
+def test_holding_is_checked_after_who_is_asking(project, corpus, annotator):
+    response = lease(APIClient(), project, "not a list")
+    assert response.status_code == 401
