@@ -39,8 +39,8 @@ from urllib.parse import quote
 
 import pytest
 from django.core.cache import cache
-from django.core.signals import got_request_exception
-from django.db import DatabaseError, transaction
+from django.core.signals import got_request_exception, request_finished
+from django.db import DatabaseError, close_old_connections, transaction
 from django.test import Client
 from django.urls import URLPattern, URLResolver, get_resolver
 from drf_spectacular.generators import SchemaGenerator
@@ -658,6 +658,20 @@ def _hidden_from(persona: str, world: World, call: Call) -> dict[str, str]:
     return {k: v for k, v in hidden.items() if v not in sent}
 
 
+def _close(response) -> None:
+    """Close a response as a server does, so an event stream gives back its per-user slot
+    (TALLY_SSE_STREAMS_PER_USER). As Django's test client does when it closes one, without
+    `close_old_connections`: inside the test's transaction it would close the database
+    connection (PostgreSQL's; SQLite ignores closing an in-memory database)."""
+    if not response.streaming:
+        return  # the test client has closed it already
+    request_finished.disconnect(close_old_connections)
+    try:
+        response.close()
+    finally:
+        request_finished.connect(close_old_connections)
+
+
 @dataclass
 class Fuzz:
     world: World
@@ -694,7 +708,7 @@ class Fuzz:
         try:
             return response, _body_text(response)
         finally:
-            response.close()  # as a server does: a stream gives back what it holds
+            _close(response)
 
     def fail(self, persona: str, call: Call, problem: str) -> None:
         where = f"{persona} {call.method} {call.path[:120]} [{call.odd[:80]}]"
