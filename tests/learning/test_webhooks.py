@@ -181,3 +181,59 @@ def test_overdue_delivery_is_requeued_by_the_sweep(project, crowd, allow_interna
     assert len(result["redelivered"]) == 1
     assert WebhookDelivery.objects.get().status == "succeeded"
     assert len(target.requests) == 1
+
+
+ISSUE_16_TARGETS = [
+    "http://[::127.0.0.1]/",  # IPv4-compatible
+    "http://[::7f00:1]:8708/",
+    "http://[64:ff9b::7f00:1]/",  # NAT64 of loopback
+    "http://[64:ff9b::a9fe:a9fe]/",  # NAT64 of the cloud metadata address
+    "http://[2002:7f00:1::]/",  # 6to4 of loopback
+    "http://[::ffff:0:7f00:1]/",  # IPv4-translated
+    "http://[fec0::1]/",  # deprecated site-local
+    "http://192.0.0.8/",  # IETF protocol assignments
+    "http://[2001:0:4136:e378:8000:63bf:3fff:fdd2]/",  # Teredo, client 192.0.2.45
+    "http://[64:ff9b:1::a9fe:a9fe]/",  # local-use NAT64
+    "http://93.184.216.34:0/",  # port 0 of a public address
+]
+
+
+@pytest.mark.parametrize("url", ISSUE_16_TARGETS)
+def test_internal_targets_in_any_ipv6_spelling_are_refused_on_save(url, project, manager, settings):
+    """Regression (issue 16, finding 8): these were accepted on save."""
+    settings.TALLY_WEBHOOK_ALLOW_INTERNAL = False
+    response = client_for(manager).post(
+        f"/api/projects/{project.pk}/webhooks/", {"url": url}, format="json"
+    )
+    assert response.status_code == 400, response.content
+    message = response.json()["error"]["fields"]["url"][0]
+    if ":0/" not in url:
+        assert "TALLY_WEBHOOK_ALLOW_INTERNAL" in message  # issue 17: say how to allow them
+
+
+@pytest.mark.parametrize(
+    "address",
+    ["64:ff9b::808:808", "::ffff:8.8.8.8", "2002:808:808::1", "2606:2800:220:1:248:1893:25c8:1946"],
+)
+def test_public_addresses_inside_ipv6_stay_allowed(address):
+    assert transport._is_public(address)
+
+
+def test_the_connected_address_is_checked_at_delivery(
+    project, crowd, settings, eager, receiver, monkeypatch
+):
+    """Whatever the name resolved to when it was checked, a connection that reaches an internal
+    address sends nothing (DNS rebinding, a resolver that answers differently the second time)."""
+    target = receiver([200])
+    settings.TALLY_WEBHOOK_ALLOW_INTERNAL = True
+    webhook_services.webhook_create(project=project, url=target.url, secret=SECRET)
+    settings.TALLY_WEBHOOK_ALLOW_INTERNAL = False
+    # The pre-connection check passes (as if the name had resolved to a public address).
+    monkeypatch.setattr(transport, "target_check", lambda url, **kwargs: ["127.0.0.1"])
+    answer_tasks(project, crowd, 60)
+    tasks.retrain_and_push(project_id=project.pk, trigger="manual")
+    assert target.requests == []
+    delivery = WebhookDelivery.objects.get()
+    assert delivery.status == "failed"
+    assert "connection reached an internal address" in delivery.error
+    assert "TALLY_WEBHOOK_ALLOW_INTERNAL" in delivery.error
