@@ -71,8 +71,11 @@ def persona_client():
 # --- Browser ------------------------------------------------------------------------------------
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def browser():
+    """Chromium for one test module. Not for the whole session: Playwright's sync API keeps an
+    event loop running in this thread while it is open, and tests after the browser tests that
+    call asyncio.run() (tests/learning/test_events_asgi.py) would fail."""
     if not shutil.which("chromium") and not os.path.exists(CHROMIUM):
         pytest.skip("needs Debian's chromium")  # the `browser` marker decides skip or fail
     # Playwright's sync API runs an event loop in this thread; the tests' ORM calls are sync.
