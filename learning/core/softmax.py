@@ -22,6 +22,7 @@ from scipy.linalg.blas import get_blas_funcs
 
 __all__ = [
     "SoftLabelObjective",
+    "blas_one_thread",
     "compact_columns",
     "fit_soft_labels",
     "soft_label_objective",
@@ -175,7 +176,7 @@ _idamax = blas.idamax
 
 
 @contextmanager
-def _blas_one_thread():
+def blas_one_thread():
     """Limit BLAS to one thread while fitting: the level-1 calls above are memory-bound, and on a
     shared machine threaded ones spent far longer synchronising than computing (measured ~25×).
     Uses threadpoolctl (installed with scikit-learn) when available."""
@@ -206,7 +207,7 @@ def fit_soft_labels(
     ``(W, c, F, iterations)``."""
     n_tags = soft_counts.shape[1]
     objective = SoftLabelObjective(x, soft_counts, alpha)
-    with _blas_one_thread():
+    with blas_one_thread():
         params, value, n_iter = _lbfgs(
             objective,
             np.concatenate([np.asarray(w0, dtype=np.float64).ravel(), c0]),
