@@ -116,11 +116,30 @@ def test_retrain_now_runs_and_reports(project, crowd, manager, eager):
 
     report = client.get(base + "reports/latest/").json()
     assert report["version"] == 2
-    assert set(report) >= {
+    assert set(report) == {
         "version", "created_at", "observations", "newest_observation", "tags", "evaluation",
         "accuracy", "per_tag", "confusion", "count_consistency", "held_out_observations",
         "learning_curve", "annotators", "skipped_observations", "timings",
     }  # fmt: skip
+    # What the report says is what the version and its report stored.
+    version = ModelVersion.objects.select_related("report").get(project=project, number=2)
+    stored = version.report
+    assert report["created_at"] == iso(version.created_at)
+    assert report["observations"] == version.observations_count == 100
+    assert report["newest_observation"] == version.newest_observation
+    assert report["newest_observation"] == project.observations.latest("id").pk
+    assert report["accuracy"] == stored.accuracy and report["accuracy"] > 0.6
+    assert report["evaluation"] == stored.evaluation and report["evaluation"]["sentences"] > 0
+    assert report["per_tag"] == stored.per_tag
+    assert [row["tag"] for row in report["per_tag"]] == ["NOUN", "VERB", "DET", "ADJ"]
+    assert report["confusion"] == stored.confusion
+    assert sum(map(sum, report["confusion"]["matrix"])) == report["evaluation"]["tokens"]
+    assert report["count_consistency"] == stored.count_consistency
+    assert report["held_out_observations"] == stored.held_out_observations > 0
+    assert report["skipped_observations"] == stored.skipped_observations
+    assert report["timings"] == version.timings and report["timings"]["total"] > 0
+    assert sum(row["answers"] for row in report["annotators"]) == 100
+    assert {row["username"] for row in report["annotators"]} == {u.username for u in crowd}
     assert report["tags"] == ["NOUN", "VERB", "DET", "ADJ"]
     assert [p["version"] for p in report["learning_curve"]] == [1, 2]
     assert set(report["learning_curve"][0]) == {
@@ -158,9 +177,15 @@ def test_predict(trained, annotator):
     assert body["version"] == 1
     assert body["tokens"] == ["the", "big", "dog", "runs"]
     assert body["tags"] == ["DET", "ADJ", "NOUN", "VERB"]
-    assert all(0 < p <= 1 for p in body["probabilities"])
-    assert body["alternatives"][0][0] == {"tag": "DET", "probability": body["probabilities"][0]}
-    assert len(body["alternatives"][0]) == 3
+    # Each token's tag is its most probable alternative, the alternatives most probable first.
+    for tag, probability, alternatives in zip(
+        body["tags"], body["probabilities"], body["alternatives"], strict=True
+    ):
+        assert len(alternatives) == 3
+        assert alternatives[0] == {"tag": tag, "probability": probability}
+        shown = [a["probability"] for a in alternatives]
+        assert shown == sorted(shown, reverse=True) and 0 < sum(shown) <= 1.0001
+    assert body["probabilities"][0] > 0.5
     assert client.post(url, {"text": "   "}, format="json").status_code == 400
     assert client.post(url, {}, format="json").status_code == 400
     too_long = client.post(url, {"text": "a " * 6000}, format="json")

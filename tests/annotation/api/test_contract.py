@@ -10,9 +10,18 @@ from django.db import connection
 from django.test.utils import CaptureQueriesContext
 from rest_framework.test import APIClient
 
-from annotation.models import Membership, Observation, Project, Sentence
+from annotation.models import Assignment, Membership, Observation, Project, Sentence
+from common.api.output import iso
 from learning.core.conllu import iter_conllu
-from tests.factories import UserFactory, answer, client_for, jsonl, make_project, next_task
+from tests.factories import (
+    TAGS,
+    UserFactory,
+    answer,
+    client_for,
+    jsonl,
+    make_project,
+    next_task,
+)
 
 # Annotating ---------------------------------------------------------------------------------
 
@@ -26,6 +35,17 @@ def test_next_task_shape_has_no_gold(project, corpus, annotator):
     assert set(task["tags"][0]) == {"index", "name", "guideline", "examples"}
     assert task["max_count"] == task["window"]["length"]
     assert "gold" not in response.content.decode()
+    # The values are the lease's: its sentence, its window, its tags as the project defines them.
+    lease = Assignment.objects.select_related("task__sentence").get(pk=task["assignment"])
+    assert lease.annotator == annotator and lease.status == "leased"
+    assert task["expires_at"] == iso(lease.expires_at)
+    assert task["tokens"] == lease.task.sentence.tokens
+    assert task["window"] == {"start": lease.task.start, "length": lease.task.length}
+    assert task["tags"] == [
+        {"index": i, "name": TAGS[i]["name"], "guideline": TAGS[i]["guideline"],
+         "examples": TAGS[i]["examples"]}
+        for i in lease.task.tags
+    ]  # fmt: skip
 
 
 def test_gold_check_tasks_look_like_the_others(project, manager, annotator):
