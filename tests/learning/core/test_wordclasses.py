@@ -23,10 +23,12 @@ def _distributional_corpus(rng, n_sentences=400):
 
 def test_words_in_the_same_contexts_share_a_class():
     sentences, nouns, verbs = _distributional_corpus(np.random.default_rng(0))
-    classes = learn_word_classes(sentences, sizes=(2, 4), n_components=4, random_state=0)
-    coarse = classes.lookup(nouns + verbs)[:, 0]
-    assert len(set(coarse[:12])) == 1 and len(set(coarse[12:])) == 1
-    assert coarse[0] != coarse[12]
+    classes = learn_word_classes(sentences, sizes=(4, 8), n_components=4, random_state=0)
+    coarse = classes.lookup(nouns + verbs + ["the", "a", "it", "them"])[:, 0]
+    # Four groups of words by their contexts: nouns, verbs, determiners, pronouns.
+    assert len(set(coarse[:12])) == 1 and len(set(coarse[12:24])) == 1
+    assert coarse[24] == coarse[25] and coarse[26] == coarse[27]
+    assert len({coarse[0], coarse[12], coarse[24], coarse[26]}) == 4
     # Case-insensitive lookup; unknown words get -1 at every level.
     np.testing.assert_array_equal(classes.lookup(["N3"]), classes.lookup(["n3"]))
     assert (classes.lookup(["never-seen"]) == -1).all()
