@@ -3,7 +3,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from datetime import datetime
 
 from annotation.scheduler import Lease
@@ -30,19 +30,10 @@ class NextTaskRow:
     tokens: list[str] | None
 
     def lease(self) -> Lease | None:
+        """The lease in this row (its columns carry `Lease`'s names), if there is one."""
         if self.assignment_id is None:
             return None
-        return Lease(
-            assignment_id=self.assignment_id,
-            expires_at=self.expires_at,
-            task_id=self.task_id,
-            sentence_id=self.sentence_id,
-            start=self.start,
-            length=self.length,
-            tags=self.tags,
-            is_gold=self.is_gold,
-            tokens=self.tokens,
-        )
+        return Lease(**{field.name: getattr(self, field.name) for field in fields(Lease)})
 
 
 @dataclass(frozen=True, slots=True)
