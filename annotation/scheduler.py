@@ -387,3 +387,26 @@ def assignments_expire(*, project: Project, now: datetime | None = None) -> int:
         for task_id, n in per_task.items():
             Task.objects.filter(pk=task_id, is_gold=False).update(open_slots=F("open_slots") + n)
     return len(overdue)
+
+
+def assignments_release(*, project: Project, annotator_id: int) -> int:
+    """Withdraw an annotator's unanswered assignments in a project (a member removed): their
+    live leases' slots go back to the tasks, and the assignments are deleted, so none can be
+    answered later, by a late submission or after the annotator rejoins (they start clean).
+    Answers already given stay. Returns how many live leases were released."""
+    with transaction.atomic():
+        unanswered = list(
+            Assignment.objects.filter(
+                project=project,
+                annotator_id=annotator_id,
+                status__in=[Assignment.Status.LEASED, Assignment.Status.EXPIRED],
+            )
+            .select_for_update()  # a submission racing this one either wins or finds nothing
+            .values_list("id", "task_id", "status")
+        )
+        Assignment.objects.filter(id__in=[row[0] for row in unanswered]).delete()
+        # Expired leases gave their slots back when they expired.
+        live = Counter(task_id for _, task_id, status in unanswered if status == "leased")
+        for task_id, n in live.items():
+            Task.objects.filter(pk=task_id, is_gold=False).update(open_slots=F("open_slots") + n)
+    return sum(live.values())

@@ -8,6 +8,7 @@ from typing import Any
 from django.db import transaction
 from django.db.models import F
 
+from annotation import scheduler
 from annotation.models import (
     MAX_TAGS,
     Assignment,
@@ -178,9 +179,12 @@ def memberships_flag_update(*, project_id: int, flags: Mapping[int, str]) -> lis
     return newly
 
 
+@transaction.atomic
 def membership_remove(*, project: Project, user_id: int) -> None:
+    """Remove a member; their unanswered leases are released (a rejoin starts clean)."""
     if user_id == project.owner_id:
         raise Conflict("The owner of a project cannot be removed from it.")
     deleted, _ = Membership.objects.filter(project=project, user_id=user_id).delete()
     if not deleted:
         raise NotFound("No such member.")
+    scheduler.assignments_release(project=project, annotator_id=user_id)

@@ -219,3 +219,36 @@ def test_bad_holding_is_refused_with_what_is_wrong(project, corpus, annotator):
 def test_holding_is_checked_after_who_is_asking(project, corpus, annotator):
     response = lease(APIClient(), project, "not a list")
     assert response.status_code == 401
+
+
+def test_removing_a_member_releases_their_leases_and_a_rejoin_starts_clean(
+    project, corpus, annotator, manager
+):
+    """Regression (issue 16, finding 9): a removed annotator who rejoined with the unrotated
+    invite code submitted the assignment they held before their removal: 201."""
+    client = client_for(annotator)
+    held = [next_task(client, project).json()]
+    held.append(lease(client, project, holding=[held[0]["assignment"]]).json())
+    tasks = [Task.objects.get(assignments__pk=t["assignment"]) for t in held]
+    slots_before = [t.open_slots for t in tasks]
+    # One of the leases expired (its slot was given back then), the other is live.
+    Assignment.objects.filter(pk=held[1]["assignment"]).update(
+        expires_at=timezone.now() - timedelta(minutes=1)
+    )
+    scheduler.assignments_expire(project=project)
+    removed = client_for(manager).delete(f"/api/projects/{project.pk}/members/{annotator.pk}/")
+    assert removed.status_code == 204
+    assert not Assignment.objects.filter(annotator=annotator, project=project).exists()
+    for task, before in zip(tasks, slots_before, strict=True):
+        task.refresh_from_db()
+        assert task.open_slots == before + 1  # each slot given back once
+    # They rejoin with the same code: nothing of before can be answered.
+    assert client.post("/api/join/", {"code": project.invite_code}).status_code == 201
+    for task in held:
+        response = answer(client, task)
+        assert response.status_code == 404, response.content
+        assert response.json()["error"]["code"] == "lease_not_yours"
+    assert not Observation.objects.exists()
+    fresh = next_task(client, project)
+    assert fresh.status_code == 200
+    assert answer(client, fresh.json()).status_code == 201
