@@ -13,73 +13,36 @@ from collections.abc import Iterator
 
 from annotation import selectors
 from annotation.models import Observation, Project, Sentence
+from common.api.output import iso
 from learning.core.conllu import conllu_sentence
 
 _CHUNK = 2000
-CSV_COLUMNS = [
-    "id",
-    "annotator",
-    "annotator_username",
-    "sentence",
-    "start",
-    "length",
-    "tags",
-    "counts",
-    "is_gold",
-    "seconds_on_device",
-    "submitted_at",
-]
+# Each exported column and the observation's field it holds (JSON lines: all, in this order).
+_COLUMNS = {
+    "id": "id",
+    "assignment": "assignment_id",
+    "annotator": "annotator_id",
+    "annotator_username": "annotator__username",
+    "sentence": "sentence_id",
+    "start": "start",
+    "length": "length",
+    "tags": "tags",
+    "counts": "counts",
+    "is_gold": "is_gold",
+    "seconds_on_device": "seconds_on_device",
+    "submitted_at": "submitted_at",
+}
+CSV_COLUMNS = [column for column in _COLUMNS if column != "assignment"]
 
 
 def _observation_rows(project: Project) -> Iterator[dict]:
     names = selectors.project_tag_names(project=project)
-    rows = (
-        Observation.objects.filter(project=project)
-        .order_by("id")
-        .values_list(
-            "id",
-            "assignment_id",
-            "annotator_id",
-            "annotator__username",
-            "sentence_id",
-            "start",
-            "length",
-            "tags",
-            "counts",
-            "is_gold",
-            "seconds_on_device",
-            "submitted_at",
-        )
-    )
+    rows = Observation.objects.filter(project=project).order_by("id").values(*_COLUMNS.values())
     for row in rows.iterator(chunk_size=_CHUNK):
-        (
-            pk,
-            assignment,
-            annotator,
-            username,
-            sentence,
-            start,
-            length,
-            tags,
-            counts,
-            gold,
-            sec,
-            at,
-        ) = row
-        yield {
-            "id": pk,
-            "assignment": assignment,
-            "annotator": annotator,
-            "annotator_username": username,
-            "sentence": sentence,
-            "start": start,
-            "length": length,
-            "tags": [names[i] for i in tags],
-            "counts": counts,
-            "is_gold": gold,
-            "seconds_on_device": sec,
-            "submitted_at": at.isoformat().replace("+00:00", "Z"),
-        }
+        out = {column: row[field] for column, field in _COLUMNS.items()}
+        out["tags"] = [names[i] for i in out["tags"]]
+        out["submitted_at"] = iso(out["submitted_at"])
+        yield out
 
 
 def observations_jsonl(*, project: Project) -> Iterator[str]:
