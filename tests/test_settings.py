@@ -40,6 +40,9 @@ def test_development_default_needs_no_environment(tmp_path):
         ({"DJANGO_DEBUG": "maybe"}, "is not a boolean"),
         ({"REDIS_URL": "http://localhost"}, "REDIS_URL must start with"),
         ({"DB_CONN_MAX_AGE": "forever", "DATABASE_URL": "postgres://x@h/db"}, "not a whole number"),
+        ({"TALLY_LOGIN_RATE": "ten a minute"}, "is not a rate like 10/min"),
+        ({"TALLY_LOGIN_ADDRESS_RATE": "0/min"}, "is not a rate like 10/min"),
+        ({"TALLY_TRUSTED_PROXIES": "10.0.0.0/8, proxy.local"}, "'proxy.local' is not an address"),
     ],
 )
 def test_bad_settings_fail_loudly(tmp_path, env, message):
