@@ -124,6 +124,10 @@ if DATABASE_URL:
     except ValueError as exc:
         raise ImproperlyConfigured(f"DATABASE_URL is not a database URL: {exc}") from exc
     if DATABASES["default"]["ENGINE"] == "django.db.backends.postgresql":
+        # Kept connections are checked at the start of each request without a round trip, so a
+        # PostgreSQL restart does not fail one request per kept connection (config/postgresql).
+        DATABASES["default"]["ENGINE"] = "config.postgresql"
+        DATABASES["default"]["CONN_HEALTH_CHECKS"] = True
         # Only the annotator's hot statements are prepared on the server (`annotation.hotpath`);
         # each is written for one plan whatever its parameters. Left to choose, PostgreSQL may
         # plan such a statement afresh on every execution, which costs more than running it.
@@ -260,11 +264,11 @@ CELERY_BEAT_SCHEDULER = "django_celery_beat.schedulers:DatabaseScheduler"
 CELERY_WORKER_HIJACK_ROOT_LOGGER = False  # workers log through LOGGING below, like the web
 CELERY_TIMEZONE = TIME_ZONE
 
-# Retraining (learning/): lock expiry > the retrain time limit, so a live job keeps its lock.
+# Retraining (learning/). A retrain lock's claim lasts TALLY_RETRAIN_LOCK_SECONDS unless its
+# holder renews it (every third of that, while the job runs: learning/locks.py), so a worker
+# killed mid-retrain holds the project for at most that long.
 TALLY_RETRAIN_TIME_LIMIT = env_int("TALLY_RETRAIN_TIME_LIMIT", 15 * 60, minimum=10)
-TALLY_RETRAIN_LOCK_SECONDS = env_int(
-    "TALLY_RETRAIN_LOCK_SECONDS", TALLY_RETRAIN_TIME_LIMIT + 60, minimum=1
-)
+TALLY_RETRAIN_LOCK_SECONDS = env_int("TALLY_RETRAIN_LOCK_SECONDS", 30, minimum=3)
 TALLY_RETRAIN_INTERVAL_MINUTES = env_int("TALLY_RETRAIN_INTERVAL_MINUTES", 10, minimum=1)
 TALLY_RETRAIN_SWEEP_SECONDS = env_int("TALLY_RETRAIN_SWEEP_SECONDS", 60, minimum=1)
 TALLY_CODE_VERSION = env_str("TALLY_CODE_VERSION")

@@ -1,6 +1,7 @@
 """The retrain job, the lock, the sweep and the schedule, called directly (no HTTP, no broker)."""
 
 import io
+import time
 from datetime import timedelta
 
 import numpy as np
@@ -133,6 +134,25 @@ def test_lock_is_exclusive_and_expires(project, settings):
     assert RetrainLock.objects.get(project=project).owner == "b"
     locks.lock_release(project_id=project.pk, owner="b")
     assert locks.lock_claim(project_id=project.pk, owner="c")
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_held_lock_is_renewed_and_a_dead_holders_expires(project, settings):
+    """The claim is short (TALLY_RETRAIN_LOCK_SECONDS) and renewed by its holder while the job
+    runs: a live job keeps it however long it takes, a killed worker's claim ends soon after.
+    (With a claim that had to outlast any retrain, a worker killed mid-retrain stopped the
+    project's retraining for 16 minutes: benchmark_faults.)"""
+    settings.TALLY_RETRAIN_LOCK_SECONDS = 3  # renewed every second
+    assert locks.lock_claim(project_id=project.pk, owner="a")
+    time.sleep(4.5)  # longer than a claim: only the renewals keep it
+    assert not locks.lock_claim(project_id=project.pk, owner="b")
+    assert locks.lock_state(project_id=project.pk) > timezone.now() + timedelta(seconds=1)
+    locks._stop_renewing(project.pk, "a")  # what a kill -9 does to the renewing thread
+    time.sleep(3.5)
+    assert locks.lock_claim(project_id=project.pk, owner="b")  # the dead holder's claim ended
+    assert not locks.lock_confirm(project_id=project.pk, owner="a")  # never revived
+    locks.lock_release(project_id=project.pk, owner="b")
+    assert locks.lock_state(project_id=project.pk) is None
 
 
 def test_locked_project_is_skipped(project, crowd):
