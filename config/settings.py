@@ -268,7 +268,7 @@ CELERY_TIMEZONE = TIME_ZONE
 # holder renews it (every third of that, while the job runs: learning/locks.py), so a worker
 # killed mid-retrain holds the project for at most that long.
 TALLY_RETRAIN_TIME_LIMIT = env_int("TALLY_RETRAIN_TIME_LIMIT", 15 * 60, minimum=10)
-TALLY_RETRAIN_LOCK_SECONDS = env_int("TALLY_RETRAIN_LOCK_SECONDS", 30, minimum=3)
+TALLY_RETRAIN_LOCK_SECONDS = env_int("TALLY_RETRAIN_LOCK_SECONDS", 15, minimum=3)
 TALLY_RETRAIN_INTERVAL_MINUTES = env_int("TALLY_RETRAIN_INTERVAL_MINUTES", 10, minimum=1)
 TALLY_RETRAIN_SWEEP_SECONDS = env_int("TALLY_RETRAIN_SWEEP_SECONDS", 60, minimum=1)
 TALLY_CODE_VERSION = env_str("TALLY_CODE_VERSION")

@@ -5,7 +5,7 @@ its holder while the job runs.
 (`locked_until` null) or expired (`locked_until` in the past); the database serializes concurrent
 UPDATEs of one row, so exactly one caller wins on SQLite and PostgreSQL alike.
 
-A claim lasts `TALLY_RETRAIN_LOCK_SECONDS` (30 s by default) and the process that holds it renews
+A claim lasts `TALLY_RETRAIN_LOCK_SECONDS` (15 s by default) and the process that holds it renews
 it every third of that from a thread of its own, until `lock_release`. So a live job keeps its
 lock however long it runs, and a worker killed mid-retrain (`kill -9`, out of memory, its machine
 gone) holds the project for at most that long: the next retrain can start then. (Without the
