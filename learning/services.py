@@ -59,14 +59,17 @@ HYPERPARAMETERS = {
     "min_flag_observations": 10,
     "max_fit_iter": 100,
     "em_fit_iter": 10,
-    "first_context_fit_iter": 60,
+    "n_context_iter": 2,
+    "context_fit_iter": 100,
+    "context_refit_iter": 30,
 }
 WARM_HYPERPARAMETERS = {
     **HYPERPARAMETERS,
     "n_em_iter": 2,
     "max_fit_iter": 20,
     "em_fit_iter": 5,
-    "first_context_fit_iter": 20,
+    "n_context_iter": 1,
+    "context_fit_iter": 30,
 }
 RANDOM_STATE = 0
 

@@ -106,7 +106,7 @@ class ContextTagger:
             w0, c0 = np.zeros((active.shape[0], len(tagset))), prior_intercept(q)
         coef_active, intercept, value, n_iter = fit_soft_labels(
             x, q, self.alpha, w0, c0, max_iter=self.max_iter, tol=self.tol, ftol=self.ftol,
-            memory=self.memory,
+            memory=self.memory, dtype=np.float32,
         )  # fmt: skip
         coef = np.zeros((config.n_features, len(tagset)))
         coef[active] = coef_active

@@ -20,10 +20,11 @@ import numpy as np
 from .conllu import ConlluSentence
 from .context_tagger import ContextTagger
 from .design import coverage, encode_corpus
+from .em import window_token_index
 from .evaluate import MostFrequentTagger, accuracy
 from .node_tagger import NodeTagger
 from .pipeline import STAGES, CountTagger
-from .simulate import simulate_crowd
+from .simulate import simulate_crowd, simulate_verifications
 
 __all__ = ["simulation_report", "supervised_tagger"]
 
@@ -49,15 +50,26 @@ def simulation_report(
     *,
     tag_column: str = "upos",
     window: int = 5,
-    obs_per_sentence: int = 1,
+    obs_per_sentence: float = 1,
     tags_per_task: int | None = None,
     n_annotators: int = 20,
     spam_fraction: float = 0.0,
     noisy_fraction: float = 0.0,
+    yes_sayer_fraction: float = 0.0,
+    verify_per_sentence: int = 0,
+    verify_choice: str = "uncertain",
+    verify_tap: bool = True,
     seed: int = 0,
     model_params: dict | None = None,
 ) -> tuple[dict, CountTagger]:
-    """Run the whole pipeline on a simulated crowd; returns (JSON-ready report, fitted model)."""
+    """Run the whole pipeline on a simulated crowd; returns (JSON-ready report, fitted model).
+
+    With ``verify_per_sentence`` R > 0, the model learned from the count answers shows its tags
+    on R windows per sentence (:func:`.simulate.simulate_verifications`), the same crowd answers
+    Yes or No, and the served model is learned from both kinds of answer. The report then also
+    gives, from the same run, the count-only model (``accuracy_counts_only``) and a count-only
+    model given as many answers in all (``accuracy_counts_only_same_answers``: R more count
+    tasks per sentence)."""
     train_tags = [s.tags(tag_column) for s in train]
     tagset = sorted({t for tags in train_tags for t in tags})
     if not tagset:
@@ -68,35 +80,73 @@ def simulation_report(
     test_sentences = [s.tokens for s in test]
     test_tags = [s.tags(tag_column) for s in test]
 
-    crowd = simulate_crowd(
-        gold,
-        len(tagset),
-        window=window,
-        obs_per_sentence=obs_per_sentence,
-        tags_per_task=tags_per_task,
-        n_annotators=n_annotators,
-        spam_fraction=spam_fraction,
-        noisy_fraction=noisy_fraction,
-        random_state=seed,
-    )
+    def crowd_for(tasks_per_sentence):
+        return simulate_crowd(
+            gold,
+            len(tagset),
+            window=window,
+            obs_per_sentence=tasks_per_sentence,
+            tags_per_task=tags_per_task,
+            n_annotators=n_annotators,
+            spam_fraction=spam_fraction,
+            noisy_fraction=noisy_fraction,
+            yes_sayer_fraction=yes_sayer_fraction,
+            random_state=seed,
+        )
+
+    crowd = crowd_for(obs_per_sentence)
     observations = crowd.observations
     params = {"random_state": seed, **(model_params or {})}
     model = CountTagger(**params).fit(sentences, observations, tagset)
-    node_model = (
-        model
-        if model.model == "node"
-        else CountTagger(**{**params, "model": "node"}).fit(sentences, observations, tagset)
-    )
+    verification_report: dict = {}
+    verifications = None
+    if verify_per_sentence > 0:
+        counts_only = model
+        verifications = simulate_verifications(
+            crowd,
+            gold,
+            counts_only.token_proba(sentences),
+            window=window,
+            per_sentence=verify_per_sentence,
+            choice=verify_choice,
+            tap=verify_tap,
+            random_state=seed + 1,
+        )
+        model = CountTagger(**params).fit(
+            sentences, observations, tagset, verifications=verifications
+        )
+        same_answers = CountTagger(**params).fit(
+            sentences, crowd_for(obs_per_sentence + verify_per_sentence).observations, tagset
+        )
+        yes_sayers = crowd.annotators_of_kind("yes-sayer")
+        verification_report = {
+            "verify_per_sentence": verify_per_sentence,
+            "verify_choice": verify_choice,
+            "verify_tap": verify_tap,
+            "n_verifications": len(verifications),
+            "verification_yes_rate": float(verifications.answer.mean()),
+            "accuracy_counts_only": None,  # filled in below, with the other scores
+            "accuracy_counts_only_same_answers": None,
+            "simulated_yes_sayers": [int(a) for a in yes_sayers],
+            "all_yes_sayers_flagged": bool(np.isin(yes_sayers, model.flagged_annotators_).all()),
+            "verification_skill": {
+                a: None if row["skill"] is None else round(row["skill"], 4)
+                for a, row in model.verification_reliability_.items()
+            },
+        }
 
     def score(tagger) -> float:
         return accuracy(test_tags, tagger.predict(test_sentences))
 
     corpus = encode_corpus(sentences)
     _, shown = coverage(corpus, observations)
+    if verifications is not None:
+        placed = window_token_index(corpus, verifications)
+        shown[placed[placed >= 0]] = 1.0
     served = model.tagger_
     references: dict[str, tuple[object, np.ndarray | None]] = {
         "supervised_same_tokens": (served, shown),
-        "supervised_same_tokens_node": (node_model.tagger_, shown),
+        "supervised_same_tokens_node": (model.node_tagger_, shown),
         "supervised_all_tokens": (served, None),
     }
     scores, seconds = {}, {}
@@ -120,12 +170,13 @@ def simulation_report(
         "spam_fraction": spam_fraction,
         "seed": seed,
         "model": served.kind,
+        **verification_report,
         "n_observations": len(observations),
         "tokens_shown": int((shown > 0).sum()),
         "accuracy_most_frequent_tag": score(most_frequent),
         "accuracy_moments": score(model.moment_tagger_),
         "accuracy_refined": score(served),
-        "accuracy_refined_node": score(node_model.tagger_),
+        "accuracy_refined_node": score(model.node_tagger_),
         **{f"accuracy_{name}": value for name, value in scores.items()},
         "ridge": model.ridge_,
         "alpha": model.alpha_,
@@ -143,12 +194,14 @@ def simulation_report(
         if model.reliability_ is not None
         else {},
     }
+    if verifications is not None:
+        report["accuracy_counts_only"] = score(counts_only)
+        report["accuracy_counts_only_same_answers"] = score(same_answers)
     for stage in STAGES:
         report[f"seconds_{stage}"] = model.timings_[stage]
         report[f"cpu_seconds_{stage}"] = model.timings_["cpu_" + stage]
     report["seconds_total_learning"] = sum(model.timings_[stage] for stage in STAGES)
     report["cpu_seconds_total_learning"] = sum(model.timings_["cpu_" + s] for s in STAGES)
-    report["seconds_node_pipeline"] = sum(node_model.timings_[stage] for stage in STAGES)
     for name, value in seconds.items():
         report[f"seconds_{name}"] = value
     report["ratio_refined_to_supervised"] = (

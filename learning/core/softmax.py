@@ -59,13 +59,21 @@ class SoftLabelObjective:
     the row-major ``(n_features + 1) × K`` matrix ``[W; c]`` (no slicing or concatenation) and one
     sparse product ``[X 1]ᵀ R`` gives both gradient blocks. The scores are shifted by their row
     maximum in place: with ``s̃ = s − max_b s``, ``F = Σ_a n_a log Σ_b e^{s̃_ab} − Σ Q ∘ s̃ + α/2‖W‖²``
-    (``Σ_b Q_ab = n_a`` cancels the shift). Sparse products are CSR × dense (single-threaded)."""
+    (``Σ_b Q_ab = n_a`` cancels the shift). Sparse products are CSR × dense (single-threaded).
 
-    def __init__(self, x: sp.spmatrix, soft_counts: np.ndarray, alpha: float) -> None:
-        x = sp.csr_matrix(x, dtype=np.float64)
-        ones = sp.csr_matrix(np.ones((x.shape[0], 1)))
+    ``dtype=np.float32`` runs the two sparse products in single precision (everything else, and
+    the value, stays double): they are memory-bound, and halving their bytes saved about a third
+    of an evaluation on token-level problems; the gradient then agrees with the double one to about
+    1e-6 relative, well inside what the fit's stopping rule asks."""
+
+    def __init__(
+        self, x: sp.spmatrix, soft_counts: np.ndarray, alpha: float, dtype=np.float64
+    ) -> None:
+        x = sp.csr_matrix(x, dtype=dtype)
+        ones = sp.csr_matrix(np.ones((x.shape[0], 1), dtype=dtype))
         self.x = sp.hstack([x, ones], format="csr")
         self.xt = self.x.T.tocsr()
+        self.dtype = np.dtype(dtype)
         self.q = np.ascontiguousarray(soft_counts, dtype=np.float64)
         self.totals = self.q.sum(axis=1)
         self.alpha = float(alpha)
@@ -74,7 +82,8 @@ class SoftLabelObjective:
 
     def __call__(self, params: np.ndarray) -> tuple[float, np.ndarray]:
         w = params[: -self.n_tags]
-        scores = self.x @ params.reshape(self.shape)
+        scores = self.x @ params.reshape(self.shape).astype(self.dtype, copy=False)
+        scores = scores.astype(np.float64, copy=False)
         scores -= scores.max(axis=1)[:, None]
         value = -float(np.einsum("ij,ij->", self.q, scores))
         np.exp(scores, out=scores)
@@ -83,7 +92,8 @@ class SoftLabelObjective:
         value += 0.5 * self.alpha * float(np.einsum("i,i->", w, w))
         scores *= (self.totals / partition)[:, None]  # n ∘ P
         scores -= self.q  # the residual R
-        grad = (self.xt @ scores).ravel()
+        grad = (self.xt @ scores.astype(self.dtype, copy=False)).astype(np.float64, copy=False)
+        grad = grad.ravel()
         grad_w = grad[: -self.n_tags]
         if self.alpha == 1.0:
             grad_w += w
@@ -201,12 +211,13 @@ def fit_soft_labels(
     ftol: float,
     memory: int,
     stop_below: float | None = None,
+    dtype=np.float64,
 ) -> tuple[np.ndarray, np.ndarray, float, int]:
     """Minimize ``F`` from ``(w0, c0)``; ``x`` holds only the columns that occur. Stops when
     ``max|∇F| ≤ tol · Σ n`` (see :func:`_lbfgs` for the other rules). Returns
     ``(W, c, F, iterations)``."""
     n_tags = soft_counts.shape[1]
-    objective = SoftLabelObjective(x, soft_counts, alpha)
+    objective = SoftLabelObjective(x, soft_counts, alpha, dtype=dtype)
     with blas_one_thread():
         params, value, n_iter = _lbfgs(
             objective,

@@ -49,11 +49,39 @@ class Command(BaseCommand):
         parser.add_argument("--test", required=True, help="gold CoNLL-U for evaluation")
         parser.add_argument("--tagset", choices=["upos", "xpos"], default="upos")
         parser.add_argument("--window", type=int, default=5)
-        parser.add_argument("--obs-per-sentence", type=int, default=1)
+        parser.add_argument(
+            "--obs-per-sentence",
+            type=float,
+            default=1,
+            help="count tasks per sentence; a fraction gives that share of the sentences one more",
+        )
         parser.add_argument("--tags-per-task", default="all", help="a number or 'all'")
         parser.add_argument("--annotators", type=int, default=20)
         parser.add_argument("--spam-fraction", type=float, default=0.0)
         parser.add_argument("--noisy-fraction", type=float, default=0.0)
+        parser.add_argument(
+            "--yes-sayer-fraction",
+            type=float,
+            default=0.0,
+            help="annotators who count exactly but answer Yes to every verification question",
+        )
+        parser.add_argument(
+            "--verify-per-sentence",
+            type=int,
+            default=0,
+            help="verification tasks per sentence on the count model's guesses (0: none)",
+        )
+        parser.add_argument(
+            "--verify-choice",
+            choices=["uncertain", "random"],
+            default="uncertain",
+            help="which windows to verify: where the model is least sure (default), or at random",
+        )
+        parser.add_argument(
+            "--no-verify-tap",
+            action="store_true",
+            help="a No comes without the first wrong word",
+        )
         parser.add_argument("--em-iterations", type=int, default=None)
         parser.add_argument(
             "--model",
@@ -67,15 +95,20 @@ class Command(BaseCommand):
     def handle(self, *args, **options) -> None:
         if options["window"] < 1:
             raise CommandError("--window must be at least 1")
-        if options["obs_per_sentence"] < 1:
-            raise CommandError("--obs-per-sentence must be at least 1")
+        if not options["obs_per_sentence"] > 0:
+            raise CommandError("--obs-per-sentence must be positive")
+        if options["verify_per_sentence"] < 0:
+            raise CommandError("--verify-per-sentence must be 0 or more")
         if options["annotators"] < 1:
             raise CommandError("--annotators must be at least 1")
-        for name in ("spam_fraction", "noisy_fraction"):
+        fractions = ("spam_fraction", "noisy_fraction", "yes_sayer_fraction")
+        for name in fractions:
             if not 0.0 <= options[name] <= 1.0:
                 raise CommandError(f"--{name.replace('_', '-')} must be between 0 and 1")
-        if options["spam_fraction"] + options["noisy_fraction"] > 1.0:
-            raise CommandError("--spam-fraction plus --noisy-fraction must not exceed 1")
+        if sum(options[name] for name in fractions) > 1.0:
+            raise CommandError(
+                "--spam-fraction, --noisy-fraction and --yes-sayer-fraction must not exceed 1"
+            )
         tags_per_task = _tags_per_task(options["tags_per_task"])
         started = time.perf_counter()
         train = read_corpus(options["train"], "train")
@@ -94,6 +127,10 @@ class Command(BaseCommand):
                 n_annotators=options["annotators"],
                 spam_fraction=options["spam_fraction"],
                 noisy_fraction=options["noisy_fraction"],
+                yes_sayer_fraction=options["yes_sayer_fraction"],
+                verify_per_sentence=options["verify_per_sentence"],
+                verify_choice=options["verify_choice"],
+                verify_tap=not options["no_verify_tap"],
                 seed=options["seed"],
                 model_params=model_params,
             )

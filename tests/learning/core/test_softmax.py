@@ -45,3 +45,18 @@ def test_compact_columns_keeps_the_products():
     np.testing.assert_array_equal(active, [1, 3])
     w = np.arange(8.0).reshape(4, 2)
     np.testing.assert_array_equal(compact @ w[active], x @ w)
+
+
+def test_single_precision_products_keep_the_gradient():
+    """The float32 products the contextual fit uses agree with the double evaluation."""
+    from learning.core.softmax import SoftLabelObjective
+
+    rng = np.random.default_rng(8)
+    x = sp.random(300, 50, density=0.1, random_state=rng, format="csr")
+    x.data[:] = 1.0
+    q = rng.random((300, 5)) * (rng.random((300, 5)) < 0.5)
+    params = rng.normal(size=50 * 5 + 5)
+    value64, grad64 = SoftLabelObjective(x, q, 0.5)(params)
+    value32, grad32 = SoftLabelObjective(x, q, 0.5, dtype=np.float32)(params)
+    assert value32 == pytest.approx(value64, rel=1e-6)
+    np.testing.assert_allclose(grad32, grad64, rtol=1e-4, atol=1e-4 * np.abs(grad64).max())
