@@ -60,8 +60,8 @@ HYPERPARAMETERS = {
     "max_fit_iter": 100,
     "em_fit_iter": 10,
     "n_context_iter": 2,
-    "context_fit_iter": 100,
-    "context_refit_iter": 30,
+    "context_fit_iter": 60,
+    "context_refit_iter": 20,
 }
 WARM_HYPERPARAMETERS = {
     **HYPERPARAMETERS,
@@ -69,7 +69,7 @@ WARM_HYPERPARAMETERS = {
     "max_fit_iter": 20,
     "em_fit_iter": 5,
     "n_context_iter": 1,
-    "context_fit_iter": 30,
+    "context_fit_iter": 20,
 }
 RANDOM_STATE = 0
 

@@ -98,4 +98,4 @@ def test_alpha_and_ridge_chosen_from_held_out_observations(data):
     ).fit(sentences, crowd.observations, tagset)
     assert model.alpha_ in (0.5, 5.0) and set(model.alpha_errors_) == {0.5, 5.0}
     assert model.ridge_ in (0.01, 1.0) and set(model.ridge_errors_) == {0.01, 1.0}
-    assert model.tagger_.alpha == model.alpha_
+    assert model.node_tagger_.alpha == model.alpha_ and model.tagger_.alpha == model.context_alpha
