@@ -2,22 +2,10 @@
 
 Those processes must see the environment a user would give them, not the test run's: no test
 database or Redis URLs, and none of the flags a test fixture sets for itself (Playwright needs
-DJANGO_ALLOW_ASYNC_UNSAFE in the test process; a deploy check must never see it).
+DJANGO_ALLOW_ASYNC_UNSAFE in the test process; a deploy check must never see it). The rule is
+`devtools.stack.child_env`, which the benchmarks' stacks use too.
 """
 
-import os
+from devtools.stack import child_env
 
-TEST_RUN_VARIABLES = {
-    "DATABASE_URL",
-    "REDIS_URL",
-    "DJANGO_ALLOW_ASYNC_UNSAFE",
-    "DJANGO_SETTINGS_MODULE",
-    "TALLY_REQUIRE_SERVICES",
-    "TALLY_DB_TESTS_ONLY",
-}
-
-
-def child_env(**variables: str) -> dict[str, str]:
-    env = {name: value for name, value in os.environ.items() if name not in TEST_RUN_VARIABLES}
-    env.update(variables)
-    return env
+__all__ = ["child_env"]

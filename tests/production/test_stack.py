@@ -10,13 +10,8 @@ and receive it on a dashboard's event stream, which the proxy routed to the even
 import itertools
 import json
 import os
-import secrets
 import shutil
-import signal
-import socket
 import string
-import subprocess
-import sys
 import threading
 import time
 import uuid
@@ -28,12 +23,11 @@ import psycopg
 import pytest
 import redis
 
+from devtools.stack import PROXY_HEADERS, Platform, StackError, free_port, production_env
+from devtools.stack import tail as _tail
 from tests.ewt import ewt_slice
-from tests.processes import child_env
 
 ROOT = Path(__file__).resolve().parents[2]
-# Behind the TLS-terminating proxy production expects, every request says it came over HTTPS.
-PROXY_HEADERS = {"X-Forwarded-Proto": "https"}
 
 pytestmark = [pytest.mark.postgres, pytest.mark.redis, pytest.mark.nginx, pytest.mark.slow]
 
@@ -61,12 +55,6 @@ def _nginx_config(tmp: Path, listen: int, web: int, events: int) -> Path:
     return config
 
 
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
 @pytest.fixture
 def production_stack(tmp_path):
     base = psycopg.conninfo.conninfo_to_dict(os.environ["DATABASE_URL"])
@@ -77,76 +65,38 @@ def production_stack(tmp_path):
         conn.execute(f'CREATE DATABASE "{database}"')
     redis_url = "redis://127.0.0.1:6379/14"
     redis.Redis.from_url(redis_url).flushdb()
-    port, web_port, events_port = _free_port(), _free_port(), _free_port()
-    env = {
-        **child_env(),
-        "TALLY_ENV": "production",
-        "SECRET_KEY": secrets.token_urlsafe(64),
-        "ALLOWED_HOSTS": "127.0.0.1",
-        "DATABASE_URL": urlsplit(os.environ["DATABASE_URL"])._replace(path=f"/{database}").geturl(),
-        "REDIS_URL": redis_url,
-        "TALLY_DATA_DIR": str(tmp_path / "data"),
-        "STATIC_ROOT": str(tmp_path / "static"),
-        "TALLY_BIND": f"127.0.0.1:{web_port}",
-        "WEB_WORKERS": "2",
-        "PYTHONUNBUFFERED": "1",
-    }
-    python = sys.executable
-    for command in (["migrate", "--noinput"], ["collectstatic", "--noinput"]):
-        subprocess.run([python, "manage.py", *command, "-v0"], cwd=ROOT, env=env, check=True)
-    logs = tmp_path / "logs"
-    logs.mkdir()
+    port, web_port, events_port = free_port(), free_port(), free_port()
+    env = production_env(
+        database_url=urlsplit(os.environ["DATABASE_URL"])._replace(path=f"/{database}").geturl(),
+        redis_url=redis_url,
+        data_dir=tmp_path / "data",
+        port=web_port,
+        WEB_WORKERS="2",
+    )
+    platform = Platform(tmp_path, env)
+    platform.manage("migrate", "--noinput", "-v0")
+    platform.manage("collectstatic", "--noinput", "-v0")
     proxy_dir = tmp_path / "proxy"
     proxy_dir.mkdir()
     nginx = shutil.which("nginx") or "/usr/sbin/nginx"
-    commands = {
-        "proxy": [nginx, "-p", str(proxy_dir), "-c",
-                  str(_nginx_config(proxy_dir, port, web_port, events_port))],
-        "web": [python, "-m", "gunicorn", "config.wsgi"],
-        "events": [python, "-m", "uvicorn", "config.asgi:application", "--host", "127.0.0.1",
-                   "--port", str(events_port), "--lifespan", "off"],
-        "worker": [python, "-m", "celery", "-A", "config", "worker", "-l", "INFO", "-c", "1"],
-        "beat": [python, "-m", "celery", "-A", "config", "beat", "-l", "INFO",
-                 "--schedule", str(tmp_path / "beat-schedule")],
-    }  # fmt: skip
-    processes = {
-        name: subprocess.Popen(
-            command,
-            cwd=ROOT,
-            env=env,
-            stdout=(logs / f"{name}.log").open("wb"),
-            stderr=subprocess.STDOUT,
-            start_new_session=True,
-        )
-        for name, command in commands.items()
-    }
+    platform.add("proxy", [nginx, "-p", str(proxy_dir), "-c",
+                           str(_nginx_config(proxy_dir, port, web_port, events_port))])  # fmt: skip
+    platform.add_web()
+    platform.add_events(events_port)
+    platform.add_worker("worker", "-c", "1")
+    platform.add_beat()
+    platform.start_all()
     url = f"http://127.0.0.1:{port}"
     try:
-        deadline = time.monotonic() + 60
-        while True:
-            try:
-                if httpx.get(f"{url}/healthz", headers=PROXY_HEADERS).status_code == 200:
-                    break
-            except httpx.TransportError:
-                pass
-            if time.monotonic() > deadline or any(
-                processes[name].poll() is not None for name in ("proxy", "web", "events")
-            ):
-                pytest.fail(
-                    "web server did not become healthy:\n"
-                    + "\n".join(_tail(logs / f"{name}.log") for name in ("proxy", "web", "events"))
-                )
-            time.sleep(0.3)
-        yield url, processes, logs
+        try:
+            platform.wait_healthy(timeout=60, name="proxy", url=url)
+        except StackError as exc:
+            tails = "\n".join(platform.tail(name) for name in ("proxy", "web", "events"))
+            pytest.fail(f"web server did not become healthy: {exc}\n{tails}")
+        processes = {name: service.process for name, service in platform.services.items()}
+        yield url, processes, platform.logs
     finally:
-        for process in processes.values():
-            if process.poll() is None:
-                os.killpg(process.pid, signal.SIGTERM)
-        for process in processes.values():
-            try:
-                process.wait(timeout=20)
-            except subprocess.TimeoutExpired:
-                os.killpg(process.pid, signal.SIGKILL)
+        platform.close()
         with psycopg.connect(admin, autocommit=True) as conn:
             conn.execute(f'DROP DATABASE IF EXISTS "{database}" WITH (FORCE)')
 
@@ -166,10 +116,6 @@ def _read_stream(url: str, path: str, headers: dict, events: list[str]) -> None:
                         events.append(line)
                     if line == "event: report":
                         return
-
-
-def _tail(path: Path, lines: int = 40) -> str:
-    return "\n".join(path.read_text(errors="replace").splitlines()[-lines:])
 
 
 def _ok(response: httpx.Response, status: int) -> dict:

@@ -30,71 +30,33 @@ and stops everything it started. Only 127.0.0.1 is touched.
 from __future__ import annotations
 
 import asyncio
-import gzip
 import itertools
 import json
 import os
 import random
 import secrets
-import signal
-import socket
 import subprocess
 import sys
 import time
-import urllib.request
 from dataclasses import dataclass
 from pathlib import Path
 
 import psycopg
 from django.conf import settings
-from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand, CommandError
-from django.db import connection
-from rest_framework.authtoken.models import Token
 
-from annotation import services
-from annotation.models import Membership
+from devtools.phones import EWT_TRAIN as EWT
+from devtools.phones import Connection, percentile, seed_project
+from devtools.stack import (
+    Platform,
+    StackError,
+    children,
+    cpu_seconds,
+    free_port,
+    production_env,
+)
 
-EWT = Path(settings.BASE_DIR) / "data" / "ud-english-ewt" / "en_ewt-ud-train.conllu.gz"
 ADMIN_URL_DEFAULT = "postgres://postgres@127.0.0.1:5432/postgres"
-
-
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
-def _percentile(values: list[float], q: float) -> float:
-    if not values:
-        return 0.0
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
-
-
-_TICKS = os.sysconf("SC_CLK_TCK")
-
-
-def _process_cpu_seconds(pid: int) -> float:
-    try:
-        with open(f"/proc/{pid}/stat") as handle:
-            fields = handle.read().rsplit(")", 1)[1].split()
-    except OSError:
-        return 0.0
-    return (int(fields[11]) + int(fields[12])) / _TICKS
-
-
-def _children(pid: int) -> list[int]:
-    found = []
-    for entry in os.listdir("/proc"):
-        if entry.isdigit():
-            try:
-                with open(f"/proc/{entry}/stat") as handle:
-                    if int(handle.read().rsplit(")", 1)[1].split()[1]) == pid:
-                        found.append(int(entry))
-            except OSError:
-                continue
-    return found
 
 
 def _server_shape(python: str, environ: dict[str, str]) -> tuple[int, int]:
@@ -127,13 +89,13 @@ class _CpuMeter:
             backends = admin.execute(
                 "SELECT pid FROM pg_stat_activity WHERE datname = %s", [self.database]
             ).fetchall()
-        pids = {pid: "server" for pid in [self.server_pid, *_children(self.server_pid)]}
+        pids = {pid: "server" for pid in [self.server_pid, *children(self.server_pid)]}
         if self.event_server_pid is not None:
             pids[self.event_server_pid] = "event_server"
         return pids | {pid: "database" for (pid,) in backends}
 
     def snapshot(self) -> dict[tuple[str, int], float]:
-        cpu = {(kind, pid): _process_cpu_seconds(pid) for pid, kind in self._pids().items()}
+        cpu = {(kind, pid): cpu_seconds(pid) for pid, kind in self._pids().items()}
         return cpu | {("load_generator", -1): time.process_time()}
 
     @staticmethod
@@ -142,51 +104,6 @@ class _CpuMeter:
         for key, value in after.items():
             out[key[0]] = out.get(key[0], 0.0) + value - before.get(key, 0.0)
         return out
-
-
-class _Connection:
-    """One keep-alive HTTP/1.1 connection; just enough HTTP for our own server's answers."""
-
-    def __init__(self, port: int, headers: str) -> None:
-        self.port = port
-        self.headers = headers
-        self.reader: asyncio.StreamReader | None = None
-        self.writer: asyncio.StreamWriter | None = None
-
-    async def request(self, method: str, path: str, body: bytes = b"") -> tuple[int, bytes]:
-        head = (
-            f"{method} {path} HTTP/1.1\r\nHost: 127.0.0.1\r\n{self.headers}"
-            f"Content-Length: {len(body)}\r\n\r\n"
-        ).encode()
-        for attempt in range(2):
-            if self.writer is None:
-                self.reader, self.writer = await asyncio.open_connection("127.0.0.1", self.port)
-            try:
-                self.writer.write(head + body)
-                # The whole head at once: a read per header line costs the load generator
-                # more CPU than the server spends on some requests.
-                response = await self.reader.readuntil(b"\r\n\r\n")
-                status = int(response.split(b" ", 2)[1])
-                length, close = 0, False
-                for line in response.lower().split(b"\r\n")[1:]:
-                    if line.startswith(b"content-length:"):
-                        length = int(line[15:])
-                    elif line.startswith(b"connection:") and b"close" in line:
-                        close = True
-                payload = await self.reader.readexactly(length) if length else b""
-                if close:
-                    self.close()
-                return status, payload
-            except (ConnectionError, asyncio.IncompleteReadError):
-                self.close()
-                if attempt:
-                    raise
-        raise AssertionError("unreachable")
-
-    def close(self) -> None:
-        if self.writer is not None:
-            self.writer.close()
-        self.reader = self.writer = None
 
 
 class _Stats:
@@ -243,7 +160,7 @@ async def _cpu_in_window(meter: _CpuMeter, phase: _Phase) -> dict[str, float]:
 
 async def _ping_client(port: int, phase: _Phase, client: int, stats: _Stats) -> None:
     await _wait_until(phase.start_of(client))
-    connection = _Connection(port, "")
+    connection = Connection(port, "")
     try:
         while time.perf_counter() < phase.deadline:
             started = time.perf_counter()
@@ -264,7 +181,7 @@ async def _annotator(
     port: int, token: str, project_id: int, phase: _Phase, client: int, stats: _Stats, seed: int
 ) -> None:
     await _wait_until(phase.start_of(client))
-    connection = _Connection(
+    connection = Connection(
         port, f"Authorization: Token {token}\r\nContent-Type: application/json\r\n"
     )
     next_path = f"/api/projects/{project_id}/tasks/next/"
@@ -422,90 +339,48 @@ class Command(BaseCommand):
             raise CommandError("--admin-database-url must be a postgres:// URL")
         name = f"tally_bench_{os.getpid()}_{secrets.token_hex(3)}"
         scratch_url = admin_url.rsplit("/", 1)[0] + "/" + name
-        env = {
-            **os.environ,
-            "DATABASE_URL": scratch_url,
-            "TALLY_ENV": "production",
-            "DJANGO_DEBUG": "0",
-            "SECRET_KEY": secrets.token_urlsafe(64),
-            "ALLOWED_HOSTS": "127.0.0.1",
-            "SECURE_SSL_REDIRECT": "0",
-            "TALLY_LOG_LEVEL": "WARNING",
-            "DB_CONN_MAX_AGE": "600",
-            "TALLY_DATA_DIR": str(Path(settings.DATA_DIR) / "benchmark"),
-        }
-        env.pop("REDIS_URL", None)
-        if options["streams"]:
-            env["REDIS_URL"] = options["redis_url"]
-        server = server_log = events = None
+        port = free_port()
+        env = production_env(
+            database_url=scratch_url,
+            redis_url=options["redis_url"] if options["streams"] else None,
+            data_dir=Path(settings.DATA_DIR) / "benchmark",
+            port=port,
+            SECURE_SSL_REDIRECT="0",
+            TALLY_LOG_LEVEL="WARNING",
+            DB_CONN_MAX_AGE="600",
+        )
+        # The production server config (gunicorn.conf.py), on a private port.
+        if options["workers"]:
+            env["WEB_WORKERS"] = str(options["workers"])
+        if options["threads"]:
+            env["WEB_THREADS"] = str(options["threads"])
+        platform = Platform(Path(env["TALLY_DATA_DIR"]), env)
         with psycopg.connect(admin_url, autocommit=True) as admin:
             admin.execute(f'CREATE DATABASE "{name}"')
         try:
             log(f"scratch database {name}: migrating and seeding…")
-            python = sys.executable
-            subprocess.run(
-                [python, "manage.py", "migrate", "--noinput", "-v0"],
-                cwd=settings.BASE_DIR,
-                env=env,
-                check=True,
-            )
-            seeded = subprocess.run(
-                [
-                    python,
-                    "manage.py",
-                    "benchmark_api",
-                    "--seed-only",
-                    "--clients",
-                    str(options["clients"]),
-                    "--sentences",
-                    str(options["sentences"]),
-                    "--streams",
-                    str(options["streams"]),
-                    "--corpus",
-                    options["corpus"],
-                ],
-                cwd=settings.BASE_DIR,
-                env=env,
-                check=True,
-                capture_output=True,
-                text=True,
-            )
-            seed = json.loads(seeded.stdout.strip().splitlines()[-1])
-            port = _free_port()
-            # The production server config (gunicorn.conf.py), on a private port.
-            server_env = env | {"TALLY_BIND": f"127.0.0.1:{port}"}
-            if options["workers"]:
-                server_env["WEB_WORKERS"] = str(options["workers"])
-            if options["threads"]:
-                server_env["WEB_THREADS"] = str(options["threads"])
-            workers, threads = _server_shape(python, server_env)
+            platform.manage("migrate", "--noinput", "-v0")
+            seed_args = ["--seed-only", "--clients", str(options["clients"]), "--sentences",
+                         str(options["sentences"]), "--streams", str(options["streams"]),
+                         "--corpus", options["corpus"]]  # fmt: skip
+            seeded = platform.manage("benchmark_api", *seed_args).stdout
+            seed = json.loads(seeded.strip().splitlines()[-1])
+            workers, threads = _server_shape(sys.executable, env)
             log(f"gunicorn: {workers} workers × {threads} threads on 127.0.0.1:{port}")
-            log_path = Path(env["TALLY_DATA_DIR"]) / "gunicorn.log"
-            log_path.parent.mkdir(parents=True, exist_ok=True)
-            server_log = log_path.open("wb")
-            server = subprocess.Popen(
-                # --preload: a recycled worker (max_requests) is a fork, not a fresh import.
-                [python, "-m", "gunicorn", "-c", "gunicorn.conf.py", "--preload", "config.wsgi"],
-                cwd=settings.BASE_DIR,
-                env=server_env,
-                stdout=server_log,
-                stderr=subprocess.STDOUT,
-                start_new_session=True,
-            )
-            self._wait_ready(port, server)
-            meter = _CpuMeter(server.pid, admin_url, name)
+            # --preload: a recycled worker (max_requests) is a fork, not a fresh import.
+            platform.add_web("--preload")
+            platform.start("web")
+            platform.wait_healthy(path="/api/ping/")
+            meter = _CpuMeter(platform.pid("web"), admin_url, name)
             events_port = None
             if options["streams"]:
-                events_port = _free_port()
+                events_port = free_port()
                 log(f"event server: uvicorn on 127.0.0.1:{events_port}")
-                events = subprocess.Popen(
-                    [python, "-m", "uvicorn", "config.asgi:application", "--host", "127.0.0.1",
-                     "--port", str(events_port), "--lifespan", "off", "--no-access-log"],
-                    cwd=settings.BASE_DIR, env=env, stdout=server_log, stderr=subprocess.STDOUT,
-                    start_new_session=True,
-                )  # fmt: skip
-                self._wait_ready(events_port, events)
-                meter.event_server_pid = events.pid
+                platform.add_events(events_port, "--no-access-log")
+                platform.start("events")
+                events_url = f"http://127.0.0.1:{events_port}"
+                platform.wait_healthy(path="/api/ping/", name="events", url=events_url)
+                meter.event_server_pid = platform.pid("events")
             result = asyncio.run(
                 self._drive(port, seed, options, log, meter, scratch_url, events_port)
             )
@@ -516,35 +391,14 @@ class Command(BaseCommand):
                 "gunicorn_threads": threads,
                 "cpus": os.cpu_count(),
             }
+        except StackError as exc:
+            raise CommandError(str(exc)) from exc
         finally:
-            if events is not None and events.poll() is None:
-                os.killpg(events.pid, signal.SIGTERM)
-                events.wait(timeout=20)
-            if server is not None and server.poll() is None:
-                os.killpg(server.pid, signal.SIGTERM)
-                try:
-                    server.wait(timeout=20)
-                except subprocess.TimeoutExpired:
-                    os.killpg(server.pid, signal.SIGKILL)
-                    server.wait()
+            platform.close()
             with psycopg.connect(admin_url, autocommit=True) as admin:
                 admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
             log(f"dropped {name}")
-            if server_log is not None:
-                server_log.close()
         self.stdout.write(json.dumps(result, indent=None if quiet else 2))
-
-    def _wait_ready(self, port: int, server: subprocess.Popen) -> None:
-        deadline = time.monotonic() + 60
-        while time.monotonic() < deadline:
-            if server.poll() is not None:
-                raise CommandError(f"{server.args[2]} exited during start-up")
-            try:
-                with urllib.request.urlopen(f"http://127.0.0.1:{port}/api/ping/", timeout=1):  # noqa: S310
-                    return
-            except OSError:
-                time.sleep(0.2)
-        raise CommandError(f"{server.args[2]} did not answer within 60 s")
 
     async def _drive(
         self,
@@ -589,7 +443,7 @@ class Command(BaseCommand):
         result = await self._cycle_phase(port, seed, phase, meter)
         result |= {
             "trivial_view_requests_per_second": round(ping_rate, 1),
-            "trivial_view_p99_ms": round(_percentile(ping.latencies["ping"], 0.99) * 1000, 1),
+            "trivial_view_p99_ms": round(percentile(ping.latencies["ping"], 0.99) * 1000, 1),
             "ratio_to_trivial_view": (
                 round(result["requests_per_second"] / ping_rate, 3) if ping_rate else None
             ),
@@ -660,10 +514,10 @@ class Command(BaseCommand):
         return {
             "cycles_per_second": round(stats.cycles / elapsed, 1),
             "requests_per_second": round(len(both) / elapsed, 1),
-            "p99_ms": round(_percentile(both, 0.99) * ms, 1),
-            "p50_ms": round(_percentile(both, 0.50) * ms, 1),
-            "next_p99_ms": round(_percentile(stats.latencies["next"], 0.99) * ms, 1),
-            "submit_p99_ms": round(_percentile(stats.latencies["submit"], 0.99) * ms, 1),
+            "p99_ms": round(percentile(both, 0.99) * ms, 1),
+            "p50_ms": round(percentile(both, 0.50) * ms, 1),
+            "next_p99_ms": round(percentile(stats.latencies["next"], 0.99) * ms, 1),
+            "submit_p99_ms": round(percentile(stats.latencies["submit"], 0.99) * ms, 1),
             "cycles": stats.cycles,
             "no_task_answers": stats.no_task,
             # CPU cost (server + its database backends + load generator), and what it implies
@@ -684,51 +538,10 @@ class Command(BaseCommand):
     # The seeding child process (runs with DATABASE_URL = the scratch database) ----------------
 
     def _seed(self, options) -> None:
-        User = get_user_model()
-        manager = User.objects.create_user("bench-manager", password=secrets.token_urlsafe(16))
-        project = services.project_create(
-            owner=manager,
-            name="Benchmark",
-            tag_preset="ud_upos",
-            window_size=5,
-            tags_per_task=2,
-            redundancy=3,
-            gold_fraction=0.0,
+        seeded = seed_project(
+            phones=options["clients"],
+            sentences=options["sentences"],
+            corpus=options["corpus"],
+            dashboards=options["streams"],
         )
-        tmp = Path(settings.DATA_DIR) / f"bench-{os.getpid()}.conllu"
-        with gzip.open(options["corpus"], "rt", encoding="utf-8") as source, tmp.open("w") as out:
-            sentences = 0
-            for line in source:
-                out.write(line)
-                if not line.strip():
-                    sentences += 1
-                    if sentences >= options["sentences"]:
-                        break
-        try:
-            with tmp.open("rb") as handle:
-                services.corpus_import(
-                    project=project,
-                    user=manager,
-                    file=handle,
-                    filename=tmp.name,
-                    format="conllu",
-                    max_bytes=settings.TALLY_MAX_UPLOAD_BYTES,
-                    seed=0,
-                )
-        finally:
-            tmp.unlink(missing_ok=True)
-        managers = []
-        for i in range(-(-options["streams"] // settings.TALLY_SSE_STREAMS_PER_USER)):
-            user = User.objects.create_user(f"bench-dashboard-{i}")
-            Membership.objects.create(project=project, user=user, role="manager")
-            managers.append(Token.objects.create(user=user).key)
-        tokens = []
-        for i in range(options["clients"]):
-            user = User.objects.create_user(f"bench-{i}")
-            Membership.objects.create(project=project, user=user, role="annotator")
-            tokens.append(Token.objects.create(user=user).key)
-        with connection.cursor() as cursor:
-            cursor.execute("ANALYZE")  # fresh planner statistics, as autovacuum would keep them
-        self.stdout.write(
-            json.dumps({"project": project.pk, "tokens": tokens, "managers": managers})
-        )
+        self.stdout.write(json.dumps(seeded))
