@@ -97,14 +97,19 @@ def estimate_reliability(
     flag_threshold: float = 0.5,
     min_observations: int = 10,
     prior_entries: float = 10.0,
+    known_noise: np.ndarray | None = None,
 ) -> Reliability:
     """Estimate every annotator's noise, skill and weight from ``(n, K)`` expected counts and
-    model variances of their observations (see the module docstring)."""
+    model variances of their observations (see the module docstring). ``known_noise`` (n, K):
+    variance every answer carries whoever gives it (a privacy mechanism's, :mod:`.privacy`): it
+    is taken out of the residuals, so the skill and the flag keep their meaning."""
     annotators, which = np.unique(annotator, return_inverse=True)
     which = which.ravel()
     n_annotators = annotators.shape[0]
     mask = tag_mask.astype(np.float64)
     squared = mask * (counts - expected) ** 2
+    if known_noise is not None:
+        squared = squared - mask * known_noise
     chance = chance_squared_error(length, tag_mask, expected)
 
     def per_annotator(values: np.ndarray) -> np.ndarray:

@@ -23,7 +23,9 @@ from .design import coverage, encode_corpus
 from .em import window_token_index
 from .evaluate import MostFrequentTagger, accuracy
 from .node_tagger import NodeTagger
+from .observations import Observations
 from .pipeline import STAGES, CountTagger
+from .privacy import DEFAULT_MECHANISM, Mechanism
 from .simulate import simulate_crowd, simulate_verifications
 
 __all__ = ["simulation_report", "supervised_tagger"]
@@ -59,6 +61,8 @@ def simulation_report(
     verify_per_sentence: int = 0,
     verify_choice: str = "uncertain",
     verify_tap: bool = True,
+    privacy_alpha: float | None = None,
+    mechanism: str = DEFAULT_MECHANISM,
     seed: int = 0,
     model_params: dict | None = None,
 ) -> tuple[dict, CountTagger]:
@@ -69,7 +73,11 @@ def simulation_report(
     Yes or No, and the served model is learned from both kinds of answer. The report then also
     gives, from the same run, the count-only model (``accuracy_counts_only``) and a count-only
     model given as many answers in all (``accuracy_counts_only_same_answers``: R more count
-    tasks per sentence)."""
+    tasks per sentence).
+
+    With ``privacy_alpha``, every count answer is released through the local privacy
+    ``mechanism`` at that level (:mod:`.privacy`) before learning; the report then also gives the
+    same tasks learned without privacy (``accuracy_*_without_privacy``)."""
     train_tags = [s.tags(tag_column) for s in train]
     tagset = sorted({t for tags in train_tags for t in tags})
     if not tagset:
@@ -97,7 +105,25 @@ def simulation_report(
     crowd = crowd_for(obs_per_sentence)
     observations = crowd.observations
     params = {"random_state": seed, **(model_params or {})}
-    model = CountTagger(**params).fit(sentences, observations, tagset)
+    privacy_report: dict = {}
+    private = None
+    if privacy_alpha is not None:
+        private = Mechanism(mechanism, privacy_alpha, n_tags=len(tagset))
+        public = CountTagger(**params).fit(sentences, observations, tagset)
+        observations = Observations.create(
+            sentence=observations.sentence,
+            start=observations.start,
+            length=observations.length,
+            tag_mask=observations.tag_mask,
+            counts=private.release(
+                observations.counts, observations.tag_mask, observations.length, seed + 2
+            ),
+            annotator=observations.annotator,
+            sentence_lengths=[len(s) for s in sentences],
+            released=True,
+        )
+        privacy_report = {"privacy_alpha": privacy_alpha, "mechanism": mechanism}
+    model = CountTagger(**params).fit(sentences, observations, tagset, mechanism=private)
     verification_report: dict = {}
     verifications = None
     if verify_per_sentence > 0:
@@ -113,7 +139,7 @@ def simulation_report(
             random_state=seed + 1,
         )
         model = CountTagger(**params).fit(
-            sentences, observations, tagset, verifications=verifications
+            sentences, observations, tagset, verifications=verifications, mechanism=private
         )
         same_answers = CountTagger(**params).fit(
             sentences, crowd_for(obs_per_sentence + verify_per_sentence).observations, tagset
@@ -171,6 +197,7 @@ def simulation_report(
         "seed": seed,
         "model": served.kind,
         **verification_report,
+        **privacy_report,
         "n_observations": len(observations),
         "tokens_shown": int((shown > 0).sum()),
         "accuracy_most_frequent_tag": score(most_frequent),
@@ -194,6 +221,9 @@ def simulation_report(
         if model.reliability_ is not None
         else {},
     }
+    if private is not None:
+        report["accuracy_moments_without_privacy"] = score(public.moment_tagger_)
+        report["accuracy_refined_without_privacy"] = score(public.tagger_)
     if verifications is not None:
         report["accuracy_counts_only"] = score(counts_only)
         report["accuracy_counts_only_same_answers"] = score(same_answers)

@@ -51,13 +51,15 @@ class Observations:
         annotator: Sequence[int] | np.ndarray | None = None,
         sentence_lengths: Sequence[int] | np.ndarray,
         allow_empty: bool = False,
+        released: bool = False,
     ) -> Observations:
         """Validate arrays and return new :class:`Observations` (inputs are not modified).
 
         ``sentence_lengths[s]`` is the number of tokens of sentence ``s``. A window with
         ``start == 0`` and ``length`` above the sentence length is clipped to the whole sentence;
-        any other window reaching outside its sentence is an error. Raises ``ValueError`` naming
-        the first offending observation.
+        any other window reaching outside its sentence is an error. ``released``: the counts are
+        a privacy mechanism's releases (:mod:`.privacy`), each within the window but not summing
+        to at most its length. Raises ``ValueError`` naming the first offending observation.
         """
         sentence = _int_vector(sentence, "sentence")
         n = sentence.shape[0]
@@ -122,10 +124,11 @@ class Observations:
             (counts > length[:, None]).any(axis=1),
             lambda i: f"count {counts[i].max()} is above the window length {length[i]}",
         )
-        _fail_at(
-            counts.sum(axis=1) > length,
-            lambda i: f"counts sum to {counts[i].sum()}, above the window length {length[i]}",
-        )
+        if not released:  # a privacy mechanism releases each count on its own (.privacy)
+            _fail_at(
+                counts.sum(axis=1) > length,
+                lambda i: f"counts sum to {counts[i].sum()}, above the window length {length[i]}",
+            )
         return cls(
             sentence=sentence,
             start=start,

@@ -33,6 +33,7 @@ from .features import ContextConfig, FeatureConfig, featurize
 from .modelfile import save_tagger
 from .node_tagger import NodeFeatures, NodeTagger
 from .observations import Observations
+from .privacy import MAX_PRIVATE_TAGS, Mechanism, PrivateCountEvidence
 from .solver import RidgeSolution, select_ridge, solve_word_tag_probs
 from .verification import VerificationAnswers, VerificationEvidence, verification_reliability
 from .wordclasses import WordClasses, learn_word_classes
@@ -68,7 +69,9 @@ class _Problem:
     covered: np.ndarray  # corpus type id of each covered type (in a window of either kind)
     forms: list[str]  # form of each covered type
     tokens: np.ndarray  # flat corpus index of each covered token
-    evidence: CountEvidence  # windows index the covered tokens
+    evidence: CountEvidence | PrivateCountEvidence  # windows index the covered tokens
+    moment_counts: np.ndarray  # the counts, or the debiased releases of a private project
+    mechanism: Mechanism | None
     verification: VerificationEvidence | None  # likewise
     node_features: NodeFeatures  # of the covered tokens (one row per covered type)
     context_features: sp.csr_matrix | None  # of the covered tokens, read in their sentences
@@ -178,6 +181,7 @@ class CountTagger:
         tagset: Sequence[str],
         *,
         verifications: VerificationAnswers | None = None,
+        mechanism: Mechanism | None = None,
         warm_start=None,
         text: Sequence[Sequence[str]] | None = None,
     ) -> CountTagger:
@@ -186,7 +190,10 @@ class CountTagger:
 
         ``warm_start``: a fitted :class:`CountTagger` or tagger of either kind with the same word
         features (the previous model version). ``verifications``: yes/no answers on windows of
-        the same sentences (:mod:`.verification`); they enter the EM, not the moments. ``text``:
+        the same sentences (:mod:`.verification`); they enter the EM, not the moments.
+        ``mechanism``: the observations' counts are releases of this local privacy mechanism
+        (:mod:`.privacy`): the moments use their debiased values, the E-step their exact
+        likelihood, reliability discounts the known noise. ``text``:
         the corpus' whole text to learn word classes from (default: ``sentences``)."""
         if self.model not in MODEL_KINDS:
             raise ValueError(f"model must be one of {MODEL_KINDS}, not {self.model!r}")
@@ -202,7 +209,7 @@ class CountTagger:
         previous = warm_start.tagger_ if isinstance(warm_start, CountTagger) else warm_start
         self.tagset_ = tagset
         self.word_classes_ = self._word_classes(sentences, text, previous, rng, watch)
-        problem = self._problem(sentences, observations, verifications, watch)
+        problem = self._problem(sentences, observations, verifications, mechanism, watch)
         holdout = rng.random(len(observations)) < self.holdout_fraction
 
         # Steps 1-4: moments, node-only fit, reliability.
@@ -260,9 +267,18 @@ class CountTagger:
         watch.stop("classes", tic)
         return classes
 
-    def _problem(self, sentences, observations, verifications, watch) -> _Problem:
+    def _problem(self, sentences, observations, verifications, mechanism, watch) -> _Problem:
         tic = watch.start()
         corpus = encode_corpus(sentences)
+        if mechanism is not None:
+            if mechanism.n_tags != len(self.tagset_):
+                raise ValueError("the mechanism was made for another tag set")
+            asked = observations.tag_mask.sum(axis=1)
+            if len(observations) and asked.max() > MAX_PRIVATE_TAGS:
+                raise ValueError(
+                    f"private observations ask at most {MAX_PRIVATE_TAGS} tags each, "
+                    f"not {int(asked.max())}: the privacy budget is split across them"
+                )
         observations = Observations.create(  # re-validate against this corpus
             sentence=observations.sentence,
             start=observations.start,
@@ -271,6 +287,7 @@ class CountTagger:
             counts=observations.counts,
             annotator=observations.annotator,
             sentence_lengths=corpus.lengths,
+            released=mechanism is not None,
         )
         if verifications is not None:
             verifications = VerificationAnswers.create(
@@ -320,7 +337,17 @@ class CountTagger:
             covered=covered,
             forms=forms,
             tokens=tokens,
-            evidence=CountEvidence(observations, windows[0]),
+            evidence=(
+                CountEvidence(observations, windows[0])
+                if mechanism is None
+                else PrivateCountEvidence(observations, windows[0], mechanism)
+            ),
+            moment_counts=(
+                observations.counts
+                if mechanism is None
+                else mechanism.debiased_counts(observations)
+            ),
+            mechanism=mechanism,
             verification=(
                 VerificationEvidence(verifications, windows[1])
                 if verifications is not None
@@ -362,7 +389,7 @@ class CountTagger:
         obs = problem.observations
         self.ridge_, self.ridge_errors_ = select_ridge(
             problem.design,
-            obs.counts,
+            problem.moment_counts,
             obs.tag_mask * weights[:, None],
             obs.length,
             self.ridge_grid,
@@ -378,7 +405,7 @@ class CountTagger:
         obs = problem.observations
         solution = solve_word_tag_probs(
             problem.design,
-            obs.counts,
+            problem.moment_counts,
             obs.tag_mask * weights[:, None],
             obs.length,
             self.ridge_,
@@ -415,7 +442,8 @@ class CountTagger:
         keep = ~holdout
         fit_obs = obs.subset(keep)
         solution = solve_word_tag_probs(
-            problem.design[keep], fit_obs.counts, fit_obs.tag_mask * 1.0, fit_obs.length,
+            problem.design[keep], problem.moment_counts[keep], fit_obs.tag_mask * 1.0,
+            fit_obs.length,
             self.ridge_,
         )  # fmt: skip
         n_a, _ = coverage(problem.corpus, fit_obs)
@@ -429,7 +457,7 @@ class CountTagger:
             ).fit_types(problem.forms, soft, self.tagset_, warm_start=tagger,
                         x=problem.node_features.x)  # fmt: skip
             mean, _ = expected_counts(self._token_probs(problem, tagger), held_windows)
-            squared = (mean - obs.counts[holdout]) ** 2
+            squared = (mean - problem.moment_counts[holdout]) ** 2
             errors[float(alpha)] = float(squared[obs.tag_mask[holdout]].mean())
         self.alpha_ = min(errors, key=lambda k: (errors[k], -k))
         self.alpha_errors_ = errors
@@ -444,13 +472,15 @@ class CountTagger:
         obs = problem.observations
         token_probs = self._token_probs(problem, tagger)
         mean, var = problem.evidence.expected_counts(token_probs)
+        noise = None if problem.mechanism is None else problem.mechanism.expected_noise(obs, mean)
         result = estimate_reliability(
             obs.annotator,
             obs.tag_mask,
-            obs.counts,
+            problem.moment_counts,
             obs.length,
             mean,
             var,
+            known_noise=noise,
             flag_threshold=self.flag_threshold,
             min_observations=self.min_flag_observations,
         )

@@ -11,6 +11,7 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 from learning.core.conllu import ConlluError, read_conllu
 from learning.core.experiment import simulation_report
 from learning.core.pipeline import MODEL_KINDS
+from learning.core.privacy import DEFAULT_MECHANISM, MECHANISMS
 
 
 def _tags_per_task(value: str) -> int | None:
@@ -89,6 +90,18 @@ class Command(BaseCommand):
             default="context",
             help="the served model: contextual (default) or node-only; both are reported",
         )
+        parser.add_argument(
+            "--privacy-alpha",
+            type=float,
+            default=None,
+            help="release every count answer through a local privacy mechanism at this level",
+        )
+        parser.add_argument(
+            "--mechanism",
+            choices=MECHANISMS,
+            default=DEFAULT_MECHANISM,
+            help=f"the privacy mechanism (default: {DEFAULT_MECHANISM}, as new private projects)",
+        )
         parser.add_argument("--seed", type=int, default=0)
         parser.add_argument("--json", action="store_true", help="print the report as JSON")
 
@@ -131,6 +144,8 @@ class Command(BaseCommand):
                 verify_per_sentence=options["verify_per_sentence"],
                 verify_choice=options["verify_choice"],
                 verify_tap=not options["no_verify_tap"],
+                privacy_alpha=options["privacy_alpha"],
+                mechanism=options["mechanism"],
                 seed=options["seed"],
                 model_params=model_params,
             )

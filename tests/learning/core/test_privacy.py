@@ -1,0 +1,172 @@
+import itertools
+
+import numpy as np
+import pytest
+from scipy.stats import chisquare
+
+from learning.core.observations import Observations
+from learning.core.privacy import MECHANISMS, Mechanism, PrivateCountEvidence
+
+
+@pytest.mark.parametrize("name", MECHANISMS)
+@pytest.mark.parametrize("alpha", [0.5, 1.0, 3.0, 8.0])
+def test_every_release_respects_the_privacy_bound(name, alpha):
+    """Ratio of release probabilities for any two true answers ≤ e^α, by enumeration, for one
+    asked tag and for the budget split across two (the releases of both tags together)."""
+    mechanism = Mechanism(name, alpha, n_tags=17)
+    for w in (1, 3, 5, 10):
+        c = mechanism.channel(w, 1)
+        np.testing.assert_allclose(c.sum(axis=0), 1.0)
+        assert (c > 0).all()
+        assert (c.max(axis=1) / c.min(axis=1)).max() <= np.exp(alpha) * (1 + 1e-9)
+        half = mechanism.channel(w, 2)
+        joint = np.einsum("ab,cd->acbd", half, half).reshape((w + 1) ** 2, (w + 1) ** 2)
+        assert (joint.max(axis=1) / joint.min(axis=1)).max() <= np.exp(alpha) * (1 + 1e-9)
+    if name == "classic":
+        # Classic randomized response: the truth is almost never told (the paper's point).
+        assert mechanism.channel(5, 1)[3, 3] < 0.3 or alpha == 8.0
+
+
+@pytest.mark.parametrize("name", MECHANISMS)
+def test_releases_follow_the_channel(name):
+    mechanism = Mechanism(name, 3.0, n_tags=17)
+    rng = np.random.default_rng(0)
+    n = 6000
+    counts = np.zeros((n, 4), dtype=np.int64)
+    counts[:, 1] = 2
+    mask = np.zeros((n, 4), dtype=bool)
+    mask[:, 1] = True
+    released = mechanism.release(counts, mask, np.full(n, 5), rng)
+    observed = np.bincount(released[:, 1], minlength=6)
+    expected = mechanism.channel(5, 1)[:, 2] * n
+    keep = expected >= 5  # chi-square needs expected counts of at least 5
+    other = observed[~keep].sum(), expected[~keep].sum()
+    f_obs = np.append(observed[keep], other[0]) if (~keep).any() else observed[keep]
+    f_exp = np.append(expected[keep], other[1]) if (~keep).any() else expected[keep]
+    assert chisquare(f_obs, f_exp).pvalue > 0.001
+    assert not released[:, [0, 2, 3]].any()
+
+
+@pytest.mark.parametrize("name", MECHANISMS)
+def test_debiased_release_is_unbiased(name):
+    mechanism = Mechanism(name, 2.0, n_tags=17)
+    for w, m in ((1, 1), (5, 1), (5, 2), (10, 3)):
+        c, beta = mechanism.channel(w, m), mechanism.debias(w, m)
+        # Classic randomized response at w = 10 tells the truth with ε ≈ 1e-12: its channel is
+        # numerically singular and β enormous, so only its relative error is small.
+        scale = np.abs(beta).max() if name == "classic" else 1.0
+        np.testing.assert_allclose(c.T @ beta, np.arange(w + 1), atol=1e-8 * scale)
+        variance = mechanism.noise_variance(w, m)
+        assert (variance >= -1e-9).all()
+    # More privacy, more noise.
+    assert (
+        Mechanism(name, 1.0, 17).noise_variance(5, 1)
+        > Mechanism(name, 3.0, 17).noise_variance(5, 1)
+    ).all()
+
+
+def _brute_force(probs, mask, released, channel):
+    w, k = probs.shape
+    marginals, z = np.zeros((w, k)), 0.0
+    asked = np.flatnonzero(mask)
+    for tagging in itertools.product(range(k), repeat=w):
+        counts = np.bincount(tagging, minlength=k)
+        weight = float(np.prod(probs[np.arange(w), tagging]))
+        weight *= float(np.prod(channel[released[asked], counts[asked]]))
+        z += weight
+        marginals[np.arange(w), tagging] += weight
+    return marginals / z, z
+
+
+@pytest.mark.parametrize("name", MECHANISMS)
+@pytest.mark.parametrize("asked", [[1], [0, 2]])
+def test_exact_e_step_equals_brute_force(name, asked):
+    rng = np.random.default_rng(3)
+    mechanism = Mechanism(name, 2.0, n_tags=3)
+    w, k = 4, 3
+    mask = np.zeros(k, dtype=bool)
+    mask[asked] = True
+    for _ in range(3):
+        probs = rng.dirichlet(np.ones(k), size=w)
+        released = np.where(mask, rng.integers(0, w + 1, size=k), 0)
+        obs = Observations.create(
+            sentence=[0], start=[0], length=[w], tag_mask=mask[None], counts=released[None],
+            sentence_lengths=[w], released=True,
+        )  # fmt: skip
+        evidence = PrivateCountEvidence(obs, np.arange(w)[None, :], mechanism)
+        with np.errstate(invalid="raise", divide="ignore"):
+            result = evidence.posteriors(probs[None], np.array([0]), floor=0.0)
+        expected, z = _brute_force(probs, mask, released, mechanism.channel(w, len(asked)))
+        np.testing.assert_allclose(result.marginals[0], expected, atol=1e-10)
+        assert result.log_z[0] == pytest.approx(np.log(z))
+
+
+def test_bad_mechanisms_are_refused():
+    with pytest.raises(ValueError, match="unknown mechanism"):
+        Mechanism("laplace", 1.0, 17)
+    with pytest.raises(ValueError, match="positive"):
+        Mechanism("krr", 0.0, 17)
+    with pytest.raises(ValueError, match="positive"):
+        Mechanism("krr", float("nan"), 17)
+
+
+def test_debiased_moments_are_consistent():
+    """ŵ from debiased releases approaches the true w* as answers grow (error falls)."""
+    from learning.core.design import design_matrix, encode_corpus
+    from learning.core.simulate import simulate_crowd
+    from learning.core.solver import solve_word_tag_probs
+    from tests.learning.core.synthetic import make_corpus
+
+    rng = np.random.default_rng(17)
+    sentences, gold, w_star, _ = make_corpus(rng, n_sentences=3000, n_words=20)
+    corpus = encode_corpus(sentences)
+    words = [int(form[1:]) for form in corpus.vocabulary]
+    mechanism = Mechanism("krr", 3.0, n_tags=4)
+    errors = []
+    for per_sentence in (1, 4, 16):
+        crowd = simulate_crowd(gold, 4, window=4, obs_per_sentence=per_sentence,
+                               tags_per_task=1, random_state=per_sentence)  # fmt: skip
+        obs = crowd.observations
+        released = mechanism.release(obs.counts, obs.tag_mask, obs.length, rng)
+        private = Observations.create(
+            sentence=obs.sentence, start=obs.start, length=obs.length, tag_mask=obs.tag_mask,
+            counts=released, sentence_lengths=corpus.lengths, released=True,
+        )  # fmt: skip
+        solution = solve_word_tag_probs(
+            design_matrix(corpus, private), mechanism.debiased_counts(private),
+            private.tag_mask * 1.0, private.length, 1e-3,
+        )  # fmt: skip
+        errors.append(float(np.abs(solution.probs - w_star[words]).mean()))
+    assert errors[0] > errors[1] > errors[2]
+    assert errors[2] < 0.5 * errors[0]
+
+
+def test_count_tagger_learns_from_private_answers_and_flags_spammers():
+    from learning.core import CountTagger, FeatureConfig, accuracy, simulate_crowd
+    from tests.learning.core.synthetic import make_corpus
+
+    rng = np.random.default_rng(23)
+    sentences, gold, w_star, tagset = make_corpus(rng, n_sentences=1500, n_words=30)
+    crowd = simulate_crowd(gold, 4, window=4, obs_per_sentence=6, tags_per_task=1,
+                           n_annotators=10, spam_fraction=0.2, random_state=0)  # fmt: skip
+    obs = crowd.observations
+    mechanism = Mechanism("geometric", 3.0, n_tags=4)
+    private = Observations.create(
+        sentence=obs.sentence, start=obs.start, length=obs.length, tag_mask=obs.tag_mask,
+        counts=mechanism.release(obs.counts, obs.tag_mask, obs.length, rng),
+        annotator=obs.annotator, sentence_lengths=[len(s) for s in sentences], released=True,
+    )  # fmt: skip
+    model = CountTagger(model="node", features=FeatureConfig(2**12), n_em_iter=5,
+                        min_flag_observations=50, random_state=0)  # fmt: skip
+    with np.errstate(invalid="raise"):
+        model.fit(sentences, private, tagset, mechanism=mechanism)
+    gold_names = [[tagset[t] for t in g] for g in gold]
+    bayes = [[tagset[int(np.argmax(w_star[int(w[1:])]))] for w in s] for s in sentences]
+    assert accuracy(gold_names, model.predict(sentences)) > accuracy(gold_names, bayes) - 0.03
+    assert set(crowd.annotators_of_kind("spammer")) == set(model.flagged_annotators_)
+    with pytest.raises(ValueError, match="ask at most 3 tags"):
+        wide = Observations.create(
+            sentence=[0], start=[0], length=[2], tag_mask=np.ones((1, 4), bool),
+            counts=[[0, 1, 0, 1]], sentence_lengths=[len(s) for s in sentences], released=True,
+        )  # fmt: skip
+        CountTagger(model="node").fit(sentences, wide, tagset, mechanism=mechanism)
