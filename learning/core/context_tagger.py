@@ -18,14 +18,14 @@ import numpy as np
 import scipy.sparse as sp
 
 from .features import ContextConfig, FeatureConfig, featurize_tokens
-from .node_tagger import _best_tags, check_soft_labels, prior_intercept, warm_start_params
-from .softmax import compact_columns, fit_soft_labels, softmax_rows
+from .softmax import softmax_rows
+from .tagger_base import LinearTagger, check_soft_labels
 from .wordclasses import WordClasses
 
 __all__ = ["ContextTagger"]
 
 
-class ContextTagger:
+class ContextTagger(LinearTagger):
     """Token-level log-linear tagger with context features (see the module docstring).
 
     Parameters
@@ -97,28 +97,8 @@ class ContextTagger:
         if x.shape[0] != token_counts.shape[0]:
             raise ValueError("token_counts must have one row per token")
         keep = token_counts.sum(axis=1) > 0
-        q = token_counts[keep]
-        x, active = compact_columns(x[keep])
-        config = self.feature_config_
-        if warm_start is not None:
-            w0, c0 = warm_start_params(warm_start, config.word, config.n_features, tagset, active)
-        else:
-            w0, c0 = np.zeros((active.shape[0], len(tagset))), prior_intercept(q)
-        coef_active, intercept, value, n_iter = fit_soft_labels(
-            x, q, self.alpha, w0, c0, max_iter=self.max_iter, tol=self.tol, ftol=self.ftol,
-            memory=self.memory, dtype=np.float32,
-        )  # fmt: skip
-        coef = np.zeros((config.n_features, len(tagset)))
-        coef[active] = coef_active
-        self.tagset_ = tagset
-        self.coef_ = coef
-        self.intercept_ = intercept
-        self.n_iter_ = int(n_iter)
-        self.objective_ = value
+        self._fit_rows(x[keep], token_counts[keep], tagset, warm_start, dtype=np.float32)
         return self
-
-    def decision_function(self, x: sp.csr_matrix) -> np.ndarray:
-        return np.asarray(x @ self.coef_) + self.intercept_
 
     def token_proba(
         self,
@@ -131,7 +111,3 @@ class ContextTagger:
         if x.shape[0] == 0:
             return np.zeros((0, len(self.tagset_)))
         return softmax_rows(self.decision_function(x))
-
-    def predict(self, sentences: Sequence[Sequence[str]]) -> list[list[str]]:
-        """The most probable tag of every token of every sentence."""
-        return _best_tags(self, sentences)

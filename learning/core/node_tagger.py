@@ -16,7 +16,8 @@ import numpy as np
 import scipy.sparse as sp
 
 from .features import FeatureConfig, featurize
-from .softmax import compact_columns, fit_soft_labels, softmax_rows
+from .softmax import softmax_rows
+from .tagger_base import LinearTagger, check_soft_labels
 
 __all__ = ["NodeFeatures", "NodeTagger", "aggregate_by_type"]
 
@@ -46,7 +47,7 @@ def aggregate_by_type(
     return q
 
 
-class NodeTagger:
+class NodeTagger(LinearTagger):
     """Multinomial logistic regression of tag given word form.
 
     Parameters
@@ -145,10 +146,6 @@ class NodeTagger:
             return np.zeros((0, len(self.tagset_)))
         return softmax_rows(self.decision_function(features.x))[features.type_ids]
 
-    def predict(self, sentences: Sequence[Sequence[str]]) -> list[list[str]]:
-        """The most probable tag of every token of every sentence."""
-        return _best_tags(self, sentences)
-
     # ------------------------------------------------------------------ per word type
     def fit_types(
         self,
@@ -175,74 +172,10 @@ class NodeTagger:
             x = featurize([f for f, k in zip(forms, keep, strict=True) if k], config)
         else:
             x = sp.csr_matrix(x)[keep]
-        q = soft_counts[keep]
-        x, active = compact_columns(x)
-        if warm_start is not None:
-            w0, c0 = warm_start_params(warm_start, config, config.n_features, tagset, active)
-        else:
-            w0, c0 = np.zeros((active.shape[0], len(tagset))), prior_intercept(q)
-        coef_active, intercept, value, n_iter = fit_soft_labels(
-            x, q, self.alpha, w0, c0, max_iter=self.max_iter, tol=self.tol, ftol=self.ftol,
-            memory=self.memory, stop_below=self.stop_below,
-        )  # fmt: skip
-        coef = np.zeros((config.n_features, len(tagset)))
-        coef[active] = coef_active
-        self.tagset_ = tagset
-        self.coef_ = coef
-        self.intercept_ = intercept
-        self.n_iter_ = int(n_iter)
-        self.objective_ = value
+        self._fit_rows(x, soft_counts[keep], tagset, warm_start, stop_below=self.stop_below)
         return self
-
-    def decision_function(self, x: sp.csr_matrix) -> np.ndarray:
-        return np.asarray(x @ self.coef_) + self.intercept_
 
     def predict_proba_forms(self, forms: Sequence[str]) -> np.ndarray:
         """``p_θ(b | form)`` for distinct forms (rows) — featurizes each form once."""
         x = featurize(list(forms), self.feature_config_)
         return softmax_rows(self.decision_function(x))
-
-
-# Shared by both taggers ---------------------------------------------------------------------
-
-
-def check_soft_labels(soft_counts: np.ndarray, alpha: float) -> None:
-    if not np.all(np.isfinite(soft_counts)) or (soft_counts < 0).any():
-        raise ValueError("soft labels must be finite and non-negative")
-    if alpha <= 0:
-        raise ValueError("alpha must be positive")
-    if not (soft_counts.sum(axis=1) > 0).any():
-        raise ValueError("no labelled tokens: all soft labels are zero")
-
-
-def prior_intercept(q: np.ndarray) -> np.ndarray:
-    """Start from the smoothed tag frequencies: a good intercept saves many iterations."""
-    totals = q.sum(axis=0) + 1.0
-    return np.log(totals / totals.sum())
-
-
-def warm_start_params(previous, word_features: FeatureConfig, n_features: int, tagset, active):
-    """Initial ``(W, c)`` on columns ``active`` from a fitted tagger of either kind: the weights
-    of the columns both share (a node-only model's columns are the word-form features of a
-    contextual one, hashed alike). Tags are matched by name; new tags start at zero."""
-    if previous.word_features_ != word_features or previous.coef_.shape[0] != n_features:
-        raise ValueError("warm_start model has different word features")
-    n_tags = len(tagset)
-    w0 = np.zeros((active.shape[0], n_tags))
-    c0 = np.zeros(n_tags)
-    index = {tag: k for k, tag in enumerate(previous.tagset_)}
-    for k, tag in enumerate(tagset):
-        if tag in index:
-            w0[:, k] = previous.coef_[active, index[tag]]
-            c0[k] = previous.intercept_[index[tag]]
-    return w0, c0
-
-
-def _best_tags(tagger, sentences: Sequence[Sequence[str]]) -> list[list[str]]:
-    n_tokens = sum(len(s) for s in sentences)
-    best = tagger.token_proba(sentences).argmax(axis=1) if n_tokens else np.zeros(0, dtype=int)
-    out, position = [], 0
-    for sentence in sentences:
-        out.append([tagger.tagset_[k] for k in best[position : position + len(sentence)]])
-        position += len(sentence)
-    return out

@@ -1,0 +1,96 @@
+"""What both taggers share: fitting feature rows to soft labels with a warm start, the linear
+scores, and the most probable tags.
+
+A tagger subclasses :class:`LinearTagger` and says how it featurizes (``featurize``) and which
+rows it fits (word types for the node-only tagger, tokens for the contextual one).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+import scipy.sparse as sp
+
+from .features import FeatureConfig
+from .softmax import compact_columns, fit_soft_labels
+
+__all__ = ["LinearTagger", "check_soft_labels", "prior_intercept", "warm_start_params"]
+
+
+class LinearTagger:
+    """Base of the taggers: ``coef_`` (n_features, K), ``intercept_`` (K,), ``tagset_``."""
+
+    def decision_function(self, x: sp.csr_matrix) -> np.ndarray:
+        return np.asarray(x @ self.coef_) + self.intercept_
+
+    def predict(self, sentences: Sequence[Sequence[str]]) -> list[list[str]]:
+        """The most probable tag of every token of every sentence."""
+        n_tokens = sum(len(s) for s in sentences)
+        best = self.token_proba(sentences).argmax(axis=1) if n_tokens else np.zeros(0, int)
+        out, position = [], 0
+        for sentence in sentences:
+            out.append([self.tagset_[k] for k in best[position : position + len(sentence)]])
+            position += len(sentence)
+        return out
+
+    def _fit_rows(
+        self,
+        x: sp.csr_matrix,
+        q: np.ndarray,
+        tagset: tuple[str, ...],
+        warm_start,
+        *,
+        stop_below: float | None = None,
+        dtype=np.float64,
+    ) -> None:
+        """Fit the rows ``x`` (labelled ones only) to soft labels ``q``; set the attributes."""
+        x, active = compact_columns(x)
+        n_features = self.word_features_.n_features
+        if warm_start is not None:
+            w0, c0 = warm_start_params(warm_start, self.word_features_, n_features, tagset, active)
+        else:
+            w0, c0 = np.zeros((active.shape[0], len(tagset))), prior_intercept(q)
+        coef_active, intercept, value, n_iter = fit_soft_labels(
+            x, q, self.alpha, w0, c0, max_iter=self.max_iter, tol=self.tol, ftol=self.ftol,
+            memory=self.memory, stop_below=stop_below, dtype=dtype,
+        )  # fmt: skip
+        coef = np.zeros((n_features, len(tagset)))
+        coef[active] = coef_active
+        self.tagset_ = tagset
+        self.coef_ = coef
+        self.intercept_ = intercept
+        self.n_iter_ = int(n_iter)
+        self.objective_ = value
+
+
+def check_soft_labels(soft_counts: np.ndarray, alpha: float) -> None:
+    if not np.all(np.isfinite(soft_counts)) or (soft_counts < 0).any():
+        raise ValueError("soft labels must be finite and non-negative")
+    if alpha <= 0:
+        raise ValueError("alpha must be positive")
+    if not (soft_counts.sum(axis=1) > 0).any():
+        raise ValueError("no labelled tokens: all soft labels are zero")
+
+
+def prior_intercept(q: np.ndarray) -> np.ndarray:
+    """Start from the smoothed tag frequencies: a good intercept saves many iterations."""
+    totals = q.sum(axis=0) + 1.0
+    return np.log(totals / totals.sum())
+
+
+def warm_start_params(previous, word_features: FeatureConfig, n_features: int, tagset, active):
+    """Initial ``(W, c)`` on columns ``active`` from a fitted tagger of either kind: the weights
+    of the columns both share (a node-only model's columns are the word-form features of a
+    contextual one, hashed alike). Tags are matched by name; new tags start at zero."""
+    if previous.word_features_ != word_features or previous.coef_.shape[0] != n_features:
+        raise ValueError("warm_start model has different word features")
+    n_tags = len(tagset)
+    w0 = np.zeros((active.shape[0], n_tags))
+    c0 = np.zeros(n_tags)
+    index = {tag: k for k, tag in enumerate(previous.tagset_)}
+    for k, tag in enumerate(tagset):
+        if tag in index:
+            w0[:, k] = previous.coef_[active, index[tag]]
+            c0[k] = previous.intercept_[index[tag]]
+    return w0, c0
