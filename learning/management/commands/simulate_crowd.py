@@ -102,6 +102,11 @@ class Command(BaseCommand):
             default=DEFAULT_MECHANISM,
             help=f"the privacy mechanism (default: {DEFAULT_MECHANISM}, as new private projects)",
         )
+        parser.add_argument(
+            "--no-references",
+            action="store_true",
+            help="skip the supervised references (faster, for learning curves)",
+        )
         parser.add_argument("--seed", type=int, default=0)
         parser.add_argument("--json", action="store_true", help="print the report as JSON")
 
@@ -146,6 +151,7 @@ class Command(BaseCommand):
                 verify_tap=not options["no_verify_tap"],
                 privacy_alpha=options["privacy_alpha"],
                 mechanism=options["mechanism"],
+                references=not options["no_references"],
                 seed=options["seed"],
                 model_params=model_params,
             )
