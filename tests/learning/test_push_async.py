@@ -69,7 +69,7 @@ def test_async_stream_sends_a_missed_report_and_ends_on_time(versions, settings)
 
 
 def test_many_async_streams_share_the_loop(versions, settings):
-    """200 streams wait together in one thread: each poll is a short read, not a held thread."""
+    """200 streams wait together on one loop: each poll is a short read, not a held thread."""
     settings.REDIS_URL = ""
 
     async def scenario():
@@ -85,7 +85,9 @@ def test_many_async_streams_share_the_loop(versions, settings):
             await stream.aclose()
         return time.monotonic() - started
 
-    assert asyncio.run(scenario()) < 2
+    # Waiting in turn, 200 streams polling every 0.2 s would take 40 s; together, one round of
+    # reads (2 s was measured on a machine shared by several test runs, 0.3 s on a quiet one).
+    assert asyncio.run(scenario()) < 10
 
 
 @pytest.mark.redis
