@@ -31,8 +31,11 @@ class ThrottledModelBackend(ModelBackend):
                 request.signin_throttled = exc
             raise PermissionDenied(str(exc)) from exc  # no other backend may check it
         user = super().authenticate(request, username=username, password=password, **kwargs)
-        if user is not None:
-            attempt.succeeded()
+        if user is None:
+            # The password was checked here: no backend after this one may check it again
+            # (Django's own stays listed only so that sessions signed in through it stay valid).
+            raise PermissionDenied("wrong username or password")
+        attempt.succeeded()
         return user
 
 

@@ -226,7 +226,10 @@ REST_FRAMEWORK = {
 TALLY_LOGIN_RATE = env_rate("TALLY_LOGIN_RATE", "10/min")
 TALLY_LOGIN_ADDRESS_RATE = env_rate("TALLY_LOGIN_ADDRESS_RATE", "60/min")
 TALLY_TRUSTED_PROXIES = env_networks("TALLY_TRUSTED_PROXIES")
-AUTHENTICATION_BACKENDS = ["accounts.backends.ThrottledModelBackend"]
+AUTHENTICATION_BACKENDS = [
+    "accounts.backends.ThrottledModelBackend",  # every password check (it ends the chain)
+    "django.contrib.auth.backends.ModelBackend",  # sessions signed in before it existed
+]
 
 SPECTACULAR_SETTINGS = {
     "TITLE": "Tally API",

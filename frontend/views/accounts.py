@@ -90,7 +90,7 @@ def signup(request: HttpRequest) -> HttpResponse:
                     for message in messages:
                         form.add_error(field if field in form.fields else None, message)
             else:
-                login(request, user, backend="django.contrib.auth.backends.ModelBackend")
+                login(request, user, backend="accounts.backends.ThrottledModelBackend")
                 return redirect(next_url)
         if status == 200 and form.errors:
             status = 400

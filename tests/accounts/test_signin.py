@@ -135,3 +135,27 @@ def test_behind_a_trusted_proxy_the_client_is_the_last_untrusted_hop(settings):
     assert client_address(request) == "203.0.113.7"
     direct = RequestFactory().get("/", REMOTE_ADDR="203.0.113.9", HTTP_X_FORWARDED_FOR="1.1.1.1")
     assert client_address(direct) == "203.0.113.9"
+
+
+def test_a_new_account_stays_signed_in_and_older_sessions_stay_valid(db, victim):
+    """Signing up signs in for the next requests too; a session signed in through Django's own
+    backend (before the throttled one existed) is still honoured."""
+    client = Client()
+    response = client.post("/signup/", {"username": "newbie", "password": PASSWORD, "next": "/"})
+    assert response.status_code == 302
+    assert client.get("/api/me/").json()["username"] == "newbie"
+    older = Client()
+    older.force_login(victim, backend="django.contrib.auth.backends.ModelBackend")
+    assert older.get("/api/me/").json()["username"] == "victim"
+
+
+def test_a_wrong_password_is_checked_once(victim, monkeypatch):
+    from django.contrib.auth.hashers import MD5PasswordHasher
+
+    checks = []
+    original = MD5PasswordHasher.verify
+    monkeypatch.setattr(
+        MD5PasswordHasher, "verify", lambda self, *a: checks.append(1) or original(self, *a)
+    )
+    assert _api("victim", "guess").status_code == 400
+    assert len(checks) == 1
