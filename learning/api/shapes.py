@@ -4,6 +4,12 @@ from common.api.output import iso
 from learning.models import ModelVersion, RetrainRun, Webhook, WebhookDelivery
 
 
+def model_kind(version: ModelVersion) -> str:
+    """``context`` (the word and its neighbours) or ``node`` (the word alone; every version
+    trained before contextual models was one)."""
+    return version.hyperparameters.get("model_kind", "node")
+
+
 def version_out(version: ModelVersion, *, current_number: int | None) -> dict:
     report = getattr(version, "report", None)
     return {
@@ -14,6 +20,7 @@ def version_out(version: ModelVersion, *, current_number: int | None) -> dict:
         "newest_observation": version.newest_observation,
         "accuracy": report.accuracy if report else None,
         "count_consistency": report.count_consistency if report else None,
+        "model_kind": model_kind(version),
         "hyperparameters": version.hyperparameters,
         "timings": version.timings,
         "code_version": version.code_version,
@@ -33,6 +40,7 @@ def report_out(version: ModelVersion, *, tags: list[str], learning_curve: list[d
         "created_at": iso(version.created_at),
         "observations": version.observations_count,
         "newest_observation": version.newest_observation,
+        "model_kind": model_kind(version),
         "tags": tags,
         "evaluation": report.evaluation,
         "accuracy": report.accuracy,

@@ -159,6 +159,7 @@ def test_retrain_now_runs_and_reports(project, crowd, manager, eager):
     assert newest["current"] and not oldest["current"]
     assert newest["warm_started_from"] == 1 and newest["version"] == 2
     assert newest["observations"] == 100 and "fit" in newest["timings"]
+    assert newest["model_kind"] == "context" == client.get(base + "reports/2/").json()["model_kind"]
 
     status = client.get(base + "retrain-status/").json()
     assert status["running"] is False and status["current_version"] == 2
