@@ -153,10 +153,10 @@ def _fit_and_store(
 
     tic = time.perf_counter()
     evaluation = report.evaluation_report(tagger, data.evaluation_sentences, data.evaluation_tags)
-    consistency = report.held_out_consistency(tagger, data.sentences, data.held_out)
+    probs = report.TokenProbabilities.of(tagger, data.sentences)
+    consistency = report.held_out_consistency(probs, data.held_out)
     table = report.annotator_table(
-        tagger,
-        data.sentences,
+        probs,
         data.judged,
         annotators=data.answers.annotators,
         answers=data.answers.answers,

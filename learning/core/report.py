@@ -8,40 +8,40 @@ they return. Every number is computed from the served model, each token read in 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 import numpy as np
 
 from .counts import expected_counts
 from .crowd import estimate_reliability
-from .design import encode_corpus
-from .em import window_token_index
 from .evaluate import accuracy, confusion_matrix, count_consistency, per_tag_scores
 from .observations import Observations
 
-__all__ = ["annotator_table", "evaluation_report", "held_out_consistency", "window_expectations"]
+__all__ = ["TokenProbabilities", "annotator_table", "evaluation_report", "held_out_consistency"]
 
 
-def window_expectations(
-    tagger, sentences: Sequence[Sequence[str]], observations: Observations
-) -> tuple[np.ndarray, np.ndarray]:
-    """Model mean and variance of every observation's counts, (n, K) each (the sentences that
-    hold a window are tagged whole)."""
-    n, k = len(observations), len(tagger.tagset_)
-    if n == 0:
-        return np.zeros((0, k)), np.zeros((0, k))
-    used, local = np.unique(observations.sentence, return_inverse=True)
-    chosen = [sentences[s] for s in used]
-    corpus = encode_corpus(chosen)
-    placed = Observations.create(
-        sentence=local.ravel(),
-        start=observations.start,
-        length=observations.length,
-        tag_mask=observations.tag_mask,
-        counts=observations.counts,
-        annotator=observations.annotator,
-        sentence_lengths=corpus.lengths,
-    )
-    return expected_counts(tagger.token_proba(chosen), window_token_index(corpus, placed))
+@dataclass(frozen=True)
+class TokenProbabilities:
+    """The model's tag probabilities of every token of a list of sentences (each read whole),
+    computed once for every report that needs them."""
+
+    probs: np.ndarray  # (n_tokens, K)
+    offsets: np.ndarray  # flat index of each sentence's first token
+
+    @classmethod
+    def of(cls, tagger, sentences: Sequence[Sequence[str]]) -> TokenProbabilities:
+        lengths = np.fromiter((len(s) for s in sentences), dtype=np.int64, count=len(sentences))
+        offsets = np.concatenate([[0], np.cumsum(lengths)[:-1]]).astype(np.int64)
+        return cls(probs=tagger.token_proba(sentences), offsets=offsets)
+
+    def window_expectations(self, observations: Observations) -> tuple[np.ndarray, np.ndarray]:
+        """Model mean and variance of every observation's counts, (n, K) each."""
+        first = self.offsets[observations.sentence] + observations.start
+        positions = np.arange(int(observations.length.max()) if len(observations) else 0)
+        windows = np.where(
+            positions[None, :] < observations.length[:, None], first[:, None] + positions, -1
+        )
+        return expected_counts(self.probs, windows)
 
 
 def evaluation_report(
@@ -64,19 +64,16 @@ def evaluation_report(
     }
 
 
-def held_out_consistency(
-    tagger, sentences: Sequence[Sequence[str]], held_out: Observations
-) -> float | None:
+def held_out_consistency(probs: TokenProbabilities, held_out: Observations) -> float | None:
     """Count consistency (:func:`.evaluate.count_consistency`) of held-out answers, or None."""
     if len(held_out) == 0:
         return None
-    mean, _ = window_expectations(tagger, sentences, held_out)
+    mean, _ = probs.window_expectations(held_out)
     return count_consistency(mean, held_out.counts, held_out.tag_mask)
 
 
 def annotator_table(
-    tagger,
-    sentences: Sequence[Sequence[str]],
+    probs: TokenProbabilities,
     judged: Observations,
     *,
     annotators: np.ndarray,
@@ -91,7 +88,7 @@ def annotator_table(
     model), the weight their answers get, and whether and why they are flagged."""
     estimates = {}
     if len(judged):
-        mean, var = window_expectations(tagger, sentences, judged)
+        mean, var = probs.window_expectations(judged)
         estimates = estimate_reliability(
             judged.annotator,
             judged.tag_mask,

@@ -1,0 +1,79 @@
+import numpy as np
+import pytest
+
+from learning.core import CountTagger, FeatureConfig, Observations, simulate_crowd
+from learning.core.report import (
+    TokenProbabilities,
+    annotator_table,
+    evaluation_report,
+    held_out_consistency,
+)
+from tests.learning.core.synthetic import make_corpus
+
+
+@pytest.fixture(scope="module")
+def fitted():
+    rng = np.random.default_rng(71)
+    sentences, gold, _, tagset = make_corpus(rng, n_sentences=400, n_words=30)
+    crowd = simulate_crowd(gold, 4, window=3, n_annotators=6, spam_fraction=0.34, random_state=1)
+    model = CountTagger(features=FeatureConfig(2**12), n_em_iter=2, random_state=0)
+    model.fit(sentences, crowd.observations, tagset)
+    return sentences, gold, tagset, crowd, model.tagger_
+
+
+def test_window_expectations_sum_the_token_probabilities(fitted):
+    sentences, _, _, crowd, tagger = fitted
+    probs = TokenProbabilities.of(tagger, sentences)
+    obs = crowd.observations
+    mean, var = probs.window_expectations(obs)
+    for i in (0, 7, 99):
+        tokens = sentences[obs.sentence[i]][obs.start[i] : obs.start[i] + obs.length[i]]
+        p = tagger.token_proba([sentences[obs.sentence[i]]])[
+            obs.start[i] : obs.start[i] + len(tokens)
+        ]
+        np.testing.assert_allclose(mean[i], p.sum(axis=0))
+        np.testing.assert_allclose(var[i], (p * (1 - p)).sum(axis=0))
+
+
+def test_annotator_table_flags_the_spammers_with_a_reason(fitted):
+    sentences, _, _, crowd, tagger = fitted
+    probs = TokenProbabilities.of(tagger, sentences)
+    annotators, answers = np.unique(crowd.observations.annotator, return_counts=True)
+    table = annotator_table(
+        probs, crowd.observations, annotators=annotators, answers=answers,
+        median_seconds=np.full(annotators.shape[0], np.nan), flag_threshold=0.5,
+        min_observations=10,
+    )  # fmt: skip
+    flagged = {row["annotator"] for row in table if row["flagged"]}
+    assert flagged == set(crowd.annotators_of_kind("spammer"))
+    for row in table:
+        assert row["answers"] == int(answers[list(annotators).index(row["annotator"])])
+        assert row["median_seconds"] is None
+        if row["flagged"]:
+            assert row["flag_reason"].startswith("Counts no better than chance")
+            assert row["weight"] == 0.0 and row["reliability"] < 0.5
+        else:
+            assert row["flag_reason"] == "" and row["reliability"] > 0.5
+
+
+def test_evaluation_report_counts_every_token(fitted):
+    sentences, gold, tagset, _, tagger = fitted
+    tags = [[tagset[t] for t in g] for g in gold[:50]]
+    out = evaluation_report(tagger, sentences[:50], tags)
+    matrix = np.array(out["confusion"]["matrix"])
+    assert matrix.sum() == out["evaluation"]["tokens"] == sum(len(s) for s in tags)
+    assert out["accuracy"] == pytest.approx(np.trace(matrix) / matrix.sum())
+    assert [row["tag"] for row in out["per_tag"]] == list(tagset)
+    assert evaluation_report(tagger, [], []) == {
+        "accuracy": None, "evaluation": None, "per_tag": [], "confusion": None,
+    }  # fmt: skip
+
+
+def test_no_held_out_answers_no_consistency(fitted):
+    sentences, _, _, crowd, tagger = fitted
+    probs = TokenProbabilities.of(tagger, sentences)
+    empty = crowd.observations.subset(np.zeros(len(crowd.observations), dtype=bool))
+    assert held_out_consistency(probs, empty) is None
+    some = crowd.observations.subset(np.arange(len(crowd.observations)) < 50)
+    assert 0 <= held_out_consistency(probs, some) < 2
+    assert isinstance(some, Observations)
