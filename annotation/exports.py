@@ -92,16 +92,24 @@ def observations_csv(*, project: Project) -> Iterator[str]:
 
 
 def corpus_conllu(*, project: Project) -> Iterator[str]:
-    """Every sentence with its gold tags in the UPOS column (`_` when it has none)."""
+    """Every sentence with its gold tags (`_` when it has none). A sentence imported from
+    CoNLL-U is written as it was read (ids, comments, multiword tokens, every column); the others
+    get `# sent_id`, `# split` and `# text` and their tags in the UPOS column."""
     names = selectors.project_tag_names(project=project)
     rows = (
         Sentence.objects.filter(project=project)
         .order_by("position")
-        .values_list("id", "split", "tokens", "gold_tags")
+        .values_list(
+            "id", "split", "tokens", "gold_tags", "text", "source", "corpus_import__tag_column"
+        )
     )
-    for pk, split, tokens, gold in rows.iterator(chunk_size=_CHUNK):
+    for pk, split, tokens, gold, text, source, column in rows.iterator(chunk_size=_CHUNK):
+        tags = ["_"] * len(tokens) if gold is None else [names[tag] for tag in gold]
+        if source:
+            yield conllu_sentence(tokens, tags, source=source.split("\n"), column=column)
+            continue
         yield conllu_sentence(
             tokens,
-            ["_"] * len(tokens) if gold is None else [names[tag] for tag in gold],
-            comments=[("sent_id", pk), ("split", split), ("text", " ".join(tokens))],
+            tags,
+            comments=[("sent_id", pk), ("split", split), ("text", text or " ".join(tokens))],
         )

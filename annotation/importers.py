@@ -8,6 +8,7 @@ inside one transaction, so a file that fails half-way imports nothing. CoNLL-U i
 from __future__ import annotations
 
 import gzip
+import hashlib
 import json
 import unicodedata
 import zlib
@@ -15,6 +16,7 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from typing import BinaryIO
 
+from common.text import text_sentences
 from learning.core.conllu import ConlluError, iter_conllu
 
 MAX_SENTENCE_TOKENS = 500
@@ -52,15 +54,20 @@ class ParsedSentence:
     tokens: list[str]
     tags: list[str] | None  # gold tag names aligned with tokens, or None
     line_number: int
+    text: str = ""  # the sentence as written, where the format has it
+    source: str = ""  # CoNLL-U: the sentence's lines as read
 
 
-def read_lines(binary: BinaryIO, *, max_bytes: int) -> Iterator[str]:
+def read_lines(
+    binary: BinaryIO, *, max_bytes: int, digest: hashlib._Hash | None = None
+) -> Iterator[str]:
     """Decode a binary stream (plain or gzip, detected by content) into text lines.
 
     At most `max_bytes` of (decompressed) text are read; beyond that `CorpusTooLarge`. A line
     longer than `MAX_LINE_BYTES` raises `CorpusError` as soon as that many bytes are read, so
     memory stays bounded whatever the content. Bytes that are not UTF-8 raise `CorpusError`
     with their line number. Lines end at `\n` (a `\r` before it is the parsers' to strip).
+    `digest` (a `hashlib` object), when given, is fed every (decompressed) byte read.
     """
     head = binary.read(2)
     binary.seek(0)
@@ -77,6 +84,8 @@ def read_lines(binary: BinaryIO, *, max_bytes: int) -> Iterator[str]:
                 raise CorpusTooLarge(max_bytes)
             if len(raw) > MAX_LINE_BYTES:
                 raise CorpusError(line_number, f"line is longer than {MAX_LINE_BYTES} bytes")
+            if digest is not None:
+                digest.update(raw)
             try:
                 yield raw.decode("utf-8")
             except UnicodeDecodeError as exc:
@@ -110,15 +119,18 @@ def parse_conllu(lines: Iterable[str], *, tag_column: str = "upos") -> Iterator[
             _check_tokens(sentence.tokens, sentence.line_number)
             tags = sentence.tags(tag_column)
             missing = sum(tag == "_" for tag in tags)
-            if missing == len(tags):
-                yield ParsedSentence(sentence.tokens, None, sentence.line_number)
-                continue
-            if missing:
+            if missing and missing != len(tags):
                 raise CorpusError(
                     sentence.line_number,
                     f"sentence has {tag_column.upper()} tags on some tokens and `_` on others",
                 )
-            yield ParsedSentence(sentence.tokens, tags, sentence.line_number)
+            yield ParsedSentence(
+                sentence.tokens,
+                None if missing else tags,
+                sentence.line_number,
+                text=sentence.text or "",
+                source="\n".join(sentence.lines),
+            )
     except ConlluError as exc:
         raise CorpusError(exc.line_number, exc.message) from exc
 
@@ -143,7 +155,16 @@ def _conllu_sentences_bounded(lines: Iterable[str]) -> Iterator[str]:
         yield line
 
 
-def parse_text(lines: Iterable[str]) -> Iterator[ParsedSentence]:
+def parse_text(lines: Iterable[str], *, language: str) -> Iterator[ParsedSentence]:
+    """Running text: paragraphs (separated by blank lines) cut into sentences and tokens by the
+    tokenizer of `language` (`common.text`); a sentence of more than `MAX_SENTENCE_TOKENS`
+    tokens is cut into pieces of that many."""
+    for sentence in text_sentences(lines, language=language, max_tokens=MAX_SENTENCE_TOKENS):
+        _check_tokens(sentence.tokens, sentence.line_number)
+        yield ParsedSentence(sentence.tokens, None, sentence.line_number, text=sentence.text)
+
+
+def parse_tokenized(lines: Iterable[str]) -> Iterator[ParsedSentence]:
     """One sentence per line, tokens separated by whitespace; blank lines are skipped."""
     for line_number, line in enumerate(lines, start=1):
         tokens = line.removeprefix("\ufeff").split()
@@ -182,12 +203,53 @@ def parse_jsonl(lines: Iterable[str]) -> Iterator[ParsedSentence]:
 
 
 def parse(
-    lines: Iterable[str], *, format: str, tag_column: str = "upos"
+    lines: Iterable[str], *, format: str, tag_column: str = "upos", language: str = "en"
 ) -> Iterator[ParsedSentence]:
     if format == "conllu":
         return parse_conllu(lines, tag_column=tag_column)
     if format == "text":
-        return parse_text(lines)
+        return parse_text(lines, language=language)
+    if format == "tokenized":
+        return parse_tokenized(lines)
     if format == "jsonl":
         return parse_jsonl(lines)
     raise ValueError(f"unknown corpus format {format!r}")
+
+
+PREVIEW_SENTENCES = 5
+
+
+def preview(
+    binary: BinaryIO,
+    *,
+    format: str,
+    tag_column: str,
+    language: str,
+    partial: bool,
+    max_bytes: int,
+    n_sentences: int = PREVIEW_SENTENCES,
+) -> list[dict]:
+    """The first `n_sentences` of a file as the import reads them: `{"tokens", "tags", "line"}`.
+
+    With `partial` the file is the head of a larger one: a sentence that the cut may have
+    shortened (the last one read before the end) is left out, and so is an error past the
+    sentences already read (a gzip stream cut short, a line cut in two). Otherwise a malformed
+    file raises `CorpusError` as the import would.
+    """
+    shown: list[ParsedSentence] = []
+    reached_end = True
+    try:
+        lines = read_lines(binary, max_bytes=max_bytes)
+        for sentence in parse(lines, format=format, tag_column=tag_column, language=language):
+            shown.append(sentence)
+            if len(shown) > n_sentences:
+                reached_end = False
+                break
+    except (CorpusError, CorpusTooLarge):
+        if not (partial and shown):
+            raise
+    if partial and reached_end:
+        shown = shown[:-1]
+    return [
+        {"tokens": s.tokens, "tags": s.tags, "line": s.line_number} for s in shown[:n_sentences]
+    ]

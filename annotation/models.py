@@ -20,6 +20,8 @@ from django.core.validators import MaxValueValidator, MinValueValidator
 from django.db import models
 from django.db.models import Q
 
+from common.text import DEFAULT_LANGUAGE, LANGUAGES
+
 MAX_WINDOW = 50
 MAX_TAGS = 200
 MAX_REDUNDANCY = 100
@@ -40,6 +42,11 @@ class Project(models.Model):
     )
     name = models.CharField(max_length=200)
     description = models.TextField(blank=True, default="")
+    # How plain text is cut into sentences and tokens (imports and predictions alike); frozen
+    # once the project has sentences, like its tag names.
+    language = models.CharField(
+        max_length=8, choices=list(LANGUAGES.items()), default=DEFAULT_LANGUAGE
+    )
     window_size = models.PositiveSmallIntegerField(
         default=5, validators=[MinValueValidator(1), MaxValueValidator(MAX_WINDOW)]
     )
@@ -148,7 +155,8 @@ class CorpusImport(models.Model):
 
     class Format(models.TextChoices):
         CONLLU = "conllu"
-        TEXT = "text"
+        TEXT = "text", "Plain text"  # running text, cut by the project's language's tokenizer
+        TOKENIZED = "tokenized"  # one sentence per line, tokens separated by white space
         JSONL = "jsonl"
 
     class TagColumn(models.TextChoices):
@@ -164,10 +172,13 @@ class CorpusImport(models.Model):
     tag_column = models.CharField(max_length=4, choices=TagColumn.choices, blank=True, default="")
     sentences = models.PositiveIntegerField(default=0)
     gold_sentences = models.PositiveIntegerField(default=0)
+    # SHA-256 of the file's content (after gzip): the same file uploaded again is asked about.
+    content_hash = models.CharField(max_length=64, blank=True, default="")
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:
         ordering = ["project", "id"]
+        indexes = [models.Index(fields=["project", "content_hash"], name="import_hash_idx")]
 
     def __str__(self) -> str:
         return f"{self.filename or self.format} ({self.sentences} sentences)"
@@ -190,6 +201,11 @@ class Sentence(models.Model):
         null=True, blank=True, help_text="Tag indices aligned with tokens, or null."
     )
     split = models.CharField(max_length=10, choices=Split.choices, default=Split.TRAIN)
+    # The sentence as written: its text (plain text and CoNLL-U imports), and for CoNLL-U its
+    # lines as read (comments, multiword tokens, every column), which exports write back with
+    # only the tag column changed.
+    text = models.TextField(blank=True, default="")
+    source = models.TextField(blank=True, default="")
 
     class Meta:
         ordering = ["project", "position"]

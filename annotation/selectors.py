@@ -69,6 +69,12 @@ def project_tags_at(*, project_id: int, updated_at) -> list[dict]:
     return tags
 
 
+def project_frozen_fields(*, project: Project) -> list[str]:
+    """The settings that can no longer change: the tag names and order, and the language, once
+    the project has sentences."""
+    return ["language", "tags"] if project.sentences.exists() else []
+
+
 def project_tag_names(*, project: Project) -> list[str]:
     return project_tag_names_at(project_id=project.pk, updated_at=project.updated_at)
 

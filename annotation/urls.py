@@ -20,6 +20,7 @@ urlpatterns = [
     path("observations/", cycle.observation_submit, name="observation-submit"),
     path("join/", projects.JoinView.as_view(), name="join"),
     path("projects/", projects.ProjectListView.as_view(), name="project-list"),
+    path("corpus/preview/", corpus.CorpusPreviewView.as_view(), name="corpus-preview"),
     path(P, projects.ProjectDetailView.as_view(), name="project-detail"),
     path(P + "invite/", projects.InviteRotateView.as_view(), name="project-invite"),
     path(P + "members/", projects.MemberListView.as_view(), name="member-list"),

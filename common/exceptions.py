@@ -39,6 +39,12 @@ class IdempotencyKeyReused(Conflict):
     code = "idempotency_key_reused"
 
 
+class DuplicateCorpus(Conflict):
+    """The file's content was imported into the project before; sent again only when asked."""
+
+    code = "duplicate_corpus"
+
+
 class ProjectNotActive(Conflict):
     code = "project_not_active"
 

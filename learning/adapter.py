@@ -21,6 +21,7 @@ import io
 from collections.abc import Iterator
 from dataclasses import dataclass
 from functools import lru_cache
+from typing import NamedTuple
 
 import numpy as np
 from django.core.files.storage import default_storage
@@ -209,14 +210,31 @@ def newest_observation_id(*, project_id: int) -> int:
     return int(newest or 0)
 
 
-def corpus_sentences(*, project_id: int) -> Iterator[tuple[int, str, list[str], list[int] | None]]:
-    """(id, split, tokens, gold tag indices) of every sentence, in order, read in chunks."""
-    yield from (
+class CorpusRow(NamedTuple):
+    """A sentence as exports write it: `source` is its CoNLL-U lines as imported ("" for other
+    formats), whose `tag_column` (`upos` or `xpos`) holds the tags."""
+
+    id: int
+    split: str
+    tokens: list[str]
+    gold: list[int] | None
+    text: str
+    source: str
+    tag_column: str
+
+
+def corpus_sentences(*, project_id: int) -> Iterator[CorpusRow]:
+    """Every sentence of the project, in order, read in chunks."""
+    rows = (
         Sentence.objects.filter(project_id=project_id)
         .order_by("position")
-        .values_list("id", "split", "tokens", "gold_tags")
+        .values_list(
+            "id", "split", "tokens", "gold_tags", "text", "source", "corpus_import__tag_column"
+        )
         .iterator(chunk_size=1000)
     )
+    for row in rows:
+        yield CorpusRow(*row[:6], row[6] or "upos")
 
 
 # Model files ------------------------------------------------------------------------------------

@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from common.exceptions import InvalidInput, PayloadTooLarge
+from common.text import text_sentences
 from learning import adapter, selectors
 from learning.core.conllu import conllu_sentence
 from learning.exceptions import NoModel
@@ -27,23 +28,31 @@ def current_version(*, project_id: int) -> ModelVersion:
     return version
 
 
-def text_tag(*, project_id: int, text: str) -> dict:
-    """`text`, split on white space, tagged by the current version: each token's tag and its
-    probability, and the `ALTERNATIVES` most probable tags."""
+def text_tag(*, project_id: int, text: str, language: str) -> dict:
+    """`text` cut into sentences and tokens by the project's tokenizer (the one its plain text
+    imports used), each sentence tagged whole by the current version: each token's tag and its
+    probability, the `ALTERNATIVES` most probable tags, and the sentences as token ranges."""
     if len(text) > MAX_TEXT_CHARS:
         raise PayloadTooLarge(f"The text is longer than {MAX_TEXT_CHARS} characters.")
-    tokens = text.split()
+    sentences = [s.tokens for s in text_sentences(text.splitlines(), language=language)]
+    sentences = [tokens for tokens in sentences if tokens]
+    tokens = [token for sentence in sentences for token in sentence]
     if not tokens:
         raise InvalidInput("Nothing to tag.", fields={"text": ["Give some words to tag."]})
     if len(tokens) > MAX_TOKENS:
         raise PayloadTooLarge(f"The text has more than {MAX_TOKENS} words.")
     version = current_version(project_id=project_id)
-    tags, probabilities, probs = selectors.predict_tokens(version=version, tokens=tokens)
+    tags, probabilities, probs = selectors.predict_sentences(version=version, sentences=sentences)
     tagset = selectors.tagger_of(version=version).tagset_
     top = (-probs).argsort(axis=1)[:, :ALTERNATIVES]
+    ranges, start = [], 0
+    for sentence in sentences:
+        ranges.append([start, start + len(sentence)])
+        start += len(sentence)
     return {
         "version": version.number,
         "tokens": tokens,
+        "sentences": ranges,
         "tags": tags,
         "probabilities": [round(p, 4) for p in probabilities],
         "alternatives": [
@@ -53,40 +62,55 @@ def text_tag(*, project_id: int, text: str) -> dict:
     }
 
 
-def corpus_conllu(*, project_id: int, version: ModelVersion) -> Iterator[str]:
-    """Every sentence of the project tagged by `version`, as CoNLL-U: the predicted tag in the
-    UPOS column, its probability (and the gold tag, if any) in MISC; tagged `EXPORT_BATCH`
-    sentences at a time."""
+def corpus_conllu(
+    *, project_id: int, version: ModelVersion, source_misc: bool = False
+) -> Iterator[str]:
+    """Every sentence of the project tagged by `version`, as CoNLL-U, `EXPORT_BATCH` sentences
+    at a time. A sentence imported from CoNLL-U is written as it was read with only its tag
+    column (the import's, UPOS or XPOS) changed, so the export diffs against the source line by
+    line; with `source_misc` its MISC also gets the probability, as the other sentences' do. The
+    others get `# sent_id`, `# split`, `# model_version`, `# text`, the predicted tag in UPOS and
+    `Prob=` (and `Gold=`, if any) in MISC."""
     tagger = selectors.tagger_of(version=version)
-    batch: list = []
+    batch: list[adapter.CorpusRow] = []
     for row in adapter.corpus_sentences(project_id=project_id):
         batch.append(row)
         if len(batch) >= EXPORT_BATCH:
-            yield _tagged(batch, tagger, version.number)
+            yield _tagged(batch, tagger, version.number, source_misc)
             batch = []
     if batch:
-        yield _tagged(batch, tagger, version.number)
+        yield _tagged(batch, tagger, version.number, source_misc)
 
 
-def _tagged(batch: list, tagger, number: int) -> str:
+def _tagged(batch: list[adapter.CorpusRow], tagger, number: int, source_misc: bool) -> str:
     tagset = tagger.tagset_
-    probs = tagger.token_proba([tokens for _, _, tokens, _ in batch])
+    probs = tagger.token_proba([row.tokens for row in batch])
     best = probs.argmax(axis=1)
     out, position = [], 0
-    for sentence_id, split, tokens, gold in batch:
-        rows = range(position, position + len(tokens))
-        position += len(tokens)
+    for row in batch:
+        rows = range(position, position + len(row.tokens))
+        position += len(row.tokens)
+        tags = [tagset[best[r]] for r in rows]
         misc = [
-            f"Prob={probs[r, best[r]]:.3f}" + (f"|Gold={tagset[gold[j]]}" if gold else "")
+            f"Prob={probs[r, best[r]]:.3f}" + (f"|Gold={tagset[row.gold[j]]}" if row.gold else "")
             for j, r in enumerate(rows)
         ]
+        if row.source:
+            out.append(
+                conllu_sentence(
+                    row.tokens,
+                    tags,
+                    source=row.source.split("\n"),
+                    column=row.tag_column,
+                    misc=[m.partition("|Gold=")[0] for m in misc] if source_misc else None,
+                )
+            )
+            continue
         comments = [
-            ("sent_id", sentence_id),
-            ("split", split),
+            ("sent_id", row.id),
+            ("split", row.split),
             ("model_version", number),
-            ("text", " ".join(tokens)),
+            ("text", row.text or " ".join(row.tokens)),
         ]
-        out.append(
-            conllu_sentence(tokens, [tagset[best[r]] for r in rows], comments=comments, misc=misc)
-        )
+        out.append(conllu_sentence(row.tokens, tags, comments=comments, misc=misc))
     return "".join(out)

@@ -189,9 +189,14 @@ def tagger_of(*, version: ModelVersion):
 def predict_tokens(*, version: ModelVersion, tokens: list[str]):
     """(tag names, probability of each, (n, K) probabilities) of the sentence `tokens` under
     `version` (a contextual model reads every token in the whole sentence)."""
+    return predict_sentences(version=version, sentences=[tokens])
+
+
+def predict_sentences(*, version: ModelVersion, sentences: list[list[str]]):
+    """`predict_tokens` of several sentences, each tagged whole; their tokens' rows in order."""
     tagger = tagger_of(version=version)
-    probs = tagger.token_proba([tokens])
-    best = probs.argmax(axis=1) if len(tokens) else []
+    probs = tagger.token_proba(sentences)
+    best = probs.argmax(axis=1) if len(probs) else []
     return (
         [tagger.tagset_[k] for k in best],
         [float(probs[i, k]) for i, k in enumerate(best)],

@@ -400,3 +400,20 @@ def sweep_claim(*, project_id: int, now=None) -> bool:
         )
         == 1
     )
+
+
+def model_files_of_project(*, project_id: int) -> list[str]:
+    """The storage names of a project's model files (to delete once the project's rows are)."""
+    return [
+        name
+        for name in ModelVersion.objects.filter(project_id=project_id).values_list(
+            "file", flat=True
+        )
+        if name
+    ]
+
+
+def model_files_delete(names: list[str]) -> None:
+    """Delete model files from storage; a file already gone is no error."""
+    for name in names:
+        default_storage.delete(name)

@@ -7,11 +7,16 @@ from drf_spectacular.utils import extend_schema
 from rest_framework import status
 from rest_framework.response import Response
 
-from annotation import selectors, services
-from annotation.api.serializers import CorpusUploadSerializer, import_out
-from common.api.base import ManagerView, paginated
+from annotation import importers, selectors, services
+from annotation.api.serializers import (
+    CorpusPreviewSerializer,
+    CorpusUploadSerializer,
+    import_out,
+)
+from common.api.base import ApiView, ManagerView, paginated
 from common.api.parsers import MultiPartParser
-from common.exceptions import PayloadTooLarge
+from common.exceptions import InvalidCorpus, PayloadTooLarge
+from common.text import as_sentence
 
 
 class _LimitUploadHandler(FileUploadHandler):
@@ -44,12 +49,8 @@ def _sentence_out(sentence, names):
     }
 
 
-class CorpusView(ManagerView):
-    parser_classes = [MultiPartParser]
-
-    @extend_schema(responses={200: OpenApiTypes.OBJECT})
-    def get(self, request, project_id):
-        return paginated(self, selectors.imports_of_project(project=self.project), import_out)
+class UploadGuard:
+    """A view mixin: a POST's upload is refused (413) as soon as it passes the limit."""
 
     def initial(self, request, *args, **kwargs):
         # Before anything reads the body (the CSRF check of session auth parses it).
@@ -63,24 +64,64 @@ class CorpusView(ManagerView):
             request.upload_handlers.insert(0, self.upload_guard)
         super().initial(request, *args, **kwargs)
 
+    def upload_checked(self, serializer_class, data):
+        """`data` validated by `serializer_class`, after the upload's size is checked."""
+        limit = settings.TALLY_MAX_UPLOAD_BYTES
+        checked = serializer_class(data=data)
+        if self.upload_guard is not None and self.upload_guard.exceeded:
+            raise PayloadTooLarge(f"The upload is larger than {limit} bytes.")
+        checked.is_valid(raise_exception=True)
+        return dict(checked.validated_data)
+
+
+class CorpusView(UploadGuard, ManagerView):
+    parser_classes = [MultiPartParser]
+
+    @extend_schema(responses={200: OpenApiTypes.OBJECT})
+    def get(self, request, project_id):
+        return paginated(self, selectors.imports_of_project(project=self.project), import_out)
+
     @extend_schema(request=CorpusUploadSerializer, responses={201: OpenApiTypes.OBJECT})
     def post(self, request, project_id):
         limit = settings.TALLY_MAX_UPLOAD_BYTES
-        data = CorpusUploadSerializer(data=request.data)
-        if self.upload_guard.exceeded:
-            raise PayloadTooLarge(f"The upload is larger than {limit} bytes.")
-        data.is_valid(raise_exception=True)
-        upload = data.validated_data.pop("file")
+        fields = self.upload_checked(CorpusUploadSerializer, request.data)
+        upload = fields.pop("file")
         record = services.corpus_import(
             project=self.project,
             user=request.user,
             file=upload,
             filename=upload.name or "",
             max_bytes=limit,
-            **data.validated_data,
+            **fields,
         )
         shown = selectors.imports_of_project(project=self.project).get(pk=record.pk)
         return Response(import_out(shown), status=status.HTTP_201_CREATED)
+
+
+class CorpusPreviewView(UploadGuard, ApiView):
+    """The first sentences of a file as the import would read them (any signed-in user: the
+    new-project form has no project yet). Nothing is stored."""
+
+    parser_classes = [MultiPartParser]
+
+    @extend_schema(request=CorpusPreviewSerializer, responses={200: OpenApiTypes.OBJECT})
+    def post(self, request):
+        fields = self.upload_checked(CorpusPreviewSerializer, request.data)
+        limit = settings.TALLY_MAX_UPLOAD_BYTES
+        try:
+            sentences = importers.preview(
+                fields["file"],
+                format=fields["format"],
+                tag_column=fields["tag_column"],
+                language=fields["language"],
+                partial=fields["partial"],
+                max_bytes=limit,
+            )
+        except importers.CorpusError as exc:
+            raise InvalidCorpus(as_sentence(str(exc)), line_number=exc.line_number) from exc
+        except importers.CorpusTooLarge as exc:
+            raise PayloadTooLarge(f"The corpus is larger than {limit} bytes.") from exc
+        return Response({"sentences": sentences})
 
 
 class SentenceListView(ManagerView):

@@ -1,18 +1,33 @@
 """Projects, invites, members and statistics."""
 
+from django.conf import settings
+from django.db import transaction
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import extend_schema
 from rest_framework import status
 from rest_framework.response import Response
 
 from annotation import selectors, services
-from annotation.api.serializers import JoinSerializer, ProjectWriteSerializer, project_out
+from annotation.api.corpus import UploadGuard
+from annotation.api.serializers import (
+    CorpusUploadSerializer,
+    JoinSerializer,
+    ProjectWriteSerializer,
+    project_out,
+)
+from common import inputs
 from common.api.base import ApiView, ManagerView, ProjectView, paginated
 from common.api.output import iso
+from common.api.parsers import JsonParser, MultiPartParser
+from common.exceptions import InvalidInput
 from common.permissions import is_manager
+from common.text import as_sentence
+from learning import services as learning_services
 
 
-class ProjectListView(ApiView):
+class ProjectListView(UploadGuard, ApiView):
+    parser_classes = [JsonParser, MultiPartParser]
+
     @extend_schema(operation_id="projects_list", responses={200: OpenApiTypes.OBJECT})
     def get(self, request):
         memberships = selectors.memberships_of_user(user=request.user)
@@ -20,6 +35,11 @@ class ProjectListView(ApiView):
 
     @extend_schema(request=ProjectWriteSerializer, responses={201: OpenApiTypes.OBJECT})
     def post(self, request):
+        """A JSON body creates an empty project. A multipart body creates the project and
+        imports its corpus together, or neither: `project` (the JSON body's fields, as JSON
+        text) and the corpus upload's fields."""
+        if request.content_type.startswith("multipart/"):
+            return self._create_with_corpus(request)
         data = ProjectWriteSerializer(data=request.data)
         data.is_valid(raise_exception=True)
         fields = dict(data.validated_data)
@@ -27,11 +47,49 @@ class ProjectListView(ApiView):
         project = services.project_create(owner=request.user, **fields)
         return Response(project_out(project, "manager"), status=status.HTTP_201_CREATED)
 
+    def _create_with_corpus(self, request):
+        try:
+            body = inputs.load_json(request.data.get("project") or "")
+        except inputs.UnreadableInput as exc:
+            raise InvalidInput(
+                "The `project` field must be the project's settings as JSON.",
+                fields={"project": [as_sentence(str(exc))]},
+            ) from exc
+        data = ProjectWriteSerializer(data=body)
+        data.is_valid(raise_exception=True)
+        fields = dict(data.validated_data)
+        fields.pop("status", None)
+        corpus = self.upload_checked(CorpusUploadSerializer, request.data)
+        corpus.pop("allow_duplicate", None)
+        upload = corpus.pop("file")
+        project = services.project_create_with_corpus(
+            owner=request.user,
+            project_fields=fields,
+            file=upload,
+            filename=upload.name or "",
+            max_bytes=settings.TALLY_MAX_UPLOAD_BYTES,
+            **corpus,
+        )
+        return Response(project_out(project, "manager"), status=status.HTTP_201_CREATED)
+
 
 class ProjectDetailView(ProjectView):
     @extend_schema(responses={200: OpenApiTypes.OBJECT})
     def get(self, request, project_id):
         return Response(project_out(self.project, self.membership.role))
+
+    @extend_schema(responses={204: None})
+    def delete(self, request, project_id):
+        """Delete the project and everything in it; its model files once that is committed.
+        (The one place where annotation's API calls learning's services: a project's model
+        files are learning's, and deleting a project takes both.)"""
+        if not is_manager(self.membership):
+            self.permission_denied(request, "Only the project's managers may do this.")
+        files = learning_services.model_files_of_project(project_id=self.project.pk)
+        with transaction.atomic():
+            services.project_delete(project=self.project)
+            transaction.on_commit(lambda: learning_services.model_files_delete(files))
+        return Response(status=status.HTTP_204_NO_CONTENT)
 
     @extend_schema(request=ProjectWriteSerializer, responses={200: OpenApiTypes.OBJECT})
     def patch(self, request, project_id):

@@ -21,6 +21,7 @@ from annotation.models import (
 from annotation.scheduler import Lease
 from annotation.tagsets import PRESETS
 from common.api.output import iso
+from common.text import DEFAULT_LANGUAGE, LANGUAGES
 
 # Input ------------------------------------------------------------------------------------------
 
@@ -48,6 +49,7 @@ class ProjectWriteSerializer(serializers.Serializer):
     lease_seconds = serializers.IntegerField(min_value=30, max_value=86_400, required=False)
     tags = TagSerializer(many=True, required=False)
     tag_preset = serializers.ChoiceField(choices=sorted(PRESETS), required=False)
+    language = serializers.ChoiceField(choices=list(LANGUAGES), required=False)
 
     def validate(self, attrs):
         if not self.partial and ("tags" in attrs) == ("tag_preset" in attrs):
@@ -64,11 +66,21 @@ class CorpusUploadSerializer(serializers.Serializer):
     evaluation_fraction = serializers.FloatField(min_value=0.0, max_value=1.0, default=0.0)
     gold_check_fraction = serializers.FloatField(min_value=0.0, max_value=1.0, default=0.0)
     seed = serializers.IntegerField(required=False, allow_null=True, default=None)
+    allow_duplicate = serializers.BooleanField(required=False, default=False)
 
     def validate_file(self, value):
         if value.size > settings.TALLY_MAX_UPLOAD_BYTES:
             raise serializers.ValidationError("The file is too large.")
         return value
+
+
+class CorpusPreviewSerializer(serializers.Serializer):
+    file = serializers.FileField(allow_empty_file=False)
+    format = serializers.ChoiceField(choices=CorpusImport.Format.choices)
+    tag_column = serializers.ChoiceField(choices=CorpusImport.TagColumn.choices, default="upos")
+    language = serializers.ChoiceField(choices=list(LANGUAGES), default=DEFAULT_LANGUAGE)
+    # The file is the head of a larger one: its last sentence may be cut, and is not shown.
+    partial = serializers.BooleanField(required=False, default=False)
 
 
 # Output -----------------------------------------------------------------------------------------
@@ -80,6 +92,7 @@ def project_out(project: Project, role: str) -> dict:
         "name": project.name,
         "description": project.description,
         "status": project.status,
+        "language": project.language,
         "window_size": project.window_size,
         "tags_per_task": project.tags_per_task,
         "role": role,
@@ -93,6 +106,9 @@ def project_out(project: Project, role: str) -> dict:
             "gold_fraction": project.gold_fraction,
             "lease_seconds": project.lease_seconds,
             "invite_code": project.invite_code,
+            # What can no longer change: tag names and order, and the language, once the
+            # project has sentences (forms show them read-only).
+            "frozen": selectors.project_frozen_fields(project=project),
         }
     return data
 

@@ -6,7 +6,7 @@ Task leasing lives in `annotation.scheduler`; reading in `annotation.selectors`;
 `accounts.services`.
 """
 
-from annotation.services.corpus import corpus_import
+from annotation.services.corpus import corpus_import, project_create_with_corpus
 from annotation.services.observations import (
     counts_check,
     counts_well_formed,
@@ -17,6 +17,7 @@ from annotation.services.projects import (
     membership_remove,
     memberships_flag_update,
     project_create,
+    project_delete,
     project_rotate_invite,
     project_update,
 )
@@ -30,6 +31,8 @@ __all__ = [
     "memberships_flag_update",
     "observation_submit",
     "project_create",
+    "project_create_with_corpus",
+    "project_delete",
     "project_rotate_invite",
     "project_update",
 ]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import random
 from typing import BinaryIO
 
@@ -10,7 +11,15 @@ from django.db.models import Max
 
 from annotation import importers, scheduler, selectors
 from annotation.models import CorpusImport, Project, Sentence
-from common.exceptions import InvalidCorpus, InvalidInput, PayloadTooLarge, ProjectNotActive
+from annotation.services.projects import project_create
+from common.exceptions import (
+    DuplicateCorpus,
+    InvalidCorpus,
+    InvalidInput,
+    PayloadTooLarge,
+    ProjectNotActive,
+)
+from common.text import as_sentence
 
 # Sentences are stored a batch at a time, so an import holds at most a batch in memory, however
 # large the file: at most this many sentences, and at most this many tokens (long sentences).
@@ -31,6 +40,22 @@ def _split_for(
     return Sentence.Split.TRAIN
 
 
+def _refuse_repeat(record: CorpusImport) -> None:
+    earlier = (
+        CorpusImport.objects.filter(project=record.project, content_hash=record.content_hash)
+        .exclude(pk=record.pk)
+        .order_by("id")
+        .first()
+    )
+    if earlier is not None:
+        raise DuplicateCorpus(
+            f"This file was already imported on {earlier.created_at:%Y-%m-%d %H:%M} UTC "
+            f"({earlier.filename or earlier.format}, {earlier.sentences} sentences). "
+            "Import it again only if you mean to: send allow_duplicate=true.",
+            fields={"file": [f"Same content as import {earlier.pk}."]},
+        )
+
+
 @transaction.atomic
 def corpus_import(
     *,
@@ -44,8 +69,13 @@ def corpus_import(
     gold_check_fraction: float = 0.0,
     seed: int | None = None,
     max_bytes: int,
+    allow_duplicate: bool = False,
 ) -> CorpusImport:
-    """Import a corpus file, streaming, all or nothing; generate a round of tasks for it."""
+    """Import a corpus file, streaming, all or nothing; generate a round of tasks for it.
+
+    Plain text is cut into sentences and tokens by the project's language's tokenizer. A file
+    whose content (after gzip) was imported into the project before raises `DuplicateCorpus`,
+    and nothing is imported, unless `allow_duplicate`."""
     if not (0 <= evaluation_fraction <= 1 and 0 <= gold_check_fraction <= 1) or (
         evaluation_fraction + gold_check_fraction > 1
     ):
@@ -67,9 +97,13 @@ def corpus_import(
     position = (project.sentences.aggregate(m=Max("position"))["m"] or -1) + 1
     batch: list[Sentence] = []
     n_sentences = n_gold = batch_tokens = 0
+    digest = hashlib.sha256()
     try:
-        lines = importers.read_lines(file, max_bytes=max_bytes)
-        for parsed in importers.parse(lines, format=format, tag_column=tag_column):
+        lines = importers.read_lines(file, max_bytes=max_bytes, digest=digest)
+        parsed_sentences = importers.parse(
+            lines, format=format, tag_column=tag_column, language=project.language
+        )
+        for parsed in parsed_sentences:
             gold = None
             if parsed.tags is not None:
                 try:
@@ -89,6 +123,8 @@ def corpus_import(
                     length=len(parsed.tokens),
                     gold_tags=gold,
                     split=_split_for(gold, rng, evaluation_fraction, gold_check_fraction),
+                    text=parsed.text,
+                    source=parsed.source,
                 )
             )
             position += 1
@@ -99,14 +135,17 @@ def corpus_import(
                 batch.clear()
                 batch_tokens = 0
     except importers.CorpusError as exc:
-        raise InvalidCorpus(str(exc), line_number=exc.line_number) from exc
+        raise InvalidCorpus(as_sentence(str(exc)), line_number=exc.line_number) from exc
     except importers.CorpusTooLarge as exc:
         raise PayloadTooLarge(f"The corpus is larger than {max_bytes} bytes.") from exc
     Sentence.objects.bulk_create(batch)
     if not n_sentences:
-        raise InvalidCorpus("line 1: the file contains no sentences", line_number=1)
+        raise InvalidCorpus("line 1: the file contains no sentences.", line_number=1)
+    record.content_hash = digest.hexdigest()
+    if not allow_duplicate:
+        _refuse_repeat(record)
     record.sentences, record.gold_sentences = n_sentences, n_gold
-    record.save(update_fields=["sentences", "gold_sentences"])
+    record.save(update_fields=["sentences", "gold_sentences", "content_hash"])
     scheduler.tasks_generate(
         project=project,
         sentences=record.sentence_set.filter(split=Sentence.Split.TRAIN)
@@ -118,3 +157,14 @@ def corpus_import(
         round=project.task_rounds,
     )
     return record
+
+
+@transaction.atomic
+def project_create_with_corpus(
+    *, owner, project_fields: dict, file: BinaryIO, **corpus_fields
+) -> Project:
+    """A new project and its first corpus, together or not at all: a file that fails to import
+    leaves no project behind."""
+    project = project_create(owner=owner, **project_fields)
+    corpus_import(project=project, user=owner, file=file, **corpus_fields)
+    return project

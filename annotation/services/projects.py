@@ -12,19 +12,24 @@ from annotation import scheduler
 from annotation.models import (
     MAX_TAGS,
     Assignment,
+    CorpusImport,
     Membership,
+    Observation,
     Project,
+    Sentence,
     Tag,
     Task,
     new_invite_code,
 )
 from annotation.tagsets import PRESETS
 from common.exceptions import Conflict, InvalidInput, NotFound, ProjectNotActive
+from common.text import DEFAULT_LANGUAGE
 
 _PROJECT_FIELDS = (
     "name",
     "description",
     "status",
+    "language",
     "window_size",
     "tags_per_task",
     "redundancy",
@@ -67,6 +72,7 @@ def project_create(
     tags: Sequence[Mapping[str, Any]] | None = None,
     tag_preset: str | None = None,
     description: str = "",
+    language: str = DEFAULT_LANGUAGE,
     window_size: int = 5,
     tags_per_task: int | None = None,
     redundancy: int = 3,
@@ -82,6 +88,7 @@ def project_create(
         owner=owner,
         name=name,
         description=description,
+        language=language,
         window_size=window_size,
         tags_per_task=tags_per_task,
         redundancy=redundancy,
@@ -105,6 +112,13 @@ def project_update(
     if unknown:
         raise InvalidInput(f"Unknown fields: {', '.join(sorted(unknown))}.")
     project = Project.objects.select_for_update().get(pk=project.pk)
+    changes_language = fields.get("language", project.language) != project.language
+    if changes_language and project.sentences.exists():
+        raise Conflict(
+            "The language cannot change once the project has sentences: they were cut "
+            "into words by the language's rules.",
+            fields={"language": ["Frozen: the project has sentences."]},
+        )
     for name, value in fields.items():
         setattr(project, name, value)
     n_tags = project.tags.count()
@@ -130,6 +144,17 @@ def project_update(
     _check_settings(project, n_tags)
     project.save()  # also bumps updated_at, which keys the cached tag list
     return project
+
+
+@transaction.atomic
+def project_delete(*, project: Project) -> None:
+    """Delete a project and everything in it (sentences, tasks, answers, models' rows).
+
+    The answers first: an answer protects its assignment from a cascade."""
+    project = Project.objects.select_for_update().get(pk=project.pk)
+    for model in (Observation, Assignment, Task, Sentence, CorpusImport):
+        model.objects.filter(project=project).delete()
+    project.delete()
 
 
 def project_rotate_invite(*, project: Project) -> str:

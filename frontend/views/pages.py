@@ -16,6 +16,7 @@ from annotation.models import Membership
 from annotation.scheduler import MAX_LEASES
 from common.exceptions import NotFound
 from common.permissions import is_manager
+from common.text import LANGUAGES
 from frontend.tagsets import PRESET_CHOICES, presets_for_form
 
 
@@ -59,7 +60,11 @@ def project_new(request: HttpRequest) -> HttpResponse:
     return render(
         request,
         "frontend/project_new.html",
-        {"preset_choices": PRESET_CHOICES, "presets": presets_for_form()},
+        {
+            "preset_choices": PRESET_CHOICES,
+            "presets": presets_for_form(),
+            "languages": list(LANGUAGES.items()),
+        },
     )
 
 
@@ -69,4 +74,8 @@ def project_detail(request: HttpRequest, project_id: int) -> HttpResponse:
     membership = _membership(request, project_id)
     if not is_manager(membership):
         raise PermissionDenied("Only the project's managers see its dashboard.")
-    return render(request, "frontend/project.html", {"project": membership.project})
+    return render(
+        request,
+        "frontend/project.html",
+        {"project": membership.project, "languages": LANGUAGES},
+    )

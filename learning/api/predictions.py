@@ -20,7 +20,11 @@ class PredictView(ProjectView):
         data = PredictSerializer(data=request.data)
         data.is_valid(raise_exception=True)
         return Response(
-            predictions.text_tag(project_id=self.project.pk, text=data.validated_data["text"])
+            predictions.text_tag(
+                project_id=self.project.pk,
+                text=data.validated_data["text"],
+                language=self.project.language,
+            )
         )
 
 
@@ -29,7 +33,11 @@ class PredictionsExportView(ManagerView):
     def get(self, request, project_id):
         version = predictions.current_version(project_id=self.project.pk)
         response = StreamingHttpResponse(
-            predictions.corpus_conllu(project_id=self.project.pk, version=version),
+            predictions.corpus_conllu(
+                project_id=self.project.pk,
+                version=version,
+                source_misc=request.query_params.get("misc") == "1",
+            ),
             content_type="text/plain; charset=utf-8",
         )
         response["Content-Disposition"] = (

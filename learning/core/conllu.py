@@ -2,9 +2,12 @@
 
 A CoNLL-U file is a sequence of sentences separated by blank lines. Each token line has ten
 tab-separated columns ``ID FORM LEMMA UPOS XPOS FEATS HEAD DEPREL DEPS MISC``; lines starting with
-``#`` are comments (``# sent_id = ...`` and ``# text = ...`` are kept). Multiword-token ranges
-(``ID`` like ``1-2``) and empty nodes (``ID`` like ``1.1``) are skipped: the tokens that carry the
+``#`` are comments (``# sent_id = ...`` and ``# text = ...`` are read). Multiword-token ranges
+(``ID`` like ``1-2``) and empty nodes (``ID`` like ``1.1``) carry no tag: the tokens that carry the
 part-of-speech tags are the plain integer ids, which must run ``1, 2, 3, ...`` in each sentence.
+Every sentence also keeps its lines as read (``ConlluSentence.lines``: comments, multiword-token
+lines, empty nodes, all ten columns), and `conllu_sentence` writes them back with only the tag
+column changed, so a corpus tagged by a model diffs against its source line by line.
 
 Both the crowd simulation and the platform's corpus import read corpora through this module, so it
 never loads a whole file into memory and reports malformed input with the line number; the
@@ -51,6 +54,7 @@ class ConlluSentence:
     sent_id: str | None = None
     text: str | None = None
     line_number: int = 0  # line of the sentence's first token, for error messages downstream
+    lines: list[str] = field(default_factory=list)  # as read, without line ends
 
     def tags(self, tagset: str) -> list[str]:
         """The tag column named ``"upos"`` or ``"xpos"``."""
@@ -80,6 +84,7 @@ def iter_conllu(lines: Iterable[str]) -> Iterator[ConlluSentence]:
                 raise ConlluError(line_number, "sentence has comments but no tokens")
             sentence = ConlluSentence()
             continue
+        sentence.lines.append(line)
         if line.startswith("#"):
             _read_comment(line, sentence)
             continue
@@ -90,23 +95,52 @@ def iter_conllu(lines: Iterable[str]) -> Iterator[ConlluSentence]:
         raise ConlluError(line_number, "sentence has comments but no tokens")
 
 
+_TAG_COLUMNS = {"upos": 3, "xpos": 4}
+
+
 def conllu_sentence(
     tokens: Sequence[str],
-    upos: Sequence[str],
+    tags: Sequence[str],
     *,
     comments: Sequence[tuple[str, object]] = (),
     misc: Sequence[str] | None = None,
+    source: Sequence[str] | None = None,
+    column: str = "upos",
 ) -> str:
     """One sentence as CoNLL-U text, with the blank line that ends it.
 
-    ``comments`` become ``# key = value`` lines; each token gets a line with its ``ID``, ``FORM``,
-    ``UPOS`` (``upos[i]``, ``_`` for none) and ``MISC`` (``misc[i]``), the other columns ``_``.
+    Without ``source``: ``comments`` become ``# key = value`` lines; each token gets a line with
+    its ``ID``, ``FORM``, ``UPOS`` (``tags[i]``, ``_`` for none) and ``MISC`` (``misc[i]``), the
+    other columns ``_``.
+
+    With ``source`` (a sentence's lines as read, `ConlluSentence.lines`): those lines, unchanged
+    but for the tag ``column`` (``"upos"`` or ``"xpos"``) of the i-th word line, which becomes
+    ``tags[i]``, and its MISC, to which ``misc[i]`` is added (``|``-joined) when given. Comments,
+    multiword-token lines, empty nodes and the other columns are written as they were read;
+    ``comments`` and ``tokens`` are not used (the source has its own).
     """
-    lines = [f"# {key} = {value}" for key, value in comments]
-    for i, token in enumerate(tokens):
-        extra = misc[i] if misc is not None else "_"
-        lines.append(f"{i + 1}\t{token}\t_\t{upos[i]}\t_\t_\t_\t_\t_\t{extra}")
-    return "\n".join(lines) + "\n\n"
+    if source is None:
+        lines = [f"# {key} = {value}" for key, value in comments]
+        for i, token in enumerate(tokens):
+            extra = misc[i] if misc is not None else "_"
+            lines.append(f"{i + 1}\t{token}\t_\t{tags[i]}\t_\t_\t_\t_\t_\t{extra}")
+        return "\n".join(lines) + "\n\n"
+    index = _TAG_COLUMNS[column]
+    words = [not line.startswith("#") and line.partition("\t")[0].isdigit() for line in source]
+    if sum(words) != len(tags):
+        raise ValueError(f"{len(tags)} tags for a source sentence of {sum(words)} words")
+    out, word = [], 0
+    for line, is_word in zip(source, words, strict=True):
+        if not is_word:
+            out.append(line)
+            continue
+        columns = line.split("\t")
+        columns[index] = tags[word]
+        if misc is not None:
+            columns[9] = misc[word] if columns[9] == "_" else f"{columns[9]}|{misc[word]}"
+        out.append("\t".join(columns))
+        word += 1
+    return "\n".join(out) + "\n\n"
 
 
 @contextmanager

@@ -39,7 +39,7 @@ def test_imported_text_is_escaped_in_the_admin(admin_client, project, manager):
         project=project,
         user=manager,
         file=io.BytesIO(b"<script>alert(1)</script> hi\n"),
-        format="text",
+        format="tokenized",
         max_bytes=1000,
     )
     page = admin_client.get(reverse("admin:annotation_sentence_changelist")).content.decode()

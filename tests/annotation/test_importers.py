@@ -48,8 +48,8 @@ def test_conllu_partially_tagged_sentence_is_rejected():
         list(importers.parse(lines(broken), format="conllu"))
 
 
-def test_text_one_sentence_per_line():
-    parsed = list(importers.parse(lines("a b  c\n\n d e\n"), format="text"))
+def test_tokenized_one_sentence_per_line():
+    parsed = list(importers.parse(lines("a b  c\n\n d e\n"), format="tokenized"))
     assert [p.tokens for p in parsed] == [["a", "b", "c"], ["d", "e"]]
     assert [p.line_number for p in parsed] == [1, 3]
     assert all(p.tags is None for p in parsed)
@@ -86,7 +86,7 @@ def test_invalid_utf8_is_reported_with_its_line():
 def test_gzip_is_detected_and_decompressed_size_is_limited():
     data = gzip.compress(b"a b c\n" * 1000)
     parsed = list(
-        importers.parse(importers.read_lines(io.BytesIO(data), max_bytes=10**6), format="text")
+        importers.parse(importers.read_lines(io.BytesIO(data), max_bytes=10**6), format="tokenized")
     )
     assert len(parsed) == 1000
     with pytest.raises(importers.CorpusTooLarge):
@@ -224,3 +224,79 @@ def test_an_endless_conllu_sentence_is_refused_at_its_token_past_the_limit():
         list(importers.parse(endless(), format="conllu"))
     assert error.value.line_number == importers.MAX_SENTENCE_TOKENS + 1
     assert consumed == importers.MAX_SENTENCE_TOKENS + 1
+
+
+LICENCE = """Permission is hereby granted, free of charge, to any person obtaining a copy
+of this software. The above copyright notice shall be included in all copies;
+3, 4 or 5 copies are allowed.
+
+THE SOFTWARE IS PROVIDED "AS IS". You can't sue us: go back!
+"""
+
+
+def test_plain_text_is_cut_into_sentences_and_tokens():
+    """Issue 17: wrapped lines were sentences, punctuation stuck to words ("allowed.", "3,")."""
+    parsed = list(importers.parse(lines(LICENCE), format="text", language="en"))
+    assert [p.tokens[-3:] for p in parsed] == [
+        ["this", "software", "."],
+        ["are", "allowed", "."],
+        ["IS", '"', "."],
+        ["go", "back", "!"],
+    ]
+    assert parsed[1].tokens[:2] == ["The", "above"] and "3" in parsed[1].tokens
+    assert parsed[1].tokens[parsed[1].tokens.index("3") + 1] == ","
+    assert parsed[3].tokens[1:3] == ["ca", "n't"]
+    assert [p.line_number for p in parsed] == [1, 2, 5, 5]
+    assert parsed[1].text.endswith("3, 4 or 5 copies are allowed.")
+
+
+def test_plain_text_uses_the_projects_language():
+    text = "Je pense que l'UE l'a vu. Aux États-Unis, non.\n"
+    french = list(importers.parse(lines(text), format="text", language="fr"))
+    assert [p.tokens for p in french] == [
+        ["Je", "pense", "que", "l'", "UE", "l'", "a", "vu", "."],
+        ["Aux", "États-Unis", ",", "non", "."],
+    ]
+
+
+def test_preview_shows_the_first_sentences_as_the_import_reads_them():
+    head = LICENCE.encode()
+    shown = importers.preview(
+        io.BytesIO(head), format="text", tag_column="upos", language="en", partial=False,
+        max_bytes=10**6, n_sentences=2,
+    )  # fmt: skip
+    assert [s["tokens"][-2:] for s in shown] == [["software", "."], ["allowed", "."]]
+    assert shown[0]["line"] == 1 and shown[0]["tags"] is None
+
+
+@pytest.mark.parametrize("compress", [False, True])
+def test_preview_of_a_files_head_is_no_error_where_the_head_is_cut(compress):
+    data = ((CONLLU + "\n") * 3).encode()
+    head = gzip.compress(data)[:-6] if compress else data[:-12]  # cut: trailer, last sentence
+    shown = importers.preview(
+        io.BytesIO(head), format="conllu", tag_column="upos", language="en", partial=True,
+        max_bytes=10**6,
+    )  # fmt: skip
+    first = {"tokens": ["The", "dog", "barks", "."], "tags": ["DET", "NOUN", "VERB", "PUNCT"],
+             "line": 3}  # fmt: skip
+    assert shown[0] == first
+    assert all(s["tokens"] in (first["tokens"], ["Hi"]) for s in shown)
+
+
+def test_preview_of_a_files_head_leaves_out_the_sentence_the_cut_may_have_shortened():
+    def shown(partial):
+        return [s["tokens"] for s in importers.preview(
+            io.BytesIO(b"The dog barks. The cat sl"), format="text", tag_column="upos",
+            language="en", partial=partial, max_bytes=10**6,
+        )]  # fmt: skip
+
+    assert shown(partial=True) == [["The", "dog", "barks", "."]]
+    assert shown(partial=False) == [["The", "dog", "barks", "."], ["The", "cat", "sl"]]
+
+
+def test_preview_of_a_malformed_file_is_the_imports_error():
+    with pytest.raises(importers.CorpusError, match="line 2: expected 10"):
+        importers.preview(
+            io.BytesIO(b"# x\n1\tA\n"), format="conllu", tag_column="upos", language="en",
+            partial=False, max_bytes=10**6,
+        )  # fmt: skip

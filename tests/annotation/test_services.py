@@ -246,7 +246,7 @@ def test_a_20_mb_corpus_is_imported_without_holding_it_in_memory(project, manage
     try:
         with path.open("rb") as upload:
             record = services.corpus_import(
-                project=project, user=manager, file=upload, format="text",
+                project=project, user=manager, file=upload, format="tokenized",
                 max_bytes=50 * 1024 * 1024, seed=0,
             )  # fmt: skip
         peak = tracemalloc.get_traced_memory()[1]

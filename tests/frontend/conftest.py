@@ -88,6 +88,16 @@ def browser():
         browser.close()
 
 
+@pytest.fixture(scope="module")
+def tokenizer_loaded():
+    """spaCy's and Punkt's first load takes seconds (more on a busy machine): done before a page
+    waits on it (a preview, "try the model"), in this process, where the live server's threads
+    find it loaded."""
+    from common.text import text_sentences
+
+    list(text_sentences(["Warm. Up."], language="en"))
+
+
 @pytest.fixture
 def new_context(browser, live_server):
     """`new_context(user, **options)`: a browser context, signed in as `user` if given."""

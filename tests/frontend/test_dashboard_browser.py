@@ -59,6 +59,11 @@ def retrain(project_id: int) -> dict:
     return outcome
 
 
+@pytest.fixture(autouse=True, scope="module")
+def _tokenizer(tokenizer_loaded):
+    """Try the model: its text is cut by spaCy, whose first load takes seconds."""
+
+
 @pytest.fixture(autouse=True)
 def _short_event_streams(settings):
     # Streams end (and EventSource reconnects) sooner than in production, so that no stream

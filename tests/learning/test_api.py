@@ -350,3 +350,75 @@ def test_predict_and_export_give_the_core_models_tags(trained, manager):
         if block.strip()
     ]
     assert exported == expected
+
+
+def test_predict_tokenizes_as_the_import_does(trained, annotator):
+    """Issue 17: "back!" was one token (tagged PUNCT) and "can't" stayed whole."""
+    url = f"/api/projects/{trained.pk}/predict/"
+    body = client_for(annotator).post(url, {"text": "the dog can't run. a cat runs!"}).json()
+    assert body["tokens"] == ["the", "dog", "ca", "n't", "run", ".", "a", "cat", "runs", "!"]
+    assert body["sentences"] == [[0, 6], [6, 10]]
+    assert len(body["tags"]) == len(body["probabilities"]) == 10
+    # Each sentence is tagged whole, as when it is posted alone.
+    alone = client_for(annotator).post(url, {"text": "a cat runs!"}).json()
+    assert alone["probabilities"] == body["probabilities"][6:]
+
+
+def test_deleting_a_project_deletes_its_model_files(
+    trained, manager, django_capture_on_commit_callbacks
+):
+    from django.core.files.storage import default_storage
+
+    name = ModelVersion.objects.get(project=trained).file.name
+    assert default_storage.exists(name)
+    with django_capture_on_commit_callbacks(execute=True):
+        response = client_for(manager).delete(f"/api/projects/{trained.pk}/")
+    assert response.status_code == 204
+    assert not default_storage.exists(name)
+    assert not ModelVersion.objects.filter(project_id=trained.pk).exists()
+
+
+def _conllu(sentences) -> str:
+    """The toy sentences as CoNLL-U with comments, ids and a multiword token in each."""
+    blocks = []
+    for i, (tokens, tags) in enumerate(sentences):
+        lines = [f"# sent_id = toy-{i:03d}", f"# text = {' '.join(tokens)}", "# note = kept"]
+        lines.append(f"1-2\t{tokens[0]}{tokens[1]}\t_\t_\t_\t_\t_\t_\t_\t_")
+        for j, (token, tag) in enumerate(zip(tokens, tags, strict=True), start=1):
+            lines.append(f"{j}\t{token}\t{token}\t{tag}\tX{tag}\tA=B\t0\tdep\t_\tSpaceAfter=No")
+        blocks.append("\n".join(lines) + "\n\n")
+    return "".join(blocks)
+
+
+def test_predictions_of_a_conllu_corpus_diff_against_its_source_line_by_line(manager):
+    """Issue 17: exports replaced sent_ids, dropped multiword tokens and rebuilt `# text`."""
+    import io
+
+    from annotation import services as annotation_services
+    from tests.learning.crowd import answer_tasks
+
+    project = make_project(owner=manager, name="C", window_size=3, tags_per_task=None)
+    source = _conllu(toy_sentences(80))
+    annotation_services.corpus_import(
+        project=project, user=manager, file=io.BytesIO(source.encode()), format="conllu",
+        evaluation_fraction=0.25, max_bytes=10**7, seed=1,
+    )  # fmt: skip
+    answer_tasks(project, add_annotators(project, 3), 80)
+    services.retrain_project(project_id=project.pk, trigger="manual")
+    client = client_for(manager)
+    url = f"/api/projects/{project.pk}/exports/predictions.conllu"
+    predicted = b"".join(client.get(url).streaming_content).decode()
+    old, new = source.splitlines(), predicted.splitlines()
+    assert len(new) == len(old)
+    changed = 0
+    for before, after in zip(old, new, strict=True):
+        if before.partition("\t")[0].isdigit():
+            b, a = before.split("\t"), after.split("\t")
+            assert a[3] in {"NOUN", "VERB", "DET", "ADJ"}
+            assert b[:3] + b[4:] == a[:3] + a[4:]
+            changed += b[3] != a[3]
+        else:
+            assert after == before
+    assert changed < 20  # a few tags differ, every other character is the source's
+    with_misc = b"".join(client.get(url + "?misc=1").streaming_content).decode().splitlines()
+    assert with_misc[4].split("\t")[9].startswith("SpaceAfter=No|Prob=")

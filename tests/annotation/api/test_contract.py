@@ -238,7 +238,8 @@ def test_imports_are_listed_with_their_splits_in_one_query(project, manager):
 
     def upload(evaluation: str, gold_check: str) -> dict:
         body = {"file": SimpleUploadedFile("c.jsonl", jsonl()), "format": "jsonl", "seed": "0",
-                "evaluation_fraction": evaluation, "gold_check_fraction": gold_check}  # fmt: skip
+                "evaluation_fraction": evaluation, "gold_check_fraction": gold_check,
+                "allow_duplicate": "true"}  # fmt: skip
         response = client.post(url, body, format="multipart")
         assert response.status_code == 201
         return response.json()
@@ -478,4 +479,4 @@ def test_json_nested_too_deeply_is_a_parse_error_everywhere(project, corpus, ann
         format="multipart",
     )
     assert response.status_code == 400
-    assert response.json()["error"]["message"] == "line 13: not valid JSON (nested too deeply)"
+    assert response.json()["error"]["message"] == "line 13: not valid JSON (nested too deeply)."

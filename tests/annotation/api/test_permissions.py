@@ -13,6 +13,7 @@ def upload(project_id):
     return {
         "file": SimpleUploadedFile("c.jsonl", jsonl()),
         "format": "jsonl",
+        "allow_duplicate": "true",  # the `corpus` fixture imported the same file
     }
 
 
@@ -20,6 +21,7 @@ def upload(project_id):
 MATRIX = [
     ("get", "projects/{p}/", None, (200, 200, 404, 401)),
     ("patch", "projects/{p}/", {"name": "Renamed"}, (200, 403, 404, 401)),
+    ("delete", "projects/{p}/", None, (204, 403, 404, 401)),
     ("post", "projects/{p}/invite/", None, (200, 403, 404, 401)),
     ("get", "projects/{p}/members/", None, (200, 403, 404, 401)),
     ("get", "projects/{p}/stats/", None, (200, 403, 404, 401)),

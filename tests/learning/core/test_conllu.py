@@ -89,3 +89,66 @@ def test_conllu_head_is_a_valid_slice_of_plain_and_gzipped_files(tmp_path):
     plain.write_text(head, encoding="utf-8")
     assert conllu_head(plain, 3) == "\n\n".join(head.split("\n\n")[:3]) + "\n\n"
     assert conllu_head(plain, 100) == head  # asking for more than there is gives the whole file
+
+
+# Round trip: every line of the source, only the tag column changed -------------------------------
+
+
+def _written(sentences, tags=None, **kwargs):
+    from learning.core.conllu import conllu_sentence
+
+    return "".join(
+        conllu_sentence(s.tokens, tags(s) if tags else s.upos, source=s.lines, **kwargs)
+        for s in sentences
+    )
+
+
+def test_sentence_written_back_from_its_source_lines_as_read():
+    text = SAMPLE + "\n"
+    assert _written(iter_conllu(text.splitlines(keepends=True))) == text
+
+
+def test_source_tags_replaced_in_the_chosen_column_only():
+    sentences = list(iter_conllu(SAMPLE.splitlines(keepends=True)))
+    out = _written(sentences[:1], tags=lambda s: ["X"] * len(s.tokens), column="xpos")
+    lines = out.splitlines()
+    assert lines[:3] == SAMPLE.splitlines()[:3]  # comments as read
+    assert lines[4] == "2-3\tcan't\t_\t_\t_\t_\t_\t_\t_\t_"  # the multiword token as read
+    assert lines[3].split("\t")[3:5] == ["PRON", "X"]
+    assert lines[8].split("\t")[4] == "VBN"  # an empty node is no word: not tagged
+    misc = _written(sentences[1:], misc=["Prob=0.9"]).splitlines()
+    assert misc[1].split("\t")[9] == "Prob=0.9"
+
+
+def test_source_and_tags_of_different_lengths_refused():
+    from learning.core.conllu import conllu_sentence
+
+    sentence = next(iter_conllu(SAMPLE.splitlines(keepends=True)))
+    with pytest.raises(ValueError, match="4 tags for a source sentence of 5 words"):
+        conllu_sentence(sentence.tokens, ["X"] * 4, source=sentence.lines)
+
+
+@pytest.mark.parametrize(
+    "name",
+    [
+        "en_ewt-ud-dev.conllu.gz",
+        "en_ewt-ud-test.conllu.gz",
+        pytest.param("en_ewt-ud-train.conllu.gz", marks=pytest.mark.slow),
+    ],
+)
+def test_ewt_round_trips_line_by_line(name):
+    """Issue 17: sent_ids, comments, multiword tokens and `# text` kept; tags replaced in place."""
+    path = EWT_DIR / name
+    with gzip.open(path, "rt", encoding="utf-8") as source:
+        original = source.read()
+    assert _written(read_conllu(path)) == original
+    retagged = _written(read_conllu(path), tags=lambda s: ["X"] * len(s.tokens)).splitlines()
+    lines = original.splitlines()
+    assert len(retagged) == len(lines)
+    for old, new in zip(lines, retagged, strict=True):
+        if old.partition("\t")[0].isdigit():
+            old_columns, new_columns = old.split("\t"), new.split("\t")
+            assert new_columns[3] == "X"
+            assert old_columns[:3] + old_columns[4:] == new_columns[:3] + new_columns[4:]
+        else:
+            assert new == old

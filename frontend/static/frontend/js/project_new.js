@@ -1,11 +1,12 @@
-// New project: create it through the API, then upload its corpus, then open its dashboard.
-// If the upload fails (a malformed line, say), the project is kept and the next try uploads to it.
+// New project: the project and its corpus are sent together and created together, or not at
+// all (a malformed line leaves no project behind: fix the file, or any setting, and try again).
+import { mountCorpusFields } from "./lib/corpus_form.js";
 import { $, el } from "./lib/dom.js";
 import { api, describe } from "./lib/http.js";
 
 const form = document.getElementById("new-project");
 const presets = JSON.parse(document.getElementById("presets").textContent);
-let createdId = null;
+const corpus = mountCorpusFields("", { language: () => $("language").value });
 let lastPreset = "ud_upos";
 
 function asLine(tag) {
@@ -27,10 +28,6 @@ function preset() {
   return form.querySelector("input[name=preset]:checked").value;
 }
 
-function format() {
-  return form.querySelector("input[name=format]:checked").value;
-}
-
 function renderTagSet() {
   const chosen = preset();
   const custom = chosen === "custom";
@@ -46,22 +43,12 @@ function renderTagSet() {
       el("li", {}, el("b", { text: tag.name }), ` ${tag.guideline}`, tag.examples.length ? el("span", { class: "muted", text: ` e.g. ${tag.examples.join(", ")}` }) : null),
     ),
   );
-  $("tag_column").value = chosen === "ptb" ? "xpos" : "upos";
-}
-
-function renderFormat() {
-  $("tag-column-field").hidden = format() !== "conllu";
+  corpus.setTagColumn(chosen === "ptb" ? "xpos" : "upos");
 }
 
 form.addEventListener("change", (event) => {
   if (event.target.name === "preset") renderTagSet();
-  if (event.target.name === "format") renderFormat();
-  if (event.target.id === "file" && event.target.files[0]) {
-    const name = event.target.files[0].name.toLowerCase().replace(/\.gz$/, "");
-    const guess = name.endsWith(".jsonl") || name.endsWith(".json") ? "jsonl" : name.endsWith(".txt") ? "text" : name.endsWith(".conllu") || name.endsWith(".conll") ? "conllu" : null;
-    if (guess) form.querySelector(`input[name=format][value=${guess}]`).checked = true;
-    renderFormat();
-  }
+  if (event.target.id === "language") corpus.preview();
 });
 
 function number(id, { nullable = false, float = false } = {}) {
@@ -74,6 +61,7 @@ function projectBody() {
   const body = {
     name: $("name").value.trim(),
     description: $("description").value.trim(),
+    language: $("language").value,
     window_size: number("window_size"),
     tags_per_task: number("tags_per_task", { nullable: true }),
     redundancy: number("redundancy"),
@@ -95,34 +83,23 @@ function showError(text) {
 form.addEventListener("submit", async (event) => {
   event.preventDefault();
   showError("");
-  const file = $("file").files[0];
+  const file = corpus.file();
   if (!$("name").value.trim()) return showError("Give the project a name.");
   if (!file) return showError("Choose a corpus file.");
   $("create").disabled = true;
   try {
-    if (createdId === null) {
-      $("progress").textContent = "Creating the project…";
-      createdId = (await api("POST", "/api/projects/", projectBody())).id;
-    }
-    $("progress").textContent = `Uploading ${file.name}…`;
-    const upload = new FormData();
-    upload.append("file", file);
-    upload.append("format", format());
-    upload.append("tag_column", $("tag_column").value);
-    upload.append("evaluation_fraction", $("evaluation_fraction").value || "0");
-    upload.append("gold_check_fraction", $("gold_check_fraction").value || "0");
-    await api("POST", `/api/projects/${createdId}/corpus/`, upload);
+    $("progress").textContent = `Creating the project from ${file.name}…`;
+    const body = corpus.appendTo(new FormData());
+    body.append("project", JSON.stringify(projectBody()));
+    const created = await api("POST", "/api/projects/", body);
     $("progress").textContent = "Done. Opening the project…";
-    window.location.assign(`/projects/${createdId}/`);
+    window.location.assign(`/projects/${created.id}/`);
   } catch (error) {
     $("progress").textContent = "";
-    const where = createdId === null ? "" : " The project was created; fix the file and upload again.";
-    showError(`${describe(error)}${where}`);
-    if (createdId !== null) $("create").textContent = "Upload the corpus again";
+    showError(`${describe(error)} No project was created: fix the file or the settings and try again.`);
   } finally {
     $("create").disabled = false;
   }
 });
 
 renderTagSet();
-renderFormat();

@@ -1,9 +1,34 @@
-// Corpus: the files imported so far, and a form to add sentences.
+// Corpus: the files imported so far, the settings the corpus has fixed (language, tag names),
+// and "Add sentences": the new-project page's corpus fields (lib/corpus_form.js). A file the
+// project already has is asked about before it is imported again.
+import { mountCorpusFields } from "../lib/corpus_form.js";
 import { $, el, toast } from "../lib/dom.js";
 import { fmt } from "../lib/format.js";
-import { api } from "../lib/http.js";
+import { api, describe } from "../lib/http.js";
 
-export function mountCorpus({ base, fail, reloadStats }) {
+// What a fixed setting shows: its value, read-only, and why it cannot change.
+export function fixedSettings(project, languages) {
+  const frozen = new Set(project.frozen || []);
+  const why = "fixed: the project has sentences";
+  return [
+    ["Language", languages[project.language] || project.language, frozen.has("language") ? why : "changes with the next import"],
+    ["Tags", project.tags.map((tag) => tag.name).join(" "), frozen.has("tags") ? `${why} (guidelines can change)` : ""],
+  ];
+}
+
+export function mountCorpus({ base, store, fail, reloadStats, reloadProject }) {
+  const fields = mountCorpusFields("up-", { language: () => store.get("project")?.language || "en" });
+  const languages = JSON.parse($("languages").textContent);
+
+  store.watch("project", (project) => {
+    $("fixed-settings").replaceChildren(
+      ...fixedSettings(project, languages).flatMap(([name, value, note]) => [
+        el("dt", { text: name }),
+        el("dd", {}, el("span", { text: value }), note ? el("span", { class: "muted small", text: ` (${note})` }) : null),
+      ]),
+    );
+  });
+
   async function load() {
     const page = await api("GET", `${base}/corpus/`);
     const items = page.results.map((c) =>
@@ -17,20 +42,43 @@ export function mountCorpus({ base, fail, reloadStats }) {
     $("imports").replaceChildren(items.length ? el("ul", {}, ...items) : el("p", { class: "muted", text: "No corpus yet." }));
   }
 
+  function showError(text) {
+    $("up-error").hidden = !text;
+    $("up-error").textContent = text || "";
+  }
+
+  async function upload(allowDuplicate) {
+    const body = fields.appendTo(new FormData());
+    if (allowDuplicate) body.append("allow_duplicate", "true");
+    return api("POST", `${base}/corpus/`, body);
+  }
+
   $("upload").addEventListener("submit", async (event) => {
     event.preventDefault();
-    const file = $("up-file").files[0];
-    if (!file) return;
-    const body = new FormData();
-    body.append("file", file);
-    body.append("format", $("up-format").value);
+    showError("");
+    if (!fields.file()) return showError("Choose a corpus file.");
+    $("up-submit").disabled = true;
     try {
-      const done = await api("POST", `${base}/corpus/`, body);
+      let done;
+      try {
+        done = await upload(false);
+      } catch (error) {
+        if (error.code !== "duplicate_corpus") throw error;
+        if (!window.confirm(`${error.message.split(" Import it again")[0]} Import it again?`)) {
+          toast("Not imported again.");
+          return;
+        }
+        done = await upload(true);
+      }
       toast(`${fmt.format(done.sentences)} sentences added.`);
+      fields.reset();
       $("upload").reset();
-      await Promise.all([load(), reloadStats()]);
+      await Promise.all([load(), reloadStats(), reloadProject()]);
     } catch (error) {
-      fail(error);
+      if (error.signedOut) fail(error);
+      else showError(describe(error));
+    } finally {
+      $("up-submit").disabled = false;
     }
   });
 

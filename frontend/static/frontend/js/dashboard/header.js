@@ -1,4 +1,5 @@
-// The project's name, status (pause / resume) and invite link and code.
+// The project's name, status (pause / resume), invite link and code, and its deletion (after
+// the manager types its name).
 import { $, toast } from "../lib/dom.js";
 import { api } from "../lib/http.js";
 import { copyButton } from "./ui.js";
@@ -35,6 +36,22 @@ export function mountHeader({ base, store, fail }) {
       const { invite_code } = await api("POST", `${base}/invite/`);
       store.set("project", { ...store.get("project"), invite_code });
       toast("New invite code made.");
+    } catch (error) {
+      fail(error);
+    }
+  });
+
+  $("delete-project").addEventListener("click", async () => {
+    const { name } = store.get("project");
+    const typed = window.prompt(`This deletes "${name}" with all its sentences, answers and models, for good. Type the project's name to delete it.`);
+    if (typed === null) return;
+    if (typed.trim() !== name.trim()) {
+      toast("The name did not match: nothing was deleted.");
+      return;
+    }
+    try {
+      await api("DELETE", `${base}/`);
+      window.location.assign("/");
     } catch (error) {
       fail(error);
     }

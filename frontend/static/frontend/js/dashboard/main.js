@@ -29,7 +29,7 @@ function fail(error) {
 const header = mountHeader({ base, store, fail });
 const progress = mountProgress({ base, store });
 const annotators = mountAnnotators({ base, store });
-const corpus = mountCorpus({ base, fail, reloadStats: () => progress.load() });
+const corpus = mountCorpus({ base, store, fail, reloadStats: () => progress.load(), reloadProject: () => header.load() });
 const versions = mountVersions({ base });
 const retraining = mountRetraining({ base });
 const webhooks = mountWebhooks({ base, fail });

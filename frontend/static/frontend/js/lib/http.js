@@ -69,9 +69,16 @@ export async function getOrNull(url) {
   }
 }
 
+// `text` ending in a full stop (or ? or !), so that another sentence can follow it.
+export function asSentence(text) {
+  const trimmed = String(text).trim();
+  return /[.!?]$/.test(trimmed) ? trimmed : `${trimmed}.`;
+}
+
+// The error as sentences, each ending in a full stop, so that a page may add another.
 export function describe(error) {
   if (error.signedOut) return "Your session has ended: sign in again.";
-  if (!error.fields) return error.message;
-  const details = Object.entries(error.fields).map(([field, messages]) => `${field}: ${messages.join(" ")}`);
-  return `${error.message} ${details.join(" ")}`;
+  if (!error.fields) return asSentence(error.message);
+  const details = Object.entries(error.fields).map(([field, messages]) => asSentence(`${field}: ${messages.map(asSentence).join(" ")}`));
+  return [asSentence(error.message), ...details].join(" ");
 }
