@@ -20,3 +20,15 @@ class JsonFormatter(logging.Formatter):
         if record.exc_info:
             entry["exception"] = self.formatException(record.exc_info)
         return json.dumps(entry, default=str)
+
+
+class DropMessages(logging.Filter):
+    """Drop the records whose message starts with one of `prefixes`: what means nothing here
+    (kombu's "No hostname was supplied" on the embedded broker, which has no host)."""
+
+    def __init__(self, prefixes: tuple[str, ...] = ()) -> None:
+        super().__init__()
+        self.prefixes = tuple(prefixes)
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return not str(record.msg).startswith(self.prefixes)

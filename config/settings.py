@@ -71,6 +71,7 @@ INSTALLED_APPS = [
     "rest_framework",
     "rest_framework.authtoken",
     "drf_spectacular",
+    "drf_spectacular_sidecar",  # Swagger UI's files, served by us: /api/docs/ works offline
     "django_celery_beat",
     "annotation",
     "learning",
@@ -237,6 +238,10 @@ SPECTACULAR_SETTINGS = {
     "VERSION": "0.1.0",
     "SERVE_INCLUDE_SCHEMA": False,
     "PATH_CONVERTER_OVERRIDES": {"id": int},  # config.converters.IdConverter
+    # Swagger UI from the drf-spectacular-sidecar package's static files, not from a CDN.
+    "SWAGGER_UI_DIST": "SIDECAR",
+    "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
+    "REDOC_DIST": "SIDECAR",
 }
 
 # Celery: one app in config/celery.py; JSON only; bounded time.
@@ -299,8 +304,18 @@ LOGGING = {
             ),
         }
     },
+    "filters": {
+        # The embedded broker (filesystem://) has no host: kombu's warning about it means nothing.
+        "embedded_broker": {
+            "()": "config.logging.DropMessages",
+            "prefixes": () if REDIS_URL else ("No hostname was supplied",),
+        },
+    },
     "root": {"handlers": ["console"], "level": env_str("TALLY_LOG_LEVEL") or "INFO"},
-    "loggers": {"django.db.backends": {"level": "WARNING"}},
+    "loggers": {
+        "django.db.backends": {"level": "WARNING"},
+        "kombu.connection": {"filters": ["embedded_broker"]},
+    },
 }
 
 if PRODUCTION:

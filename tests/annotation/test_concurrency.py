@@ -52,7 +52,7 @@ def test_simultaneous_requests_never_exceed_redundancy():
         project=project,
         user=manager,
         file=io.BytesIO(b"a b c d e\nf g h i j\n"),
-        format="text",
+        format="tokenized",
         max_bytes=1000,
         seed=0,
     )
@@ -84,7 +84,7 @@ def test_one_annotator_submitting_the_same_answer_twice_at_once():
     manager = UserFactory()
     project = make_project(owner=manager)
     services.corpus_import(
-        project=project, user=manager, file=io.BytesIO(b"a b c\n"), format="text", max_bytes=99
+        project=project, user=manager, file=io.BytesIO(b"a b c\n"), format="tokenized", max_bytes=99
     )
     user = member(project)
     lease = scheduler.task_lease_next(project=project, annotator=user)
@@ -162,7 +162,7 @@ def one_region_project():
     manager = UserFactory()
     project = make_project(owner=manager, window_size=3, tags_per_task=None, redundancy=2)
     services.corpus_import(
-        project=project, user=manager, file=io.BytesIO(b"a b c\n"), format="text", max_bytes=99
+        project=project, user=manager, file=io.BytesIO(b"a b c\n"), format="tokenized", max_bytes=99
     )
     assert Task.objects.filter(project=project).count() == 1
     return project

@@ -63,3 +63,47 @@ def test_starts_everything_prints_logins_and_stops_cleanly_on_ctrl_c(tmp_path):
     finally:
         if up.poll() is None:
             up.kill()
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGINT])
+def test_a_signal_to_tally_up_alone_stops_every_child(tmp_path, signum):
+    """Issue 17: `kill PID` (SIGTERM) left runserver, the worker and beat running, and the next
+    `./tally up` failed with "port is already in use". Here only tally_up gets the signal (not
+    its process group, as a terminal's Ctrl-C would): it must stop its children itself."""
+    port = _free_port()
+    log_path = tmp_path / "up.log"
+    up = subprocess.Popen(
+        [sys.executable, "manage.py", "tally_up", "--port", str(port), "--no-demo"],
+        cwd=ROOT, env=child_env(TALLY_DATA_DIR=str(tmp_path)),
+        stdout=log_path.open("wb"), stderr=subprocess.STDOUT,
+    )  # fmt: skip
+    try:
+        deadline = time.monotonic() + 180
+        while "Tally is up at" not in log_path.read_text() or " ready." not in log_path.read_text():
+            assert up.poll() is None and time.monotonic() < deadline, log_path.read_text()
+            time.sleep(0.3)  # the banner, then the worker's "celery@host ready."
+        # The banner is printed once the server answers, not before.
+        assert httpx.get(f"http://127.0.0.1:{port}/healthz").status_code == 200
+        children = _children(up.pid)
+        assert len(children) == 3, children
+        pids = subprocess.run(
+            ["ps", "-o", "pid=", "--ppid", str(up.pid)], capture_output=True, text=True
+        ).stdout.split()
+        up.send_signal(signum)
+        assert up.wait(timeout=40) == 0
+        for pid in pids:  # every child gone, not only detached from its parent
+            assert (
+                not Path(f"/proc/{pid}").exists()
+                or "Z" in Path(f"/proc/{pid}/stat").read_text().split()[2]
+            )
+        with pytest.raises(httpx.TransportError):
+            httpx.get(f"http://127.0.0.1:{port}/healthz", timeout=2)
+        output = log_path.read_text()
+        lines = [line for line in output.splitlines() if "|" in line[:8]]
+        names = {line.split("|")[0].strip() for line in lines}
+        assert names == {"web", "worker", "beat"}, output
+        assert "No hostname was supplied" not in output
+    finally:
+        if up.poll() is None:
+            up.kill()

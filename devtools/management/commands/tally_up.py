@@ -1,21 +1,21 @@
 """Start the whole platform on this machine: web server, Celery worker and beat, together.
 
 `./tally up` runs this. It migrates the database, makes the demo project on the first run (see
-`devtools.demo`), prints where to go and how to log in, then supervises the three processes and
-stops them all cleanly on Ctrl-C (or when one of them dies).
+`devtools.demo`), starts the three processes, prints where to go and how to log in once
+`/healthz` answers, then supervises them (`devtools.supervisor`: each log line prefixed with its
+process) and stops them all on Ctrl-C, SIGTERM, or when one of them dies.
 """
 
-import os
-import signal
-import subprocess
 import sys
-import time
 
 from django.conf import settings
 from django.core.management import call_command
 from django.core.management.base import BaseCommand, CommandError
 
 from devtools.demo import demo_seed
+from devtools.supervisor import Supervisor
+
+HEALTH_TIMEOUT = 120  # seconds for the web server to answer /healthz after start
 
 
 class Command(BaseCommand):
@@ -33,6 +33,13 @@ class Command(BaseCommand):
             raise CommandError("--demo-sentences must be 1..12544 and --demo-answers at least 0")
         call_command("migrate", interactive=False, verbosity=0)
         base = f"http://{host}:{port}"
+        banner = [
+            "",
+            f"Tally is up at {base}/  (new project: {base}/projects/new/)",
+            f"  API docs:  {base}/api/docs/     admin: {base}/admin/",
+            "Ctrl-C stops everything.",
+            "",
+        ]
         if not no_demo:
             demo = demo_seed(
                 n_sentences=options["demo_sentences"],
@@ -40,24 +47,14 @@ class Command(BaseCommand):
                 log=lambda line: self.stdout.write(f"demo: {line}"),
             )
             logins = demo.logins
-            self.stdout.write(
-                "\n".join(
-                    [
-                        "",
-                        f"Tally is starting at {base}/",
-                        f"  manager:   {logins.manager_username} / {logins.manager_password}"
-                        f"   → {base}/projects/{demo.project_id}/",
-                        f"  annotator: {logins.annotator_username} / {logins.annotator_password}"
-                        f"   → {base}/annotate/{demo.project_id}/ (on a phone, or a narrow window)",
-                        f"  invite others with {base}/join/{demo.invite_code}",
-                        f"  API docs:  {base}/api/docs/     admin: {base}/admin/",
-                        f"  demo: {demo.observations} answers so far, model version "
-                        f"{demo.model_version}",
-                        "Ctrl-C stops everything.",
-                        "",
-                    ]
-                )
-            )
+            banner[2:2] = [
+                f"  manager:   {logins.manager_username} / {logins.manager_password}"
+                f"   → {base}/projects/{demo.project_id}/",
+                f"  annotator: {logins.annotator_username} / {logins.annotator_password}"
+                f"   → {base}/annotate/{demo.project_id}/ (on a phone, or a narrow window)",
+                f"  invite others with {base}/join/{demo.invite_code}",
+                f"  demo: {demo.observations} answers so far, model version {demo.model_version}",
+            ]
         python = sys.executable
         commands = {
             "web": [python, "manage.py", "runserver", f"{host}:{port}", "--noreload"],
@@ -65,24 +62,10 @@ class Command(BaseCommand):
             "beat": [python, "-m", "celery", "-A", "config", "beat", "-l", "INFO",
                      "--schedule", str(settings.DATA_DIR / "celerybeat-schedule")],
         }  # fmt: skip
-        env = {**os.environ, "PYTHONUNBUFFERED": "1"}
-        processes = {
-            name: subprocess.Popen(command, cwd=settings.BASE_DIR, env=env)
-            for name, command in commands.items()
-        }
-        try:
-            while all(process.poll() is None for process in processes.values()):
-                time.sleep(0.5)
-            dead = [name for name, process in processes.items() if process.poll() is not None]
-            self.stderr.write(f"stopped because {', '.join(dead)} exited")
-        except KeyboardInterrupt:
-            self.stdout.write("stopping…")
-        finally:
-            for process in processes.values():
-                if process.poll() is None:
-                    process.send_signal(signal.SIGTERM)
-            for process in processes.values():
-                try:
-                    process.wait(timeout=15)
-                except subprocess.TimeoutExpired:
-                    process.kill()
+        with Supervisor(commands, cwd=settings.BASE_DIR, out=sys.stdout) as supervisor:
+            if supervisor.wait_healthy(f"http://{host}:{port}/healthz", timeout=HEALTH_TIMEOUT):
+                self.stdout.write("\n".join(banner))
+            else:
+                self.stderr.write(f"{base}/healthz did not answer 200 within {HEALTH_TIMEOUT} s")
+            dead = supervisor.run()
+            raise CommandError(f"stopped because {', '.join(dead)} exited")

@@ -480,3 +480,17 @@ def test_json_nested_too_deeply_is_a_parse_error_everywhere(project, corpus, ann
     )
     assert response.status_code == 400
     assert response.json()["error"]["message"] == "line 13: not valid JSON (nested too deeply)."
+
+
+def test_api_docs_load_swagger_ui_from_this_server(client):
+    """Issue 17: /api/docs/ was blank without internet access (Swagger UI from a CDN)."""
+    import re
+
+    from django.contrib.staticfiles import finders
+
+    page = client.get("/api/docs/").content.decode()
+    sources = re.findall(r'(?:src|href)="([^"]+)"', page)
+    assert sources and not [url for url in sources if url.startswith(("http:", "https:", "//"))]
+    bundle = [url for url in sources if url.endswith("swagger-ui-bundle.js")]
+    assert bundle and bundle[0].startswith("/static/drf_spectacular_sidecar/")
+    assert finders.find(bundle[0].removeprefix("/static/"))

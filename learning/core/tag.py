@@ -1,0 +1,103 @@
+"""Tag a CoNLL-U file with a Tally model, outside the server.
+
+    python -m learning.core.tag MODEL.npz < in.conllu > out.conllu
+    python -m learning.core.tag MODEL.npz in.conllu.gz -o out.conllu --column xpos --probabilities
+
+``MODEL.npz`` is a model file as the dashboard's *Model versions* or
+``GET /api/projects/{id}/models/{v}/download`` gives it, of either kind (contextual or node-only).
+Every line of the input is written back unchanged but for the tag column (UPOS by default) of
+each word line, which gets the model's tag: comments, sentence ids, multiword-token lines, empty
+nodes and the other columns stay as they were, so ``diff in.conllu out.conllu`` lists what the
+model tags differently. Each sentence is tagged whole, as the server tags it. ``--probabilities``
+adds ``Prob=0.93`` to each word's MISC column.
+
+Needs numpy and scipy only (the learning core: no Django, no database, no server); reads and
+writes with `learning.core.conllu` and loads the model with `learning.core.load_tagger`. In Python:
+
+    from learning.core import load_tagger, read_conllu
+    tagger, metadata = load_tagger("project-3-model-v4.npz")
+    probs = tagger.token_proba([["The", "old", "dog", "barked", "."]])   # one row per token
+    tags = [tagger.tagset_[k] for k in probs.argmax(axis=1)]
+"""
+
+from __future__ import annotations
+
+import argparse
+import io
+import sys
+from collections.abc import Iterable, Iterator
+from typing import TextIO
+
+from .conllu import ConlluError, ConlluSentence, conllu_sentence, iter_conllu, read_conllu
+from .modelfile import ModelFileError, load_tagger
+
+BATCH = 500  # sentences tagged in one call of the tagger
+
+
+def tag_sentences(
+    tagger, sentences: Iterable[ConlluSentence], *, column: str = "upos", probabilities=False
+) -> Iterator[str]:
+    """Each sentence as CoNLL-U text, its lines as read with the ``column`` tags predicted by
+    ``tagger``; tagged ``BATCH`` sentences at a time, so a corpus of any size streams."""
+    batch: list[ConlluSentence] = []
+    for sentence in sentences:
+        batch.append(sentence)
+        if len(batch) >= BATCH:
+            yield from _tagged(tagger, batch, column, probabilities)
+            batch = []
+    if batch:
+        yield from _tagged(tagger, batch, column, probabilities)
+
+
+def _tagged(tagger, batch, column, probabilities) -> Iterator[str]:
+    probs = tagger.token_proba([sentence.tokens for sentence in batch])
+    best = probs.argmax(axis=1)
+    start = 0
+    for sentence in batch:
+        rows = range(start, start + len(sentence.tokens))
+        start += len(sentence.tokens)
+        misc = [f"Prob={probs[r, best[r]]:.3f}" for r in rows] if probabilities else None
+        tags = [tagger.tagset_[best[r]] for r in rows]
+        yield conllu_sentence(
+            sentence.tokens, tags, source=sentence.lines, column=column, misc=misc
+        )
+
+
+def main(argv: list[str] | None = None, stdin: TextIO | None = None, stdout=None) -> int:
+    parser = argparse.ArgumentParser(
+        prog="python -m learning.core.tag",
+        description="Tag a CoNLL-U file with a Tally model file (.npz); every other line kept.",
+    )
+    parser.add_argument("model", help="the model file (.npz) downloaded from Tally")
+    parser.add_argument("input", nargs="?", help="CoNLL-U file, plain or .gz (default: stdin)")
+    parser.add_argument("-o", "--output", help="where to write (default: stdout)")
+    parser.add_argument("--column", choices=("upos", "xpos"), default="upos")
+    parser.add_argument("--probabilities", action="store_true", help="add Prob= to MISC")
+    args = parser.parse_args(argv)
+    try:
+        tagger, _ = load_tagger(args.model)
+    except (ModelFileError, FileNotFoundError) as exc:
+        print(f"tag: {args.model}: {exc}", file=sys.stderr)
+        return 2
+    if args.input:
+        sentences = read_conllu(args.input)
+    else:
+        stream = stdin or io.TextIOWrapper(sys.stdin.buffer, encoding="utf-8", newline="")
+        sentences = iter_conllu(stream)
+    out = open(args.output, "w", encoding="utf-8") if args.output else stdout or sys.stdout  # noqa: SIM115
+    try:
+        for text in tag_sentences(
+            tagger, sentences, column=args.column, probabilities=args.probabilities
+        ):
+            out.write(text)
+    except (ConlluError, FileNotFoundError) as exc:
+        print(f"tag: {args.input or '<stdin>'}: {exc}", file=sys.stderr)
+        return 1
+    finally:
+        if args.output:
+            out.close()
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,108 @@
+"""The model's way out: `python -m learning.core.tag MODEL.npz < in.conllu > out.conllu`, with
+the learning core alone (no Django), for both kinds of model (issue 17)."""
+
+import io
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from learning.core.context_tagger import ContextTagger
+from learning.core.features import ContextConfig, FeatureConfig
+from learning.core.modelfile import save_tagger
+from learning.core.node_tagger import NodeTagger
+from learning.core.tag import main
+from learning.core.wordclasses import learn_word_classes
+from tests.ewt import ewt_slice
+
+ROOT = Path(__file__).resolve().parents[3]
+SENTENCES = [["the", "dog", "runs"], ["the", "cat", "runs"], ["a", "dog", "sleeps"]]
+LABELS = np.eye(3)[[2, 0, 1, 2, 0, 1, 2, 0, 1]]
+TAGSET = ["NOUN", "VERB", "DET"]
+WORD = FeatureConfig(n_features=2**10, suffix_lengths=(1, 2))
+SOURCE = """# newdoc id = d1
+# sent_id = s1
+# text = the dogs' run
+1\tthe\tthe\tX\tDT\t_\t2\tdet\t_\t_
+2-3\tdogs'\t_\t_\t_\t_\t_\t_\t_\t_
+2\tdogs\tdog\tX\tNNS\t_\t0\troot\t_\tSpaceAfter=No
+3\t'\t'\tX\tPOS\t_\t2\tcase\t_\t_
+4\trun\trun\tX\tVB\t_\t2\tacl\t_\t_
+
+# sent_id = s2
+1\ta\ta\tX\tDT\t_\t2\tdet\t_\t_
+2\tcat\tcat\tX\tNN\t_\t0\troot\t_\t_
+
+"""
+
+
+def _model(kind: str, path: Path) -> Path:
+    if kind == "node":
+        tagger = NodeTagger(alpha=0.5, features=WORD).fit(SENTENCES, LABELS, TAGSET)
+    else:
+        classes = learn_word_classes(SENTENCES * 5, sizes=(2, 3), n_components=2, random_state=0)
+        config = ContextConfig(word=WORD, offsets=(-1, 1))
+        tagger = ContextTagger(alpha=0.5, features=config, word_classes=classes)
+        tagger.fit(SENTENCES, LABELS, TAGSET)
+    save_tagger(tagger, path, metadata={"version": 1})
+    return path
+
+
+@pytest.mark.parametrize("kind", ["node", "context"])
+def test_every_line_kept_but_the_tag_column(tmp_path, kind):
+    model = _model(kind, tmp_path / "model.npz")
+    out = io.StringIO()
+    assert main([str(model)], stdin=io.StringIO(SOURCE), stdout=out) == 0
+    old, new = SOURCE.splitlines(), out.getvalue().splitlines()
+    assert len(new) == len(old)
+    for before, after in zip(old, new, strict=True):
+        if before.partition("\t")[0].isdigit():
+            b, a = before.split("\t"), after.split("\t")
+            assert a[3] in TAGSET and b[:3] + b[4:] == a[:3] + a[4:]
+        else:
+            assert after == before
+    tags = [line.split("\t")[3] for line in new if line.partition("\t")[0].isdigit()]
+    assert tags[0] == "DET" and tags[-1] == "NOUN"
+
+
+def test_xpos_column_and_probabilities(tmp_path):
+    model = _model("node", tmp_path / "model.npz")
+    source, output = tmp_path / "in.conllu", tmp_path / "out.conllu"
+    source.write_text(SOURCE, encoding="utf-8")
+    assert main([str(model), str(source), "-o", str(output), "--column", "xpos",
+                 "--probabilities"]) == 0  # fmt: skip
+    first = output.read_text(encoding="utf-8").splitlines()[3].split("\t")
+    assert first[3] == "X" and first[4] == "DET" and first[9].startswith("Prob=0.")
+
+
+def test_errors_say_which_file_and_line(tmp_path, capsys):
+    model = _model("node", tmp_path / "model.npz")
+    assert main([str(model)], stdin=io.StringIO("1\tthe\n"), stdout=io.StringIO()) == 1
+    assert "line 1: expected 10 tab-separated columns" in capsys.readouterr().err
+    assert main([str(tmp_path / "missing.npz")], stdin=io.StringIO(SOURCE)) == 2
+
+
+@pytest.mark.parametrize("kind", ["node", "context"])
+def test_runs_as_a_command_without_django(tmp_path, kind):
+    """The command line of the README, in a fresh interpreter that never imports Django."""
+    model = _model(kind, tmp_path / "model.npz")
+    probe = (
+        "import runpy, sys\n"
+        "try:\n    runpy.run_module('learning.core.tag', run_name='__main__')\n"
+        "except SystemExit as exit:\n    code = exit.code\n"
+        "assert 'django' not in sys.modules, 'django imported'\n"
+        "sys.exit(code)\n"
+    )
+    source = ewt_slice(50, split="dev")
+    done = subprocess.run(
+        [sys.executable, "-c", probe, str(model)],
+        input=source.encode(), capture_output=True, cwd=ROOT, timeout=120,
+        env={"PATH": "/usr/bin:/bin", "PYTHONPATH": str(ROOT)},
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr.decode()
+    out = done.stdout.decode()
+    assert len(out.splitlines()) == len(source.splitlines())
+    comments = [line for line in source.splitlines() if not line.partition("\t")[0].isdigit()]
+    assert [line for line in out.splitlines() if not line.partition("\t")[0].isdigit()] == comments
