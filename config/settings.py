@@ -125,10 +125,9 @@ if DATABASE_URL:
     except ValueError as exc:
         raise ImproperlyConfigured(f"DATABASE_URL is not a database URL: {exc}") from exc
     if DATABASES["default"]["ENGINE"] == "django.db.backends.postgresql":
-        # Kept connections are checked at the start of each request without a round trip, so a
-        # PostgreSQL restart does not fail one request per kept connection (config/postgresql).
+        # A kept connection is checked before each use outside a transaction, without a round
+        # trip: a PostgreSQL restart fails no request or task on a dead one (config/postgresql).
         DATABASES["default"]["ENGINE"] = "config.postgresql"
-        DATABASES["default"]["CONN_HEALTH_CHECKS"] = True
         # Only the annotator's hot statements are prepared on the server (`annotation.hotpath`);
         # each is written for one plan whatever its parameters. Left to choose, PostgreSQL may
         # plan such a statement afresh on every execution, which costs more than running it.

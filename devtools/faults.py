@@ -368,28 +368,37 @@ class FaultInjector:
                 fault.detail = {"mid_retrain": False, "why": "no retrain started within 90 s"}
                 fault.reference = fault.back = now()
                 return
-            victim = await asyncio.to_thread(run.busiest_worker)  # 0.3 s into the fit
-            version_before = await asyncio.to_thread(run.db_value, run.CURRENT_VERSION)
+            await asyncio.sleep(0.3)  # into the fit
+            victim = await asyncio.to_thread(run.retraining_worker)
+            version_before = await asyncio.to_thread(
+                run.db_value, run.CURRENT_VERSION, [run.target_project]
+            )
             run.platform.kill(victim)
             self.killed.append(running)
             fault.reference = killed_at = now()
             status = await asyncio.to_thread(
                 run.db_value, "SELECT status FROM learning_retrainrun WHERE id = %s", [running]
             )
-            version_after = await asyncio.to_thread(run.db_value, run.CURRENT_VERSION)
+            version_after = await asyncio.to_thread(
+                run.db_value, run.CURRENT_VERSION, [run.target_project]
+            )
             await asyncio.sleep(1.0)  # a restart policy's delay
             run.platform.start(victim)
             if status == "running":
                 break
             missed += 1  # the retrain ended before the kill: once more
         # The dead worker's claim on the project ends by itself; then the next retrain.
-        lock_free = await self.until(lambda: run.db_value(run.LOCK_FREE), timeout=120)
+        lock_free = await self.until(
+            lambda: run.db_value(run.LOCK_FREE, [run.target_project]), timeout=120
+        )
         succeeded = None
         deadline = now() + 180
         while now() < deadline and succeeded is None:
-            await run.manager_retrain()
+            await run.feed_target()
+            await run.manager_retrain(run.target_project)
             succeeded = await self.until(
-                lambda: run.db_value(run.SUCCEEDED_AFTER, [running]), timeout=20
+                lambda: run.db_value(run.SUCCEEDED_AFTER, [running, run.target_project]),
+                timeout=20,
             )
         fault.back = now()
         fault.detail = {
@@ -414,9 +423,12 @@ class FaultInjector:
         asked = 0.0
         while now() < deadline:
             if now() - asked > 10:
-                await run.manager_retrain()
+                await run.feed_target()
+                await run.manager_retrain(run.target_project)
                 asked = now()
-            running = await asyncio.to_thread(run.db_value, run.LIVE_RUN, [self.killed or [0]])
+            running = await asyncio.to_thread(
+                run.db_value, run.LIVE_RUN, [self.killed or [0], run.target_project]
+            )
             if running:
                 return running
             await asyncio.sleep(0.05)
@@ -455,20 +467,23 @@ class FaultInjector:
 
 
 class Run:
-    CURRENT_VERSION = "SELECT coalesce(max(number), 0) FROM learning_modelversion"
+    CURRENT_VERSION = (
+        "SELECT coalesce(max(number), 0) FROM learning_modelversion WHERE project_id = %s"
+    )
     LAST_RUN = "SELECT coalesce(max(id), 0) FROM learning_retrainrun"
     # A retrain underway: running, not one whose worker was killed, its project's lock held.
     LIVE_RUN = (
         "SELECT r.id FROM learning_retrainrun r JOIN learning_retrainlock l "
         "ON l.project_id = r.project_id WHERE r.status = 'running' AND r.id <> ALL(%s) "
-        "AND l.locked_until > now() ORDER BY r.id DESC LIMIT 1"
+        "AND r.project_id = %s AND l.locked_until > now() ORDER BY r.id DESC LIMIT 1"
     )
     LOCK_FREE = (
         "SELECT coalesce(bool_and(locked_until IS NULL OR locked_until < now()), true) "
-        "FROM learning_retrainlock"
+        "FROM learning_retrainlock WHERE project_id = %s"
     )
     SUCCEEDED_AFTER = (
-        "SELECT count(*) > 0 FROM learning_retrainrun WHERE status = 'succeeded' AND id > %s"
+        "SELECT count(*) > 0 FROM learning_retrainrun "
+        "WHERE status = 'succeeded' AND id > %s AND project_id = %s"
     )
 
     def __init__(
@@ -498,6 +513,12 @@ class Run:
         self.manager_headers = f"Authorization: Token {seeded['manager_token']}\r\n"
         self.manager_headers += "".join(f"{k}: {v}\r\n" for k, v in PROXY_HEADERS.items())
         self.wall_offset = time.time() - time.monotonic()
+        # The small project whose retrains the Celery kills interrupt (they take seconds there,
+        # minutes on the phones' project once it holds 100,000 answers).
+        self.target_project = seeded["target"]["project"]
+        self.target_headers = f"Authorization: Token {seeded['target']['token']}\r\n"
+        self.target_headers += "Content-Type: application/json\r\n"
+        self.target_headers += "".join(f"{k}: {v}\r\n" for k, v in PROXY_HEADERS.items())
 
     def db_value(self, sql: str, params: list | None = None):
         """One value from the platform's database; None while it is unreachable."""
@@ -508,24 +529,33 @@ class Run:
             return None
         return row[0] if row else None
 
-    def busiest_worker(self) -> str:
-        """The Celery worker whose processes use the most CPU right now (the one fitting)."""
+    def retraining_worker(self) -> str:
+        """The Celery worker whose process holds the project's retrain lock (the lock's owner
+        names its host and process id); failing that, the one using the most CPU now."""
         names = [name for name in self.platform.services if name.startswith("worker")]
 
-        def tree_cpu(name: str) -> float:
+        def tree(name: str) -> list[int]:
             pid = self.platform.pid(name)
-            if pid is None:
-                return 0.0
-            return sum(cpu_seconds(p) for p in [pid, *children(pid)])
+            return [] if pid is None else [pid, *children(pid)]
 
-        before = {name: tree_cpu(name) for name in names}
+        owner = self.db_value(
+            "SELECT owner FROM learning_retrainlock WHERE locked_until > now() AND project_id = %s",
+            [self.target_project],
+        )
+        parts = (owner or "").split(":")
+        if len(parts) == 3 and parts[1].isdigit():
+            for name in names:
+                if int(parts[1]) in tree(name):
+                    return name
+        before = {name: sum(cpu_seconds(p) for p in tree(name)) for name in names}
         time.sleep(0.3)
-        return max(names, key=lambda name: tree_cpu(name) - before[name])
+        return max(names, key=lambda n: sum(cpu_seconds(p) for p in tree(n)) - before[n])
 
-    async def manager_retrain(self) -> None:
-        """The manager's "Retrain now" (on a connection of its own each time)."""
+    async def manager_retrain(self, project: int | None = None) -> None:
+        """The manager's "Retrain now" of `project` (default: the phones'), on a connection of
+        its own each time."""
         started = now()
-        path = f"/api/projects/{self.seeded['project']}/retrain/"
+        path = f"/api/projects/{project or self.seeded['project']}/retrain/"
         manager = Connection(self.port, self.manager_headers, timeout=REQUEST_TIMEOUT)
         try:
             status, _ = await manager.request("POST", path)
@@ -537,6 +567,28 @@ class Run:
         finally:
             manager.close()
         self.history.attempts.append(Attempt("retrain", started, now(), outcome))
+
+    async def feed_target(self) -> None:
+        """One more exact answer in the target project, so that a retrain there is due."""
+        connection = Connection(self.port, self.target_headers, timeout=REQUEST_TIMEOUT)
+        try:
+            next_path = f"/api/projects/{self.target_project}/tasks/next/"
+            status, payload = await connection.request("POST", next_path, b"{}")
+            if status != 200:
+                return
+            task = json.loads(payload)
+            start, length = task["window"]["start"], task["window"]["length"]
+            gold = self.gold.get(gold_key(task["tokens"]), [])[start : start + length]
+            body = {
+                "assignment": task["assignment"],
+                "counts": {t["name"]: gold.count(t["name"]) for t in task["tags"]},
+                "idempotency_key": f"target-{task['assignment']}",
+            }
+            await connection.request("POST", "/api/observations/", json.dumps(body).encode())
+        except (OSError, asyncio.IncompleteReadError, TimeoutError):
+            return  # the stack is being broken on the other track: the next call adds one
+        finally:
+            connection.close()
 
     async def retrain_now_and_then(self, every: float) -> None:
         while now() + every < self.stop_at:
@@ -594,7 +646,8 @@ def check_history(run: Run, media_root: Path) -> dict:
         rows = conn.execute(
             "SELECT o.annotator_id, o.idempotency_key, o.assignment_id, o.tags, o.counts, "
             "a.task_id FROM annotation_observation o "
-            "JOIN annotation_assignment a ON a.id = o.assignment_id"
+            "JOIN annotation_assignment a ON a.id = o.assignment_id WHERE o.project_id = %s",
+            [run.seeded["project"]],
         ).fetchall()
         per_task_redundancy = dict(
             conn.execute(

@@ -123,11 +123,17 @@ def seed_project(
     lease_seconds: int = 600,
     dashboards: int = 0,
     with_gold: bool = False,
+    retrain_target: int = 0,
 ) -> dict:
     """A project of the first `sentences` sentences of `corpus`, `phones` annotators with API
     tokens, a manager with one, and enough more managers to hold `dashboards` event streams.
     Runs in a Django process on the scratch database; returns {"project", "tokens",
-    "annotators", "manager_token", "managers", "tags", "redundancy", "lease_seconds", "gold"?}."""
+    "annotators", "manager_token", "managers", "tags", "redundancy", "lease_seconds", "gold"?,
+    "target"?}.
+
+    With `retrain_target` (a number of answers), a second, small project of the same manager
+    too, whose retrains take seconds: that many exact answers from one annotator, a first model,
+    and the annotator's token to add answers ("target": {"project", "token"})."""
     from django.conf import settings
     from django.contrib.auth import get_user_model
     from django.db import connection
@@ -148,28 +154,7 @@ def seed_project(
         gold_fraction=0.0,
         lease_seconds=lease_seconds,
     )
-    tmp = Path(settings.DATA_DIR) / f"bench-{os.getpid()}.conllu"
-    with gzip.open(corpus, "rt", encoding="utf-8") as source, tmp.open("w") as out:
-        count = 0
-        for line in source:
-            out.write(line)
-            if not line.strip():
-                count += 1
-                if count >= sentences:
-                    break
-    try:
-        with tmp.open("rb") as handle:
-            services.corpus_import(
-                project=project,
-                user=manager,
-                file=handle,
-                filename=tmp.name,
-                format="conllu",
-                max_bytes=settings.TALLY_MAX_UPLOAD_BYTES,
-                seed=0,
-            )
-    finally:
-        tmp.unlink(missing_ok=True)
+    _import_slice(project=project, user=manager, corpus=corpus, sentences=sentences)
     managers = []
     for i in range(-(-dashboards // settings.TALLY_SSE_STREAMS_PER_USER)):
         user = User.objects.create_user(f"bench-dashboard-{i}")
@@ -195,6 +180,74 @@ def seed_project(
     if with_gold:
         rows = Sentence.objects.filter(project=project).values_list("tokens", "gold_tags")
         seeded["gold"] = {gold_key(t): [names[k] for k in g] for t, g in rows if g is not None}
+    if retrain_target:
+        seeded["target"] = _retrain_target(
+            manager=manager, corpus=corpus, sentences=min(sentences, 1500), answers=retrain_target
+        )
     with connection.cursor() as cursor:
         cursor.execute("ANALYZE")  # fresh planner statistics, as autovacuum would keep them
     return seeded
+
+
+def _import_slice(*, project, user, corpus, sentences: int) -> None:
+    """The first `sentences` sentences of `corpus` (gzipped CoNLL-U) into `project`."""
+    from django.conf import settings
+
+    from annotation import services
+
+    tmp = Path(settings.DATA_DIR) / f"bench-{os.getpid()}-{project.pk}.conllu"
+    with gzip.open(corpus, "rt", encoding="utf-8") as source, tmp.open("w") as out:
+        count = 0
+        for line in source:
+            out.write(line)
+            if not line.strip():
+                count += 1
+                if count >= sentences:
+                    break
+    try:
+        with tmp.open("rb") as handle:
+            services.corpus_import(
+                project=project,
+                user=user,
+                file=handle,
+                filename=tmp.name,
+                format="conllu",
+                max_bytes=settings.TALLY_MAX_UPLOAD_BYTES,
+                seed=0,
+            )
+    finally:
+        tmp.unlink(missing_ok=True)
+
+
+def _retrain_target(*, manager, corpus, sentences: int, answers: int) -> dict:
+    import uuid
+
+    from django.contrib.auth import get_user_model
+    from rest_framework.authtoken.models import Token
+
+    from annotation import scheduler, services
+    from annotation.models import Membership, Sentence
+    from learning import services as learning_services
+
+    project = services.project_create(
+        owner=manager, name="Retrain target", tag_preset="ud_upos", window_size=5,
+        tags_per_task=2, redundancy=3, gold_fraction=0.0,
+    )  # fmt: skip
+    _import_slice(project=project, user=manager, corpus=corpus, sentences=sentences)
+    user = get_user_model().objects.create_user("bench-target")
+    Membership.objects.create(project=project, user=user, role="annotator")
+    names = [tag.name for tag in project.tags.order_by("position")]
+    for _ in range(answers):
+        lease = scheduler.task_lease_next(project=project, annotator=user)
+        if lease is None:
+            break
+        gold = Sentence.objects.get(pk=lease.sentence_id).gold_tags
+        window = gold[lease.start : lease.start + lease.length]
+        services.observation_submit(
+            annotator=user,
+            assignment_id=lease.assignment_id,
+            counts={names[k]: window.count(k) for k in lease.tags},
+            idempotency_key=uuid.uuid4().hex,
+        )
+    learning_services.retrain_project(project_id=project.pk, trigger="manual")
+    return {"project": project.pk, "token": Token.objects.create(user=user).key}

@@ -18,7 +18,9 @@ taken over writes nothing. A renewal never revives an expired claim.
 """
 
 import logging
+import os
 import secrets
+import socket
 import threading
 from datetime import datetime, timedelta
 
@@ -36,7 +38,9 @@ _renewals_lock = threading.Lock()
 
 
 def new_owner() -> str:
-    return secrets.token_hex(16)
+    """A claimant's name: where it runs (host and process id, for whoever looks at the lock),
+    and a random part that makes it unique."""
+    return f"{socket.gethostname()[:32]}:{os.getpid()}:{secrets.token_hex(8)}"
 
 
 def _ttl() -> timedelta:

@@ -16,7 +16,9 @@ It fails on
   managers-only until it is listed there), any answer to an annotator of another project that
   differs from the answer about a project that does not exist, a session write without its CSRF
   token that succeeds, and any secret (tokens, invite code, webhook secret, password hashes,
-  the project's name to strangers) in an answer to someone who may not see it.
+  the project's name to strangers) in an answer to someone who may not see it;
+- a cell of a CSV answer that a spreadsheet would run as a formula (an annotator of the fixture
+  is named "@crowd2").
 
 Each persona's requests on one URL run in a savepoint that is rolled back, so a persona that
 logs out, removes a member or rotates the invite code does not change what the next one sees.
@@ -25,6 +27,7 @@ The random choices are seeded; a few thousand requests, well under a minute on S
 
 from __future__ import annotations
 
+import csv
 import io
 import json
 import logging
@@ -269,7 +272,8 @@ def world(settings, tmp_path, monkeypatch, quiet):
     import_corpus(project, manager, toy_sentences(40))
     crowd = []
     for i in range(3):
-        user = UserFactory(username=f"crowd{i}")
+        # "@crowd2": a name a spreadsheet would read as a formula, in the CSV export.
+        user = UserFactory(username=f"crowd{i}" if i < 2 else "@crowd2")
         Membership.objects.create(project=project, user=user, role=Membership.Role.ANNOTATOR)
         crowd.append(user)
     answer_tasks(project, crowd, 40)
@@ -615,6 +619,13 @@ def _body_text(response) -> str:
     return response.content.decode("utf-8", "replace")
 
 
+FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")
+
+
+def _csv_cells(text: str) -> list[str]:
+    return [cell for row in csv.reader(io.StringIO(text)) for cell in row]
+
+
 def _error_shape(text: str) -> bool:
     try:
         error = json.loads(text)["error"]
@@ -726,6 +737,10 @@ class Fuzz:
         success = 200 <= status < 300
         if success and not _may_succeed(persona, call.method, route):
             self.fail(persona, call, f"{status}: this persona may not get this")
+        if success and "text/csv" in response.get("Content-Type", ""):
+            formulas = [c for c in _csv_cells(text) if c.startswith(FORMULA_STARTS)]
+            if formulas:
+                self.fail(persona, call, f"CSV cells a spreadsheet runs: {formulas[:3]}")
         for what, secret in _hidden_from(persona, self.world, call).items():
             if secret in text or any(secret in str(v) for v in response.headers.values()):
                 self.fail(persona, call, f"{status}: the answer shows the {what}")

@@ -36,7 +36,6 @@ def _fetchone(statement: str, params: dict, row_factory):
     """The statement's one row, prepared on the server. Django's cursors bind values on the
     client side, so these run on a psycopg cursor of Django's connection (same transaction)."""
     db = connections[DEFAULT_DB_ALIAS]
-    db.close_if_health_check_failed()  # a kept connection the server has closed: a new one
     db.ensure_connection()
     db.validate_no_broken_transaction()
     raw = db.connection

@@ -64,6 +64,7 @@ class Command(BaseCommand):
                 redundancy=options["redundancy"],
                 lease_seconds=options["lease_seconds"],
                 with_gold=True,
+                retrain_target=2000,
             )
             self.stdout.write(json.dumps(seeded))
             return
@@ -184,6 +185,9 @@ class Command(BaseCommand):
             and checked["altered"] == 0,
             "nothing stored that no phone sent": checked["stored_but_never_sent"] == 0,
             "no answer refused (a 4xx the phone would drop)": not checked["rejected_by_status"],
+            "no 500 (a database away is a 503 with Retry-After)": not any(
+                "5xx:500" in failures for failures in windows["http_failures_by_window"].values()
+            ),
             "no region answered more often than its redundancy (late answers apart)": checked[
                 "regions_over_redundancy"
             ]
