@@ -86,6 +86,7 @@ PUBLIC = {
 ANYONE_SIGNED_IN = {
     ("GET", "project-list"),
     ("POST", "project-list"),
+    ("POST", "corpus-preview"),  # the new-project form's preview: no project yet, nothing stored
     ("GET", "me"),
     ("POST", "join"),
     ("POST", "logout"),
