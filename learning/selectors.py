@@ -97,26 +97,30 @@ def _modelled_subquery():
 
 def projects_due(*, now: datetime | None = None) -> list[int]:
     """Projects with observations newer than their current model whose retrain interval has
-    passed since the sweep last enqueued them (and whose schedule is enabled)."""
+    passed (and whose schedule is enabled). The interval runs from the sweep's last enqueue of
+    the project; before its first one, from its newest model version, else from the project's
+    creation: a project is not retrained by schedule sooner than one interval after it was made
+    or trained (`./tally up`'s demo used to be retrained a minute after start)."""
     now = now or timezone.now()
     default_interval = settings.TALLY_RETRAIN_INTERVAL_MINUTES
     schedules = RetrainSchedule.objects.filter(project=OuterRef("pk"))
+    newest_version = ModelVersion.objects.filter(project=OuterRef("pk")).order_by("-number")
     candidates = (
         Project.objects.annotate(
             newest=_newest_observation_subquery(),
             modelled=Coalesce(_modelled_subquery(), 0),
             enabled=Coalesce(Subquery(schedules.values("enabled")[:1]), True),
             interval=Coalesce(Subquery(schedules.values("interval_minutes")[:1]), default_interval),
-            last=Subquery(schedules.values("last_enqueued_at")[:1]),
+            since=Coalesce(
+                Subquery(schedules.values("last_enqueued_at")[:1]),
+                Subquery(newest_version.values("created_at")[:1]),
+                F("created_at"),
+            ),
         )
         .filter(newest__gt=F("modelled"), enabled=True)
-        .values_list("pk", "interval", "last")
+        .values_list("pk", "interval", "since")
     )
-    return [
-        pk
-        for pk, interval, last in candidates
-        if last is None or last <= now - timedelta(minutes=interval)
-    ]
+    return [pk for pk, interval, since in candidates if since <= now - timedelta(minutes=interval)]
 
 
 def retrain_due(*, project_id: int) -> tuple[bool, int]:

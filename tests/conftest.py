@@ -30,10 +30,34 @@ _DB_FIXTURES = {
 }
 
 
-def _missing(reason: str) -> None:
+_SKIPPED_FOR: dict[str, int] = {}  # service -> tests skipped for want of it
+
+
+def _missing(reason: str, service: str = "") -> None:
     if REQUIRE_SERVICES:
         pytest.fail(f"required service missing: {reason}", pytrace=False)
+    if service:
+        _SKIPPED_FOR[service] = _SKIPPED_FOR.get(service, 0) + 1
     pytest.skip(reason)
+
+
+_HOW_TO_RUN = {
+    "PostgreSQL": "start PostgreSQL on 127.0.0.1:5432 (./tally test finds it) or set "
+    "DATABASE_URL=postgres://user@host:5432/tally",
+    "Redis": "start Redis on 127.0.0.1:6379 (./tally test finds it) or set "
+    "REDIS_URL=redis://host:6379/15",
+    "nginx": "apt-get install nginx",
+    "Chromium": "apt-get install chromium",
+}
+
+
+def pytest_terminal_summary(terminalreporter) -> None:
+    """Say how to run the tests that were skipped for want of a service (issue 17)."""
+    for service, n in sorted(_SKIPPED_FOR.items()):
+        terminalreporter.write_line(
+            f"{n} test{'s' * (n != 1)} skipped for want of {service}: to run them, "
+            f"{_HOW_TO_RUN[service]} (./tally test --full requires every service)."
+        )
 
 
 def _redis_reachable() -> bool:
@@ -50,15 +74,17 @@ def _redis_reachable() -> bool:
 
 def pytest_runtest_setup(item: pytest.Item) -> None:
     if item.get_closest_marker("postgres") and connection.vendor != "postgresql":
-        _missing("needs PostgreSQL: set DATABASE_URL=postgres://...")
+        _missing("needs PostgreSQL: set DATABASE_URL=postgres://...", "PostgreSQL")
     if item.get_closest_marker("redis") and not _redis_reachable():
-        _missing("needs Redis: set REDIS_URL=redis://... to a running server")
+        _missing("needs Redis: set REDIS_URL=redis://... to a running server", "Redis")
     if item.get_closest_marker("nginx") and not (
         shutil.which("nginx") or os.path.exists("/usr/sbin/nginx")
     ):
-        _missing("needs nginx, the production proxy (apt-get install nginx)")
+        _missing("needs nginx, the production proxy (apt-get install nginx)", "nginx")
     if item.get_closest_marker("browser") and not shutil.which("chromium"):
-        _missing("needs Debian's chromium at /usr/bin/chromium (apt-get install chromium)")
+        _missing(
+            "needs Debian's chromium at /usr/bin/chromium (apt-get install chromium)", "Chromium"
+        )
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
