@@ -98,9 +98,10 @@ def _modelled_subquery():
 def projects_due(*, now: datetime | None = None) -> list[int]:
     """Projects with observations newer than their current model whose retrain interval has
     passed (and whose schedule is enabled). The interval runs from the sweep's last enqueue of
-    the project; before its first one, from its newest model version, else from the project's
-    creation: a project is not retrained by schedule sooner than one interval after it was made
-    or trained (`./tally up`'s demo used to be retrained a minute after start)."""
+    the project, or before its first one from the project's newest model version (`./tally up`'s
+    demo, trained as it is made, was retrained by the first sweep, a minute after start). A
+    project without any model is due at once: its first model is the one most worth having, and
+    a retrain asked while the broker was down is caught up by the next sweep."""
     now = now or timezone.now()
     default_interval = settings.TALLY_RETRAIN_INTERVAL_MINUTES
     schedules = RetrainSchedule.objects.filter(project=OuterRef("pk"))
@@ -114,13 +115,16 @@ def projects_due(*, now: datetime | None = None) -> list[int]:
             since=Coalesce(
                 Subquery(schedules.values("last_enqueued_at")[:1]),
                 Subquery(newest_version.values("created_at")[:1]),
-                F("created_at"),
             ),
         )
         .filter(newest__gt=F("modelled"), enabled=True)
         .values_list("pk", "interval", "since")
     )
-    return [pk for pk, interval, since in candidates if since <= now - timedelta(minutes=interval)]
+    return [
+        pk
+        for pk, interval, since in candidates
+        if since is None or since <= now - timedelta(minutes=interval)
+    ]
 
 
 def retrain_due(*, project_id: int) -> tuple[bool, int]:
