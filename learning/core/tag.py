@@ -2,6 +2,7 @@
 
     python -m learning.core.tag MODEL.npz < in.conllu > out.conllu
     python -m learning.core.tag MODEL.npz in.conllu.gz -o out.conllu --column xpos --probabilities
+    python -m learning.core.tag MODEL.npz --text en < story.txt > story.conllu
 
 ``MODEL.npz`` is a model file as the dashboard's *Model versions* or
 ``GET /api/projects/{id}/models/{v}/download`` gives it, of either kind (contextual or node-only).
@@ -10,6 +11,10 @@ each word line, which gets the model's tag: comments, sentence ids, multiword-to
 nodes and the other columns stay as they were, so ``diff in.conllu out.conllu`` lists what the
 model tags differently. Each sentence is tagged whole, as the server tags it. ``--probabilities``
 adds ``Prob=0.93`` to each word's MISC column.
+
+``--text LANG`` reads running text instead, cut into sentences and words as Tally cuts a plain
+text import in that language (`common.text`, which needs spaCy and NLTK), and writes each
+sentence with ``# sent_id``, ``# text`` and its words.
 
 Needs numpy and scipy only (the learning core: no Django, no database, no server); reads and
 writes with `learning.core.conllu` and loads the model with `learning.core.load_tagger`. In Python:
@@ -73,13 +78,22 @@ def main(argv: list[str] | None = None, stdin: TextIO | None = None, stdout=None
     parser.add_argument("-o", "--output", help="where to write (default: stdout)")
     parser.add_argument("--column", choices=("upos", "xpos"), default="upos")
     parser.add_argument("--probabilities", action="store_true", help="add Prob= to MISC")
+    parser.add_argument(
+        "--text", metavar="LANG", help="the input is running text in LANG (en, fr, nl, ...)"
+    )
     args = parser.parse_args(argv)
     try:
         tagger, _ = load_tagger(args.model)
     except (ModelFileError, FileNotFoundError) as exc:
         print(f"tag: {args.model}: {exc}", file=sys.stderr)
         return 2
-    if args.input:
+    if args.text:
+        try:
+            sentences = _text_sentences(args.input, stdin, args.text)
+        except (ImportError, ValueError, FileNotFoundError) as exc:
+            print(f"tag: --text: {exc}", file=sys.stderr)
+            return 2
+    elif args.input:
         sentences = read_conllu(args.input)
     else:
         stream = stdin or io.TextIOWrapper(sys.stdin.buffer, encoding="utf-8", newline="")
@@ -97,6 +111,28 @@ def main(argv: list[str] | None = None, stdin: TextIO | None = None, stdout=None
         if args.output:
             out.close()
     return 0
+
+
+def _text_sentences(path: str | None, stdin: TextIO | None, language: str):
+    """Running text as sentences with CoNLL-U lines of their own (id, text, words)."""
+    from common.text import LANGUAGES, text_sentences  # spaCy and NLTK: only for --text
+
+    if language not in LANGUAGES:
+        raise ValueError(f"unknown language {language!r}: one of {', '.join(LANGUAGES)}")
+    return _text_lines(path, stdin, language, text_sentences)
+
+
+def _text_lines(path, stdin, language, text_sentences) -> Iterator[ConlluSentence]:
+    stream = (
+        open(path, encoding="utf-8")  # noqa: SIM115 (read lazily, closed at exit)
+        if path
+        else stdin or io.TextIOWrapper(sys.stdin.buffer, encoding="utf-8")
+    )
+    for n, sentence in enumerate(text_sentences(stream, language=language), start=1):
+        text = " ".join(sentence.text.split())
+        comments = [("sent_id", n), ("text", text)]
+        lines = conllu_sentence(sentence.tokens, ["_"] * len(sentence.tokens), comments=comments)
+        yield ConlluSentence(tokens=sentence.tokens, lines=lines.rstrip("\n").split("\n"))
 
 
 if __name__ == "__main__":

@@ -106,3 +106,20 @@ def test_runs_as_a_command_without_django(tmp_path, kind):
     assert len(out.splitlines()) == len(source.splitlines())
     comments = [line for line in source.splitlines() if not line.partition("\t")[0].isdigit()]
     assert [line for line in out.splitlines() if not line.partition("\t")[0].isdigit()] == comments
+
+
+def test_running_text_is_cut_as_tally_cuts_it_then_tagged(tmp_path):
+    model = _model("node", tmp_path / "model.npz")
+    out = io.StringIO()
+    text = io.StringIO("the dog runs.\nthe cat\nsleeps!\n\na dog runs\n")
+    assert main([str(model), "--text", "en"], stdin=text, stdout=out) == 0
+    blocks = out.getvalue().split("\n\n")[:-1]
+    assert [block.splitlines()[:2] for block in blocks] == [
+        ["# sent_id = 1", "# text = the dog runs."],
+        ["# sent_id = 2", "# text = the cat sleeps!"],
+        ["# sent_id = 3", "# text = a dog runs"],
+    ]
+    words = [line.split("\t") for line in blocks[1].splitlines()[2:]]
+    assert [w[1] for w in words] == ["the", "cat", "sleeps", "!"]
+    assert all(w[3] in TAGSET for w in words)
+    assert main([str(model), "--text", "tlh"], stdin=io.StringIO("a")) == 2
