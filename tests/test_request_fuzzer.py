@@ -82,6 +82,8 @@ PUBLIC = {
     "admin:login",
     "admin:logout",
 }
+# Views that only describe the API (each answer costs the whole schema): plain requests only.
+DESCRIBED_ONLY = {"schema", "api-docs"}
 # What any signed-in user may do outside a project (or in projects of their own).
 ANYONE_SIGNED_IN = {
     ("GET", "project-list"),
@@ -813,8 +815,13 @@ def test_fuzz_every_url_as_every_persona(world):
                             fuzz.check(client, persona, route, call)
                             if fuzz.last_status == 405 or i > 0 or is_admin:
                                 continue
+                            if route.name in DESCRIBED_ONLY:
+                                continue
                             if persona == "manager" or _may_succeed(persona, method, route):
-                                for call in odd_calls(route, method, path, world, schema, rng):
+                                calls = odd_calls(route, method, path, world, schema, rng)
+                                if persona != "manager":  # the same handlers: a sample
+                                    calls = rng.sample(calls, (len(calls) + 1) // 2)
+                                for call in calls:
                                     fuzz.check(client, persona, route, call)
                     transaction.set_rollback(True)
                 _keep_signed_in(pages, persona, world)
