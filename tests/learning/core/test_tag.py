@@ -123,3 +123,22 @@ def test_running_text_is_cut_as_tally_cuts_it_then_tagged(tmp_path):
     assert [w[1] for w in words] == ["the", "cat", "sleeps", "!"]
     assert all(w[3] in TAGSET for w in words)
     assert main([str(model), "--text", "tlh"], stdin=io.StringIO("a")) == 2
+
+
+@pytest.mark.parametrize("kind", ["node", "context"])
+def test_the_readmes_python_snippet_tags_as_the_command_does(tmp_path, kind, monkeypatch):
+    """The README's "or in Python:" block, run as written on the README's file names."""
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    snippet = readme.split("or in Python:\n\n```python\n", 1)[1].split("```", 1)[0]
+    model = _model(kind, tmp_path / "project-3-model-v4.npz")
+    (tmp_path / "new.conllu").write_text(SOURCE, encoding="utf-8")
+    monkeypatch.chdir(tmp_path)
+    names: dict = {}
+    exec(compile(snippet, "README.md", "exec"), names)  # noqa: S102
+    out = io.StringIO()
+    assert main([str(model)], stdin=io.StringIO(SOURCE), stdout=out) == 0
+    lines = out.getvalue().splitlines()
+    assert names["tags"] == [
+        line.split("\t")[3] for line in lines if line.partition("\t")[0].isdigit()
+    ]
+    assert len(names["tags"]) == 6 and names["metadata"]["version"] == 1
