@@ -1,0 +1,133 @@
+"""``manage.py learning_curves``: the README's two studies, run point by point with simulate_crowd's
+pipeline, printed as one JSON object and drawn as an SVG chart.
+
+    python manage.py learning_curves verification --train T --test S --svg docs/verification.svg
+    python manage.py learning_curves privacy --train T --test S --svg docs/privacy.svg
+
+- ``verification``: accuracy against the number of answers, count tasks only and count tasks plus
+  one verification task per sentence, at 0.1, 0.25, 0.5 and 1 count task per sentence (each run
+  also scores the count-only model given the verification answers' number as more count tasks).
+- ``privacy``: accuracy of the moments and of the refined model against the privacy level α per
+  answer (1, 3, 8; ∞ is the same tasks answered without privacy), 10 tasks per sentence of one tag.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+
+from django.core.management.base import BaseCommand, CommandParser
+
+from devtools.svgchart import Series, line_chart
+from learning.core.experiment import simulation_report
+from learning.core.privacy import DEFAULT_MECHANISM, MECHANISMS
+from learning.management.commands.simulate_crowd import read_corpus
+
+COUNT_SHARES = (0.1, 0.25, 0.5, 1.0)
+ALPHAS = (1.0, 3.0, 8.0)
+
+
+class Command(BaseCommand):
+    help = "Run the verification or privacy study point by point; print JSON, draw an SVG chart."
+
+    def add_arguments(self, parser: CommandParser) -> None:
+        parser.add_argument("study", choices=["verification", "privacy"])
+        parser.add_argument("--train", required=True, help="gold CoNLL-U (plain or .gz)")
+        parser.add_argument("--test", required=True, help="gold CoNLL-U for evaluation")
+        parser.add_argument("--svg", help="write the chart here")
+        parser.add_argument("--annotators", type=int, default=50)
+        parser.add_argument("--mechanism", choices=MECHANISMS, default=DEFAULT_MECHANISM)
+        parser.add_argument("--seed", type=int, default=0)
+
+    def handle(self, *args, **options) -> None:
+        train = read_corpus(options["train"], "train")
+        test = read_corpus(options["test"], "test")
+        common = {"n_annotators": options["annotators"], "seed": options["seed"], "window": 5}
+        if options["study"] == "verification":
+            result = _verification(train, test, common, self.stderr)
+        else:
+            result = _privacy(train, test, common, options["mechanism"], self.stderr)
+        if options["svg"]:
+            Path(options["svg"]).write_text(result.pop("svg"))
+        else:
+            result.pop("svg")
+        self.stdout.write(json.dumps(result))
+
+
+def _verification(train, test, common: dict, log) -> dict:
+    points = []
+    for share in COUNT_SHARES:
+        report, _ = simulation_report(
+            train, test, obs_per_sentence=share, verify_per_sentence=1, references=False, **common
+        )
+        log.write(f"count tasks per sentence {share}: {report['accuracy_refined']:.2f}\n")
+        points.append(report)
+    n_sentences = len(train)
+    counts_only = [(p["obs_per_sentence"], p["accuracy_counts_only"]) for p in points]
+    counts_only.append(
+        (points[-1]["obs_per_sentence"] + 1, points[-1]["accuracy_counts_only_same_answers"])
+    )
+    mixed = [(p["obs_per_sentence"] + 1, p["accuracy_refined"]) for p in points]
+    series = [
+        Series("count tasks only", [(x * n_sentences, y) for x, y in counts_only]),
+        Series("+ 1 verification / sentence", [(x * n_sentences, y) for x, y in mixed]),
+    ]
+    svg = line_chart(
+        series,
+        title="Accuracy against answers (UD EWT, window 5, all tags)",
+        x_label="answers (count and verification tasks)",
+        y_label="test accuracy (%)",
+        x_ticks=[(k * n_sentences, f"{k * n_sentences // 1000}k") for k in range(3)],
+    )
+    return {
+        "study": "verification",
+        "sentences": n_sentences,
+        "counts_only": counts_only,
+        "counts_and_verification": mixed,
+        "reports": points,
+        "svg": svg,
+    }
+
+
+def _privacy(train, test, common: dict, mechanism: str, log) -> dict:
+    points = []
+    for alpha in ALPHAS:
+        report, _ = simulation_report(
+            train,
+            test,
+            obs_per_sentence=10,
+            tags_per_task=1,
+            privacy_alpha=alpha,
+            mechanism=mechanism,
+            references=False,
+            **common,
+        )
+        log.write(f"alpha {alpha}: refined {report['accuracy_refined']:.2f}\n")
+        points.append(report)
+    public = points[0]
+    refined = [(p["privacy_alpha"], p["accuracy_refined"]) for p in points]
+    moments = [(p["privacy_alpha"], p["accuracy_moments"]) for p in points]
+    refined.append((math.inf, public["accuracy_refined_without_privacy"]))
+    moments.append((math.inf, public["accuracy_moments_without_privacy"]))
+    # α on a log axis, with ∞ drawn one step past the largest α.
+    position = {a: math.log2(a) for a in ALPHAS} | {math.inf: math.log2(ALPHAS[-1]) + 1.5}
+    series = [
+        Series("refined (exact likelihood)", [(position[a], y) for a, y in refined]),
+        Series("moments alone", [(position[a], y) for a, y in moments], dashed=True),
+    ]
+    svg = line_chart(
+        series,
+        title=f"Accuracy against privacy level α ({mechanism}, UD EWT, 1 tag, 10 tasks/sentence)",
+        x_label="α per answer (ε-local differential privacy; ∞ = no privacy)",
+        y_label="test accuracy (%)",
+        x_ticks=[(position[a], "∞" if math.isinf(a) else f"{a:g}") for a in (*ALPHAS, math.inf)],
+    )
+    return {
+        "study": "privacy",
+        "mechanism": mechanism,
+        "refined": [[str(a), y] for a, y in refined],
+        "moments": [[str(a), y] for a, y in moments],
+        "reports": points,
+        "svg": svg,
+    }
