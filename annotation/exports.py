@@ -31,6 +31,9 @@ _COLUMNS = {
     "is_gold": "is_gold",
     "seconds_on_device": "seconds_on_device",
     "submitted_at": "submitted_at",
+    # Private projects: `counts` are the values released on the phone, and these say how.
+    "mechanism": "mechanism",
+    "alpha": "alpha",
 }
 CSV_COLUMNS = [column for column in _COLUMNS if column != "assignment"]
 
@@ -42,6 +45,7 @@ def _observation_rows(project: Project) -> Iterator[dict]:
         out = {column: row[field] for column, field in _COLUMNS.items()}
         out["tags"] = [names[i] for i in out["tags"]]
         out["submitted_at"] = iso(out["submitted_at"])
+        out["mechanism"] = out["mechanism"] or None
         yield out
 
 
@@ -80,9 +84,8 @@ def observations_csv(*, project: Project) -> Iterator[str]:
         row["tags"] = "|".join(row["tags"])
         row["counts"] = "|".join(str(c) for c in row["counts"])
         row["is_gold"] = int(row["is_gold"])
-        row["seconds_on_device"] = (
-            "" if row["seconds_on_device"] is None else row["seconds_on_device"]
-        )
+        for column in ("seconds_on_device", "mechanism", "alpha"):
+            row[column] = "" if row[column] is None else row[column]
         writer.writerow([row[column] for column in CSV_COLUMNS])
         if i % 200 == 199:
             yield buffer.getvalue()

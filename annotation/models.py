@@ -21,10 +21,15 @@ from django.db import models
 from django.db.models import Q
 
 from common.text import DEFAULT_LANGUAGE, LANGUAGES
+from learning.core.privacy import DEFAULT_MECHANISM, MAX_PRIVATE_TAGS, MECHANISMS
+
+__all__ = ["DEFAULT_MECHANISM", "MAX_PRIVATE_TAGS", "MECHANISMS"]  # re-exported for the app
 
 MAX_WINDOW = 50
 MAX_TAGS = 200
 MAX_REDUNDANCY = 100
+# Private projects: the privacy level per answer (ε of ε-local differential privacy).
+MIN_ALPHA, MAX_ALPHA, DEFAULT_ALPHA = 0.1, 20.0, 3.0
 
 
 def new_invite_code() -> str:
@@ -68,6 +73,13 @@ class Project(models.Model):
         default=600, validators=[MinValueValidator(30), MaxValueValidator(86_400)]
     )
     status = models.CharField(max_length=10, choices=Status.choices, default=Status.ACTIVE)
+    # Private projects (issue 13): every count is randomized on the annotator's phone by the
+    # mechanism `mechanism` (one of learning.core.privacy.MECHANISMS) at privacy level `alpha`
+    # per answer; the server only ever sees released values. Fixed once the first answer exists.
+    # Not private: alpha null, mechanism "".
+    private = models.BooleanField(default=False)
+    alpha = models.FloatField(null=True, blank=True)
+    mechanism = models.CharField(max_length=16, blank=True, default="")
     invite_code = models.CharField(max_length=32, unique=True, default=new_invite_code)
     # Scheduler bookkeeping, each claimed by a conditional UPDATE checked by its row count.
     task_rounds = models.PositiveIntegerField(default=0)
@@ -92,6 +104,11 @@ class Project(models.Model):
             models.CheckConstraint(
                 condition=Q(tags_per_task__isnull=True) | Q(tags_per_task__gte=1),
                 name="tags_per_task_positive",
+            ),
+            models.CheckConstraint(
+                condition=Q(private=False, alpha__isnull=True, mechanism="")
+                | Q(private=True, alpha__gte=MIN_ALPHA, alpha__lte=MAX_ALPHA) & ~Q(mechanism=""),
+                name="privacy_settings",
             ),
         ]
 
@@ -312,7 +329,12 @@ class Assignment(models.Model):
 
 
 class Observation(models.Model):
-    """o = (r, B, N), append-only. `tags` are tag indices, `counts` aligned with them."""
+    """o = (r, B, N), append-only. `tags` are tag indices, `counts` aligned with them.
+
+    In a private project `counts` are the values the phone released (randomized by the
+    project's mechanism; the true counts never reach the server), and `mechanism` and `alpha`
+    say how they were released. Elsewhere they are "" and null.
+    """
 
     # observation_project_idx starts with the project, observation_idempotency_unique with the
     # annotator: no index of their own (one write less on each answer).
@@ -337,6 +359,8 @@ class Observation(models.Model):
     seconds_on_device = models.FloatField(null=True, blank=True)
     idempotency_key = models.CharField(max_length=64)
     submitted_at = models.DateTimeField()
+    mechanism = models.CharField(max_length=16, blank=True, default="")
+    alpha = models.FloatField(null=True, blank=True)
 
     class Meta:
         ordering = ["id"]

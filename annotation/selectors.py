@@ -22,6 +22,7 @@ from annotation.models import (
     Task,
 )
 from common.exceptions import NotFound
+from learning.core.privacy import Mechanism
 
 _TAG_CACHE_SIZE = 256
 _tag_cache: dict[tuple[int, object], list[dict]] = {}
@@ -69,10 +70,31 @@ def project_tags_at(*, project_id: int, updated_at) -> list[dict]:
     return tags
 
 
+def project_mechanism(*, project: Project) -> Mechanism | None:
+    """The privacy mechanism of a private project (None when it is not private)."""
+    return mechanism_of(
+        private=project.private,
+        mechanism=project.mechanism,
+        alpha=project.alpha,
+        n_tags=len(project_tags(project=project)),
+    )
+
+
+def mechanism_of(
+    *, private: bool, mechanism: str, alpha: float | None, n_tags: int
+) -> Mechanism | None:
+    """`project_mechanism` from the project's columns, for a caller that read them without
+    loading the project (`annotation.hotpath`)."""
+    return Mechanism(mechanism, alpha, n_tags) if private else None
+
+
 def project_frozen_fields(*, project: Project) -> list[str]:
     """The settings that can no longer change: the tag names and order, and the language, once
-    the project has sentences."""
-    return ["language", "tags"] if project.sentences.exists() else []
+    the project has sentences; the privacy settings once it has answers."""
+    frozen = ["language", "tags"] if project.sentences.exists() else []
+    if project.observations.exists():
+        frozen += ["private", "alpha", "mechanism"]
+    return frozen
 
 
 def project_tag_names(*, project: Project) -> list[str]:

@@ -92,7 +92,10 @@ def next_task(request: HttpRequest, caller: Caller, project_id: int) -> HttpResp
             tags = selectors.project_tags_at(
                 project_id=project_id, updated_at=row.project_updated_at
             )
-            return json_response(task_out(lease, tags))
+            mechanism = selectors.mechanism_of(
+                private=row.private, mechanism=row.mechanism, alpha=row.alpha, n_tags=len(tags)
+            )
+            return json_response(task_out(lease, tags, mechanism))
     user = caller.user()
     membership = selectors.membership_for(user=user, project_id=project_id)
     lease = scheduler.task_lease_next(
@@ -105,15 +108,44 @@ def next_task(request: HttpRequest, caller: Caller, project_id: int) -> HttpResp
     )
     if lease is None:
         return HttpResponse(status=204)
-    return json_response(task_out(lease, selectors.project_tags(project=membership.project)))
+    project = membership.project
+    return json_response(
+        task_out(
+            lease,
+            selectors.project_tags(project=project),
+            selectors.project_mechanism(project=project),
+        )
+    )
+
+
+class PrivacySerializer(serializers.Serializer):
+    """How a private project's answer was released: the task's `privacy.mechanism` and
+    `privacy.alpha`, sent back as they came."""
+
+    mechanism = serializers.CharField()
+    alpha = serializers.FloatField()
 
 
 class ObservationSubmitSerializer(serializers.Serializer):
     """The submission body, for the schema; `submission_fields` checks its shape and
-    `services.counts_check` the counts."""
+    `services.counts_check` the counts. A private project takes `released` and `privacy`
+    instead of `counts`."""
 
     assignment = serializers.IntegerField(min_value=1, max_value=MAX_ID)
-    counts = serializers.DictField(child=serializers.IntegerField(min_value=0))
+    counts = serializers.DictField(
+        child=serializers.IntegerField(min_value=0),
+        required=False,
+        help_text="The count of each asked tag (projects that are not private).",
+    )
+    released = serializers.DictField(
+        child=serializers.IntegerField(min_value=0),
+        required=False,
+        help_text="Private projects: each asked tag's count as released on the phone by the "
+        "task's `privacy.release` distribution; the true count is never sent.",
+    )
+    privacy = PrivacySerializer(
+        required=False, help_text="Private projects: the task's mechanism and alpha."
+    )
     seconds_on_device = serializers.FloatField(required=False, allow_null=True, min_value=0)
     idempotency_key = serializers.CharField(min_length=1, max_length=MAX_KEY)
 
@@ -129,9 +161,22 @@ def submission_fields(data) -> dict:
     key = data.get("idempotency_key")
     if not isinstance(key, str) or not 1 <= len(key) <= MAX_KEY:
         errors["idempotency_key"] = [f"A string of 1 to {MAX_KEY} characters is required."]
-    counts = data.get("counts")
-    if not isinstance(counts, dict):
+    counts, released, privacy = data.get("counts"), data.get("released"), data.get("privacy")
+    if counts is not None and released is not None:
+        errors["released"] = ["Send either `counts` or `released` (private projects), not both."]
+    elif released is not None:
+        if not isinstance(released, dict):
+            errors["released"] = ["An object mapping tag names to released values is required."]
+    elif not isinstance(counts, dict):
         errors["counts"] = ["An object mapping tag names to counts is required."]
+    if privacy is not None and not (
+        isinstance(privacy, dict)
+        and set(privacy) == {"mechanism", "alpha"}
+        and isinstance(privacy["mechanism"], str)
+        and isinstance(privacy["alpha"], int | float)
+        and not isinstance(privacy["alpha"], bool)
+    ):
+        errors["privacy"] = ['An object {"mechanism": name, "alpha": number}, as the task gave.']
     seconds = data.get("seconds_on_device")
     if seconds is not None and (
         isinstance(seconds, bool) or not isinstance(seconds, int | float) or not 0 <= seconds < 1e7
@@ -143,6 +188,8 @@ def submission_fields(data) -> dict:
         "assignment_id": assignment,
         "idempotency_key": key,
         "counts": counts,
+        "released": released,
+        "privacy": privacy,
         "seconds_on_device": None if seconds is None else float(seconds),
     }
 
@@ -155,7 +202,8 @@ def observation_submit(request: HttpRequest, caller: Caller) -> HttpResponse:
     """Store the counts answering a lease (201), or the answer stored under this idempotency
     key already (200, `replayed`)."""
     fields = submission_fields(json_body(request))
-    counts = fields["counts"]
+    counts = fields["counts"] if fields["released"] is None else fields["released"]
+    privacy = fields["privacy"] or {}
     if connection.vendor == "postgresql" and services.counts_well_formed(counts):
         row = hotpath.observation_submit(
             key=caller.key,
@@ -164,6 +212,9 @@ def observation_submit(request: HttpRequest, caller: Caller) -> HttpResponse:
             idempotency_key=fields["idempotency_key"],
             names=list(counts),
             counts=list(counts.values()),
+            released=fields["released"] is not None,
+            mechanism=privacy.get("mechanism"),
+            alpha=privacy.get("alpha"),
             seconds_on_device=fields["seconds_on_device"],
             now=timezone.now(),
         )

@@ -11,8 +11,11 @@ from rest_framework import serializers
 
 from annotation import selectors
 from annotation.models import (
+    MAX_ALPHA,
     MAX_REDUNDANCY,
     MAX_WINDOW,
+    MECHANISMS,
+    MIN_ALPHA,
     CorpusImport,
     Membership,
     Observation,
@@ -22,6 +25,7 @@ from annotation.scheduler import Lease
 from annotation.tagsets import PRESETS
 from common.api.output import iso
 from common.text import DEFAULT_LANGUAGE, LANGUAGES
+from learning.core.privacy import Mechanism
 
 # Input ------------------------------------------------------------------------------------------
 
@@ -50,6 +54,24 @@ class ProjectWriteSerializer(serializers.Serializer):
     tags = TagSerializer(many=True, required=False)
     tag_preset = serializers.ChoiceField(choices=sorted(PRESETS), required=False)
     language = serializers.ChoiceField(choices=list(LANGUAGES), required=False)
+    private = serializers.BooleanField(
+        required=False,
+        help_text="Answers randomized on the phone (local differential privacy); fixed once "
+        "the project has answers.",
+    )
+    alpha = serializers.FloatField(
+        min_value=MIN_ALPHA,
+        max_value=MAX_ALPHA,
+        required=False,
+        allow_null=True,
+        help_text="Privacy level per answer of a private project (default 3).",
+    )
+    mechanism = serializers.ChoiceField(
+        choices=list(MECHANISMS),
+        required=False,
+        allow_null=True,
+        help_text="How a private project's counts are randomized (default: the one measured best).",
+    )
 
     def validate(self, attrs):
         if not self.partial and ("tags" in attrs) == ("tag_preset" in attrs):
@@ -95,6 +117,9 @@ def project_out(project: Project, role: str) -> dict:
         "language": project.language,
         "window_size": project.window_size,
         "tags_per_task": project.tags_per_task,
+        "private": project.private,
+        "alpha": project.alpha,
+        "mechanism": project.mechanism or None,
         "role": role,
         "tags": selectors.project_tags(project=project),
         "created_at": iso(project.created_at),
@@ -113,8 +138,10 @@ def project_out(project: Project, role: str) -> dict:
     return data
 
 
-def task_out(lease: Lease, tags: list[dict]) -> dict:
-    return {
+def task_out(lease: Lease, tags: list[dict], mechanism: Mechanism | None = None) -> dict:
+    """The leased task; in a private project (`mechanism`) also how the phone must release
+    its counts (`privacy_out`)."""
+    data = {
         "assignment": lease.assignment_id,
         "expires_at": iso(lease.expires_at),
         "tokens": lease.tokens,
@@ -122,15 +149,35 @@ def task_out(lease: Lease, tags: list[dict]) -> dict:
         "tags": [tags[i] for i in lease.tags],
         "max_count": lease.length,
     }
+    if mechanism is not None:
+        data["privacy"] = privacy_out(mechanism, window=lease.length, n_asked=len(lease.tags))
+    return data
+
+
+def privacy_out(mechanism: Mechanism, *, window: int, n_asked: int) -> dict:
+    """What a phone needs to release one task's counts: the mechanism's name and level, and
+    `release[N][o]` = P(release o | true count N) for this window and number of asked tags
+    (the columns of the core's `Mechanism.channel`, the one definition of the channel)."""
+    channel = mechanism.channel(window, n_asked)
+    return {
+        "mechanism": mechanism.name,
+        "alpha": mechanism.alpha,
+        "release": channel.T.tolist(),
+    }
 
 
 def observation_out(observation, names: list[str], *, replayed: bool) -> dict:
-    """A stored answer as its submitter sees it (`counts` by tag name, in the task's order).
-    `observation`: an `Observation`, or the row the hot path stored (`hotpath.SubmitRow`)."""
-    return {
-        "id": observation.id,
-        "assignment": observation.assignment_id,
-        "counts": {names[i]: c for i, c in zip(observation.tags, observation.counts, strict=True)},
+    """A stored answer as its submitter sees it (`counts` by tag name, in the task's order; in a
+    private project `released` and `privacy` instead). `observation`: an `Observation`, or the
+    row the hot path stored (`hotpath.SubmitRow`)."""
+    values = {names[i]: c for i, c in zip(observation.tags, observation.counts, strict=True)}
+    data = {"id": observation.id, "assignment": observation.assignment_id}
+    if observation.mechanism:
+        data["released"] = values
+        data["privacy"] = {"mechanism": observation.mechanism, "alpha": observation.alpha}
+    else:
+        data["counts"] = values
+    return data | {
         "seconds_on_device": observation.seconds_on_device,
         "idempotency_key": observation.idempotency_key,
         "submitted_at": iso(observation.submitted_at),
@@ -150,6 +197,8 @@ def observation_row_out(observation: Observation, names: list[str]) -> dict:
         "is_gold": observation.is_gold,
         "seconds_on_device": observation.seconds_on_device,
         "submitted_at": iso(observation.submitted_at),
+        "mechanism": observation.mechanism or None,
+        "alpha": observation.alpha,
     }
 
 

@@ -94,10 +94,14 @@ def observation_submit(
     counts: list[int],
     seconds_on_device: float | None,
     now: datetime,
+    released: bool = False,
+    mechanism: str | None = None,
+    alpha: float | None = None,
 ) -> SubmitRow | None:
     """Store the answer if it is in order (see `statements.SUBMIT`); None when the token names
     nobody. `names` and `counts`: the submitted counts, whole numbers that fit PostgreSQL's
-    integer (see `services.counts_well_formed`)."""
+    integer (see `services.counts_well_formed`); `released` when they are a private project's
+    released values, sent with the mechanism's parameters `mechanism` and `alpha`."""
     params = {
         "user_id": user_id,
         "key": key,
@@ -105,6 +109,9 @@ def observation_submit(
         "idempotency_key": idempotency_key,
         "names": names,
         "counts": counts,
+        "released": released,
+        "mechanism": mechanism,
+        "alpha": None if alpha is None else float(alpha),
         "seconds": seconds_on_device,
         "now": now,
     }

@@ -12,13 +12,16 @@ from annotation.scheduler import Lease
 @dataclass(frozen=True, slots=True)
 class NextTaskRow:
     """The caller (absent when the token is unknown), their membership of the project (None
-    when they are not a member) and, when the statement leased or handed back a task, the
-    lease (its columns None otherwise)."""
+    when they are not a member) with the project's privacy settings and, when the statement
+    leased or handed back a task, the lease (its columns None otherwise)."""
 
     user_id: int
     is_active: bool
     membership_id: int | None
     project_updated_at: datetime | None
+    private: bool | None
+    mechanism: str | None
+    alpha: float | None
     assignment_id: int | None
     expires_at: datetime | None
     task_id: int | None
@@ -54,3 +57,5 @@ class SubmitRow:
     seconds_on_device: float | None
     idempotency_key: str | None
     submitted_at: datetime | None
+    mechanism: str | None
+    alpha: float | None

@@ -60,6 +60,7 @@ NEXT_TASK = (
     member AS (
         SELECT c.user_id, c.is_active, m.id AS membership_id, m.lease_serial,
                p.id AS project_id, p.updated_at AS project_updated_at, p.lease_seconds,
+               p.private, p.mechanism, p.alpha,
                c.is_active AND NOT m.flagged AND p.status = '{active}'
                AND p.leases_reclaimed_at >= %(reclaim_due_before)s::timestamptz
                AND %(gold_draw)s::double precision >= p.gold_fraction AS plain
@@ -124,6 +125,7 @@ NEXT_TASK = (
         RETURNING id, task_id, expires_at
     )
 SELECT mb.user_id, mb.is_active, mb.membership_id, mb.project_updated_at,
+       mb.private, mb.mechanism, mb.alpha,
        x.id AS assignment_id, x.expires_at, t.id AS task_id, t.sentence_id, t.start, t.length,
        t.tags, t.is_gold, s.tokens
 FROM member mb
@@ -138,12 +140,17 @@ LEFT JOIN (
 # The whole submission: caller, lease, task, project, membership and replay check (`ctx`), the
 # counts checked against the task (`given`, `valid`), and, when all is in order, the lease marked
 # answered and the observation stored. Parameters: user_id, key, assignment, idempotency_key,
-# names and counts (the submitted counts as two arrays), seconds, now.
+# names and counts (the submitted counts as two arrays), released, mechanism, alpha, seconds, now.
+#
+# A private project's answer is `released` values with the mechanism's parameters, which must be
+# the project's; the released values of several tags are drawn independently, so their sum is
+# not bounded by the window. Any other project takes true counts, without parameters.
 #
 # The check is a gate, not the judge: it stores exactly what `services.counts_check` accepts (the
 # counts name the task's tags and no other, each a whole number from 0 to the window, together at
-# most the window), and whatever it does not store goes to `services.observation_submit`, which
-# says why (or returns the answer a replay stored, or loses a race properly).
+# most the window) and `services.privacy_check` allows, and whatever it does not store goes to
+# `services.observation_submit`, which says why (or returns the answer a replay stored, or loses
+# a race properly).
 SUBMIT = (
     "WITH"  # noqa: S608 (constant text: the caller CTE and the models' choices)
     + _CALLER
@@ -152,6 +159,7 @@ SUBMIT = (
         SELECT c.user_id, c.is_active, a.annotator_id = c.user_id AS mine, a.status,
                p.id AS project_id, p.status AS project_status,
                p.updated_at AS project_updated_at,
+               p.private, p.mechanism AS project_mechanism, p.alpha AS project_alpha,
                t.sentence_id, t.start, t.length, t.tags, t.is_gold,
                EXISTS (SELECT 1 FROM annotation_membership m
                        WHERE m.project_id = a.project_id AND m.user_id = c.user_id) AS is_member,
@@ -179,7 +187,15 @@ SUBMIT = (
         FROM ctx CROSS JOIN given
         WHERE ctx.is_active AND ctx.mine AND ctx.is_member AND NOT ctx.key_used
           AND ctx.project_status <> '{archived}' AND ctx.status IN ('{leased}', '{expired}')
-          AND given.tags = ctx.tags AND given.in_range AND given.total <= ctx.length
+          AND given.tags = ctx.tags AND given.in_range
+          AND CASE WHEN ctx.private
+                   THEN %(released)s::boolean
+                        AND ctx.project_mechanism = %(mechanism)s::varchar
+                        AND ctx.project_alpha = %(alpha)s::double precision
+                   ELSE NOT %(released)s::boolean AND %(mechanism)s::varchar IS NULL
+                        AND %(alpha)s::double precision IS NULL
+                        AND given.total <= ctx.length
+              END
     ),
     answered AS (
         UPDATE annotation_assignment a
@@ -191,17 +207,18 @@ SUBMIT = (
     stored AS (
         INSERT INTO annotation_observation
             (project_id, annotator_id, assignment_id, sentence_id, start, length, tags, counts,
-             is_gold, seconds_on_device, idempotency_key, submitted_at)
+             is_gold, seconds_on_device, idempotency_key, submitted_at, mechanism, alpha)
         SELECT v.project_id, v.user_id, answered.id, v.sentence_id, v.start, v.length, v.tags,
                v.count_values, v.is_gold, %(seconds)s::double precision,
-               %(idempotency_key)s::varchar, %(now)s::timestamptz
+               %(idempotency_key)s::varchar, %(now)s::timestamptz,
+               v.project_mechanism, v.project_alpha
         FROM answered CROSS JOIN valid v
         RETURNING id, assignment_id, tags, counts, seconds_on_device, idempotency_key,
-                  submitted_at
+                  submitted_at, mechanism, alpha
     )
 SELECT ctx.user_id, ctx.is_active, ctx.project_id, ctx.project_updated_at,
        s.id, s.assignment_id, s.tags, s.counts, s.seconds_on_device, s.idempotency_key,
-       s.submitted_at
+       s.submitted_at, s.mechanism, s.alpha
 FROM ctx LEFT JOIN stored s ON true
 """
 ).format(**_CHOICES)

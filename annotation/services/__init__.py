@@ -11,6 +11,7 @@ from annotation.services.observations import (
     counts_check,
     counts_well_formed,
     observation_submit,
+    privacy_check,
 )
 from annotation.services.projects import (
     membership_join,
@@ -25,6 +26,7 @@ from annotation.services.projects import (
 __all__ = [
     "corpus_import",
     "counts_check",
+    "privacy_check",
     "counts_well_formed",
     "membership_join",
     "membership_remove",

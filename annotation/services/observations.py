@@ -3,12 +3,18 @@
 The rule set has two parts: what holds whatever the task (`counts_well_formed`), and the task's
 own rules (`counts_check`, which applies both). On PostgreSQL the annotator's submission checks
 the second part in SQL (`annotation.hotpath`); tests/annotation/test_hotpath.py proves that it
-stores exactly what `counts_check` accepts.
+stores exactly what `counts_check` and `privacy_check` accept.
+
+Private projects (issue 13): the phone sends `released` values, randomized by the project's
+mechanism, with the mechanism's parameters (`privacy`: name and alpha), never the true counts.
+A released value is a whole number from 0 to the window (the releases of several tags are
+independent, so their sum may exceed the window).
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
@@ -43,43 +49,78 @@ def counts_well_formed(counts: Mapping[str, Any]) -> bool:
 
 
 def counts_check(
-    counts: Mapping[str, Any], *, names: list[str], length: int
+    counts: Mapping[str, Any], *, names: list[str], length: int, released: bool = False
 ) -> tuple[list[int], dict[str, list[str]]]:
     """(the counts in the order of `names`, errors by field): one count for each of the task's
     tag `names` and no other, each a whole number from 0 to the window's `length`, together at
-    most `length`."""
+    most `length` (unless they are `released` values of a private project, each drawn on its
+    own)."""
+    field = "released" if released else "counts"
     if not isinstance(counts, Mapping) or set(counts) != set(names):
-        return [], {"counts": [f"Give exactly one count for each of: {', '.join(names)}."]}
+        return [], {field: [f"Give exactly one count for each of: {', '.join(names)}."]}
     errors: dict[str, list[str]] = {}
     values = []
     for name in names:
         value = counts[name]
         if not _is_whole(value) or not 0 <= value <= length:
-            errors.setdefault("counts", []).append(
+            errors.setdefault(field, []).append(
                 f"Count for {name} must be a whole number between 0 and {length}."
             )
         else:
             values.append(value)
-    if not errors and sum(values) > length:
+    if not errors and not released and sum(values) > length:
         errors["counts"] = [f"The counts add up to more than the {length} highlighted words."]
     return values, errors
+
+
+def privacy_check(
+    project: Project, *, counts_given: bool, privacy: Mapping[str, Any] | None
+) -> dict[str, list[str]]:
+    """Errors by field of an answer's form against the project's privacy: a private project
+    takes only `released` values with the project's own mechanism parameters (`privacy`); any
+    other project only `counts`."""
+    if not project.private:
+        if counts_given and privacy is None:
+            return {}
+        return {"released": ["This project is not private: send the true `counts`."]}
+    if counts_given:
+        return {
+            "counts": [
+                "This project is private: send the values released on the phone (`released`) "
+                "and the mechanism's parameters (`privacy`), never the true counts."
+            ]
+        }
+    expected = f'{{"mechanism": "{project.mechanism}", "alpha": {project.alpha}}}'
+    if privacy is None:
+        return {"privacy": [f"Required in this private project: {expected}."]}
+    if privacy.get("mechanism") != project.mechanism or privacy.get("alpha") != project.alpha:
+        return {
+            "privacy": [
+                f"The values were released with other parameters than the project's ({expected})."
+            ]
+        }
+    return {}
 
 
 def observation_submit(
     *,
     annotator,
     assignment_id: int,
-    counts: Mapping[str, Any],
+    counts: Mapping[str, Any] | None = None,
     idempotency_key: str,
     seconds_on_device: float | None = None,
     now: datetime | None = None,
+    released: Mapping[str, Any] | None = None,
+    privacy: Mapping[str, Any] | None = None,
 ) -> tuple[Observation, bool]:
-    """Store the answer to a lease. Returns (observation, replayed), the observation with its
-    project loaded.
+    """Store the answer to a lease: its `counts`, or in a private project the `released`
+    values with the mechanism's parameters `privacy` ({"mechanism", "alpha"}). Returns
+    (observation, replayed), the observation with its project loaded.
 
     Replaying an idempotency key returns the stored observation; an answer that arrives after
     the lease expired is still stored unless the project is archived.
     """
+    answer = Answer(counts=counts, released=released, privacy=privacy)
     now = now or timezone.now()
     # One read, so that what it says of the lease, the membership and the key holds together.
     assignment = (
@@ -105,7 +146,7 @@ def observation_submit(
         if assignment.replay_of != assignment_id:
             raise IdempotencyKeyReused(_KEY_OTHER_ASSIGNMENT)
         stored = _stored_answer(annotator=annotator, idempotency_key=idempotency_key)
-        return _replayed(stored, counts=counts, seconds_on_device=seconds_on_device), True
+        return _replayed(stored, answer=answer, seconds_on_device=seconds_on_device), True
     if not assignment.is_member:
         raise LeaseNotYours("No such assignment of yours.")
     project, task = assignment.project, assignment.task
@@ -113,9 +154,15 @@ def observation_submit(
         raise ProjectNotActive("This project is archived; it accepts no answers.")
     if assignment.status == Assignment.Status.SUBMITTED:
         raise Conflict("This assignment has already been answered.")
+    errors = privacy_check(project, counts_given=counts is not None, privacy=privacy)
+    if errors:
+        raise InvalidInput("The answer does not fit this project's privacy.", fields=errors)
     all_names = selectors.project_tag_names(project=project)
     values, errors = counts_check(
-        counts, names=[all_names[i] for i in task.tags], length=task.length
+        answer.values,
+        names=[all_names[i] for i in task.tags],
+        length=task.length,
+        released=project.private,
     )
     if errors:
         raise InvalidInput("The counts are not valid for this task.", fields=errors)
@@ -140,12 +187,14 @@ def observation_submit(
                 seconds_on_device=seconds_on_device,
                 idempotency_key=idempotency_key,
                 submitted_at=now,
+                mechanism=project.mechanism if project.private else "",
+                alpha=project.alpha if project.private else None,
             )
     except IntegrityError as exc:
         # A concurrent submission won: a replay of this key, or a different answer.
         stored = _stored_answer(annotator=annotator, idempotency_key=idempotency_key)
         if stored is not None and stored.assignment_id == assignment_id:
-            return _replayed(stored, counts=counts, seconds_on_device=seconds_on_device), True
+            return _replayed(stored, answer=answer, seconds_on_device=seconds_on_device), True
         raise Conflict("This assignment has already been answered.") from exc
     return observation, False
 
@@ -156,12 +205,36 @@ _KEY_OTHER_ASSIGNMENT = (
 )
 
 
-def _replayed(stored: Observation, *, counts, seconds_on_device) -> Observation:
+@dataclass(frozen=True)
+class Answer:
+    """What a submission says: `counts`, or `released` values and their `privacy`."""
+
+    counts: Mapping[str, Any] | None
+    released: Mapping[str, Any] | None
+    privacy: Mapping[str, Any] | None
+
+    @property
+    def values(self) -> Mapping[str, Any] | None:
+        return self.counts if self.counts is not None else self.released
+
+    def same_as(self, stored: Observation, names: list[str]) -> bool:
+        values = {names[t]: c for t, c in zip(stored.tags, stored.counts, strict=True)}
+        if not stored.mechanism:
+            return self.released is None and self.privacy is None and self.counts == values
+        return (
+            self.counts is None
+            and self.released == values
+            and self.privacy is not None
+            and self.privacy.get("mechanism") == stored.mechanism
+            and self.privacy.get("alpha") == stored.alpha
+        )
+
+
+def _replayed(stored: Observation, *, answer: Answer, seconds_on_device) -> Observation:
     """`stored` when the resent body is the one it stored (a replay), else
     `IdempotencyKeyReused`: a client told "replayed" would believe its new answer was taken."""
     names = selectors.project_tag_names(project=stored.project)
-    answer = {names[t]: c for t, c in zip(stored.tags, stored.counts, strict=True)}
-    if answer != counts or stored.seconds_on_device != seconds_on_device:
+    if not answer.same_as(stored, names) or stored.seconds_on_device != seconds_on_device:
         raise IdempotencyKeyReused(
             "This idempotency key was already used with a different answer; the first answer "
             "stands and this one was not stored. Use a new key for a new answer."

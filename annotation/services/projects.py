@@ -10,6 +10,9 @@ from django.db.models import F
 
 from annotation import scheduler
 from annotation.models import (
+    DEFAULT_ALPHA,
+    DEFAULT_MECHANISM,
+    MAX_PRIVATE_TAGS,
     MAX_TAGS,
     Assignment,
     CorpusImport,
@@ -35,7 +38,11 @@ _PROJECT_FIELDS = (
     "redundancy",
     "gold_fraction",
     "lease_seconds",
+    "private",
+    "alpha",
+    "mechanism",
 )
+PRIVACY_FIELDS = ("private", "alpha", "mechanism")
 
 
 def _clean_tags(tags: Sequence[Mapping[str, Any]]) -> list[dict]:
@@ -62,6 +69,34 @@ def _check_settings(project: Project, n_tags: int) -> None:
             "tags_per_task cannot exceed the number of tags.",
             fields={"tags_per_task": [f"At most {n_tags}."]},
         )
+    asked = n_tags if project.tags_per_task is None else project.tags_per_task
+    if project.private and n_tags < 2:
+        raise InvalidInput(
+            "A private project needs at least two tags.", fields={"tags": ["At least 2."]}
+        )
+    if project.private and asked > MAX_PRIVATE_TAGS:
+        raise InvalidInput(
+            f"A private project asks at most {MAX_PRIVATE_TAGS} tags per task: the privacy "
+            "budget of each answer is split across the tags it asks.",
+            fields={"tags_per_task": [f"At most {MAX_PRIVATE_TAGS} in a private project."]},
+        )
+
+
+def _settle_privacy(project: Project) -> None:
+    """A private project gets the default level and mechanism where none is given; a project
+    that is not private keeps neither."""
+    if project.private:
+        project.alpha = DEFAULT_ALPHA if project.alpha is None else float(project.alpha)
+        project.mechanism = project.mechanism or DEFAULT_MECHANISM
+    elif project.alpha is not None or project.mechanism:
+        raise InvalidInput(
+            "alpha and mechanism apply to private projects only: set private to true.",
+            fields={
+                name: ["Only for a private project."]
+                for name in ("alpha", "mechanism")
+                if getattr(project, name) not in (None, "")
+            },
+        )
 
 
 @transaction.atomic
@@ -78,6 +113,9 @@ def project_create(
     redundancy: int = 3,
     gold_fraction: float = 0.0,
     lease_seconds: int = 600,
+    private: bool = False,
+    alpha: float | None = None,
+    mechanism: str = "",
 ) -> Project:
     if tag_preset is not None:
         if tag_preset not in PRESETS:
@@ -94,7 +132,11 @@ def project_create(
         redundancy=redundancy,
         gold_fraction=gold_fraction,
         lease_seconds=lease_seconds,
+        private=private,
+        alpha=alpha,
+        mechanism=mechanism or "",
     )
+    _settle_privacy(project)
     _check_settings(project, len(clean))
     project.save()
     Tag.objects.bulk_create(Tag(project=project, position=i, **tag) for i, tag in enumerate(clean))
@@ -119,8 +161,19 @@ def project_update(
             "into words by the language's rules.",
             fields={"language": ["Frozen: the project has sentences."]},
         )
+    before = {name: getattr(project, name) for name in PRIVACY_FIELDS}
+    if fields.get("private") is False:  # no longer private: its level and mechanism go too
+        project.alpha, project.mechanism = None, ""
     for name, value in fields.items():
-        setattr(project, name, value)
+        setattr(project, name, "" if name == "mechanism" and value is None else value)
+    _settle_privacy(project)
+    changed = [name for name in PRIVACY_FIELDS if getattr(project, name) != before[name]]
+    if changed and project.observations.exists():
+        raise Conflict(
+            "The privacy settings cannot change once the project has answers: every answer "
+            "was released under them.",
+            fields={name: ["Fixed: the project has answers."] for name in changed},
+        )
     n_tags = project.tags.count()
     if tags is not None:
         clean = _clean_tags(tags)

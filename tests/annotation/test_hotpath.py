@@ -93,6 +93,69 @@ def test_the_statement_stores_exactly_what_the_service_accepts(manager, annotato
     assert min(outcomes.values()) > 50
 
 
+def test_the_statement_stores_exactly_what_the_service_accepts_in_a_private_project(
+    manager, annotator
+):
+    """Issue 13: released values with the project's own mechanism parameters, and nothing else;
+    their sum is not bounded by the window (each tag's release is drawn on its own)."""
+    project = make_project(owner=manager, name="Private", tags_per_task=2, private=True, alpha=2.0)
+    Membership.objects.create(project=project, user=annotator, role=Membership.Role.ANNOTATOR)
+    services.corpus_import(
+        project=project, user=manager, file=io.BytesIO(jsonl()), format="jsonl",
+        max_bytes=10**6, seed=1,
+    )  # fmt: skip
+    lease = scheduler.task_lease_next(project=project, annotator=annotator)
+    names = selectors.project_tag_names(project=project)
+    asked = [names[i] for i in lease.tags]
+    others = [name for name in names if name not in asked]
+    rng = random.Random(0)
+    forms = [
+        (True, project.mechanism, 2.0),
+        (True, project.mechanism, 2),
+        (True, project.mechanism, 3.0),
+        (True, "krr", 2.0),
+        (True, None, None),
+        (False, None, None),
+        (False, project.mechanism, 2.0),
+    ]
+    outcomes = {True: 0, False: 0}
+    for trial in range(400):
+        counts = random_counts(rng, asked, others, lease.length)
+        if rng.random() < 0.3 and set(counts) == set(asked):  # a sum beyond the window
+            counts = dict.fromkeys(counts, lease.length)
+        released, mechanism, alpha = forms[0] if rng.random() < 0.5 else rng.choice(forms)
+        privacy = None if mechanism is None else {"mechanism": mechanism, "alpha": alpha}
+        errors = services.privacy_check(project, counts_given=not released, privacy=privacy)
+        if not errors:
+            _, errors = services.counts_check(
+                counts, names=asked, length=lease.length, released=True
+            )
+        with transaction.atomic():
+            row = hotpath.observation_submit(
+                key=annotator.auth_token.key,
+                user_id=None,
+                assignment_id=lease.assignment_id,
+                idempotency_key=f"k{trial}",
+                names=list(counts),
+                counts=list(counts.values()),
+                released=released,
+                mechanism=mechanism,
+                alpha=alpha,
+                seconds_on_device=1.0,
+                now=timezone.now(),
+            )
+            stored = row.id is not None
+            if stored:
+                observation = Observation.objects.get(pk=row.id)
+                assert observation.counts == row.counts == [counts[name] for name in asked]
+                assert (observation.mechanism, observation.alpha) == (project.mechanism, 2.0)
+                assert (row.mechanism, row.alpha) == (project.mechanism, 2.0)
+            transaction.set_rollback(True)
+        assert stored == (not errors), (counts, released, privacy)
+        outcomes[stored] += 1
+    assert min(outcomes.values()) > 50
+
+
 @pytest.fixture
 def statements_run(monkeypatch):
     """Counts the statements a request runs: Django's, and the prepared statements of

@@ -425,9 +425,10 @@ def test_schema_and_docs(manager):
     submit = paths["/api/observations/"]
     assert list(submit) == ["post"]
     assert set(submit["post"]["responses"]) == {"200", "201"}
-    assert set(bodies["ObservationSubmit"]["required"]) == {
-        "assignment", "counts", "idempotency_key"
-    }  # fmt: skip
+    # `counts`, or in a private project `released` with `privacy` (issue 13).
+    assert set(bodies["ObservationSubmit"]["required"]) == {"assignment", "idempotency_key"}
+    assert {"counts", "released", "privacy"} <= set(bodies["ObservationSubmit"]["properties"])
+    assert {"private", "alpha", "mechanism"} <= set(bodies["ProjectWrite"]["properties"])
     assert client.get("/api/docs/").status_code == 200
 
 
