@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from datetime import datetime, timedelta
 
+import numpy as np
 from django.db.models import Count, Q, QuerySet, Sum
 from django.utils import timezone
 
@@ -184,7 +185,10 @@ CHECK_SCORE_MIN_ANSWERS = 5
 
 
 def annotator_check_score(*, project: Project, user, now: datetime) -> float | None:
-    """Share of the annotator's gold check answers whose counts were all exactly right."""
+    """Share of the annotator's gold check answers whose counts were all exactly right.
+
+    In a private project only released values are known, so the share is estimated
+    (`_private_check_score`) and needs more answers before it shows."""
     rows = Observation.objects.filter(
         project=project,
         annotator=user,
@@ -192,12 +196,46 @@ def annotator_check_score(*, project: Project, user, now: datetime) -> float | N
         submitted_at__lte=now - CHECK_SCORE_DELAY,
         sentence__gold_tags__isnull=False,
     ).values_list("start", "length", "tags", "counts", "sentence__gold_tags")
+    if project.private:
+        return _private_check_score(project=project, rows=rows)
     right = total = 0
     for start, length, tags, counts, gold in rows.iterator(chunk_size=500):
         window = gold[start : start + length]
         total += 1
         right += all(window.count(tag) == count for tag, count in zip(tags, counts, strict=True))
     return round(right / total, 2) if total >= CHECK_SCORE_MIN_ANSWERS else None
+
+
+def _private_check_score(*, project: Project, rows) -> float | None:
+    """The share of exactly right answers, estimated from released values without bias.
+
+    With the channel `C[o, N]` of each asked tag and `G = C⁻¹`, `E[G[n, o] | N] = [N = n]`, and the
+    tags are released independently, so `Π_b G[gold_b, o_b]` has expectation 1 exactly when
+    every true count was right and 0 otherwise. The mean of that over answers estimates the share
+    right (clipped to 0..1). One answer's estimate spreads widely (its variance is
+    `Σ_o C[o, N] G[N, o]² − 1` per tag for an honest answer), so the score waits for
+    `CHECK_SCORE_MIN_ANSWERS` answers' worth of evidence: that many times 1 plus the variance.
+    """
+    mechanism = project_mechanism(project=project)
+    estimates, needed = [], 0.0
+    for start, length, tags, counts, gold in rows.iterator(chunk_size=500):
+        window = gold[start : start + length]
+        inverse = _channel_inverse(mechanism, length, len(tags))
+        channel = mechanism.channel(length, len(tags))
+        value, spread = 1.0, 1.0
+        for tag, released in zip(tags, counts, strict=True):
+            truth = window.count(tag)
+            value *= inverse[truth, released]
+            spread *= float(channel[:, truth] @ inverse[truth] ** 2)
+        estimates.append(value)
+        needed += CHECK_SCORE_MIN_ANSWERS * spread
+    if not estimates or len(estimates) < needed / len(estimates):
+        return None
+    return round(min(max(sum(estimates) / len(estimates), 0.0), 1.0), 2)
+
+
+def _channel_inverse(mechanism: Mechanism, window: int, n_asked: int):
+    return np.linalg.inv(mechanism.channel(window, n_asked))
 
 
 def annotator_stats(*, project: Project, user, now: datetime | None = None) -> dict:
@@ -221,4 +259,7 @@ def annotator_stats(*, project: Project, user, now: datetime | None = None) -> d
         "seconds_on_device": round(mine["seconds"] or 0.0, 1),
         "live_lease": live,
         "check_score": annotator_check_score(project=project, user=user, now=now),
+        # Private projects: the score is estimated from released values (see
+        # `_private_check_score`): it needs more answers and is rougher.
+        "check_score_estimated": project.private,
     }

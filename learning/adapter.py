@@ -26,9 +26,10 @@ from typing import NamedTuple
 import numpy as np
 from django.core.files.storage import default_storage
 
-from annotation.models import Observation, Sentence, Tag
+from annotation.models import Observation, Project, Sentence, Tag
 from learning.core.modelfile import load_tagger, save_tagger
 from learning.core.observations import Observations
+from learning.core.privacy import Mechanism
 
 CHUNK_SIZE = 5000
 HOLDOUT_FRACTION = 0.1
@@ -61,6 +62,8 @@ class TrainingData:
     evaluation_sentences: list[list[str]]
     evaluation_tags: list[list[str]]
     text: list[list[str]]  # every sentence of the corpus (word classes learn from its text)
+    # A private project's mechanism: the observations' counts are its releases (issue 13).
+    mechanism: Mechanism | None = None
 
     @property
     def text_tokens(self) -> int:
@@ -82,6 +85,16 @@ def project_tagset(*, project_id: int) -> tuple[str, ...]:
         .order_by("position")
         .values_list("name", flat=True)
     )
+
+
+def project_mechanism(*, project_id: int, n_tags: int) -> Mechanism | None:
+    """The privacy mechanism that released a private project's answers (None when the project
+    is not private). Its settings are fixed once the first answer exists, so one mechanism
+    released them all."""
+    private, name, alpha = Project.objects.values_list("private", "mechanism", "alpha").get(
+        pk=project_id
+    )
+    return Mechanism(name, alpha, n_tags) if private else None
 
 
 def _read_observations(project_id: int, min_id: int = 0) -> dict[str, np.ndarray | list]:
@@ -145,6 +158,7 @@ def training_data_load(*, project_id: int, excluded_annotators: set[int]) -> Tra
     """Everything a retrain of the project needs, as arrays. Observations of
     `excluded_annotators` (flagged ones) are read for the annotator table but not fitted."""
     tagset = project_tagset(project_id=project_id)
+    mechanism = project_mechanism(project_id=project_id, n_tags=len(tagset))
     obs = _read_observations(project_id)
     mask, counts = _mask_and_counts(obs["tags"], obs["counts"], len(tagset))
     used_sentences = np.unique(obs["sentence"])
@@ -180,6 +194,7 @@ def training_data_load(*, project_id: int, excluded_annotators: set[int]) -> Tra
             annotator=obs["annotator"][select],
             sentence_lengths=lengths,
             allow_empty=True,
+            released=mechanism is not None,
         )
 
     judged = part(~held)
@@ -197,6 +212,7 @@ def training_data_load(*, project_id: int, excluded_annotators: set[int]) -> Tra
         evaluation_sentences=evaluation_sentences,
         evaluation_tags=evaluation_tags,
         text=text,
+        mechanism=mechanism,
     )
 
 

@@ -15,6 +15,7 @@ import logging
 import time
 from dataclasses import dataclass, field
 
+import numpy as np
 from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.core.files.base import ContentFile
@@ -28,7 +29,9 @@ from common.exceptions import Conflict, InvalidInput
 from config.version import code_version
 from learning import adapter, locks, selectors
 from learning.core import report
+from learning.core.crowd import chance_squared_error
 from learning.core.pipeline import CountTagger
+from learning.core.privacy import Mechanism
 from learning.core.wordclasses import WordClasses
 from learning.models import (
     MAX_INTERVAL_MINUTES,
@@ -129,6 +132,28 @@ def _reusable_word_classes(current: ModelVersion | None, warm, data: adapter.Tra
     return True
 
 
+def private_min_observations(base: int, mechanism: Mechanism, observations) -> int:
+    """How many answers an annotator of a private project needs before their skill is judged:
+    `base` answers' worth of evidence. A released answer carries the mechanism's noise on top
+    of the annotator's, so the skill's spread grows about like ((chance + noise) / chance)²,
+    with `chance` the squared error of a chance annotator and `noise` the mechanism's variance
+    (averaged over the true counts, at these answers' windows and asked tags)."""
+    if len(observations) == 0:
+        return base
+    n_asked = observations.tag_mask.sum(axis=1)
+    m = np.where(n_asked == observations.tag_mask.shape[1], n_asked, n_asked + 1)
+    w = observations.length.astype(np.float64)
+    chance_mean = np.broadcast_to((w / m)[:, None], observations.tag_mask.shape)
+    chance = chance_squared_error(observations.length, observations.tag_mask, chance_mean)
+    noise = np.array(
+        [mechanism.noise_variance(int(a), int(b)).mean() for a, b in zip(w, n_asked, strict=True)]
+    )
+    asked = observations.tag_mask.sum()
+    mean_chance = chance.sum() / asked
+    mean_noise = (noise * n_asked).sum() / asked
+    return int(np.ceil(base * ((mean_chance + mean_noise) / mean_chance) ** 2))
+
+
 def _fit_and_store(
     *, project_id: int, run: RetrainRun, owner: str, current: ModelVersion | None
 ) -> RetrainOutcome:
@@ -142,12 +167,26 @@ def _fit_and_store(
     if len(data.fit) == 0:
         raise RetrainError("No observations to fit: every answer is held out or flagged.")
     params = WARM_HYPERPARAMETERS if warm is not None else HYPERPARAMETERS
+    if data.mechanism is not None:
+        params = {
+            **params,
+            "min_flag_observations": private_min_observations(
+                params["min_flag_observations"], data.mechanism, data.judged
+            ),
+        }
     estimator = CountTagger(
         **params,
         word_classes=_reusable_word_classes(current, warm, data),
         random_state=RANDOM_STATE,
     )
-    estimator.fit(data.sentences, data.fit, data.tagset, warm_start=warm, text=data.text)
+    estimator.fit(
+        data.sentences,
+        data.fit,
+        data.tagset,
+        warm_start=warm,
+        text=data.text,
+        mechanism=data.mechanism,
+    )
     timings.update(estimator.timings_)
     tagger = estimator.tagger_
 
@@ -163,6 +202,7 @@ def _fit_and_store(
         median_seconds=data.answers.median_seconds,
         flag_threshold=params["flag_threshold"],
         min_observations=params["min_flag_observations"],
+        mechanism=data.mechanism,
     )
     names = _usernames(row["annotator"] for row in table)
     for row in table:
@@ -202,6 +242,11 @@ def _fit_and_store(
                     "model_kind": tagger.kind,
                     "text_tokens": data.text_tokens,
                     "word_classes_reused": isinstance(estimator.word_classes, WordClasses),
+                    "privacy": (
+                        None
+                        if data.mechanism is None
+                        else {"mechanism": data.mechanism.name, "alpha": data.mechanism.alpha}
+                    ),
                 },
                 timings={key: round(value, 3) for key, value in timings.items()},
                 code_version=code_version(),

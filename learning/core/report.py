@@ -16,6 +16,7 @@ from .counts import expected_counts
 from .crowd import estimate_reliability
 from .evaluate import accuracy, confusion_matrix, count_consistency, per_tag_scores
 from .observations import Observations
+from .privacy import Mechanism
 
 __all__ = ["TokenProbabilities", "annotator_table", "evaluation_report", "held_out_consistency"]
 
@@ -81,21 +82,31 @@ def annotator_table(
     median_seconds: np.ndarray,
     flag_threshold: float,
     min_observations: int,
+    mechanism: Mechanism | None = None,
 ) -> list[dict]:
     """One row per annotator (``annotators``, with their number of ``answers`` and median
     seconds per answer): reliability against the model over their ``judged`` answers (those not
     held out, flagged annotators' included, so a flag is lifted once their answers agree with the
-    model), the weight their answers get, and whether and why they are flagged."""
+    model), the weight their answers get, and whether and why they are flagged.
+
+    ``mechanism``: the answers are releases of this privacy mechanism; as in the fit's own
+    reliability step, they are debiased and the mechanism's known noise is taken out of the
+    residuals, so that its noise alone flags nobody."""
     estimates = {}
     if len(judged):
         mean, var = probs.window_expectations(judged)
+        counts, noise = judged.counts, None
+        if mechanism is not None:
+            counts = mechanism.debiased_counts(judged)
+            noise = mechanism.expected_noise(judged, mean)
         estimates = estimate_reliability(
             judged.annotator,
             judged.tag_mask,
-            judged.counts,
+            counts,
             judged.length,
             mean,
             var,
+            known_noise=noise,
             flag_threshold=flag_threshold,
             min_observations=min_observations,
         ).as_dict()

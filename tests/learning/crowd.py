@@ -8,7 +8,9 @@ import io
 import random
 import uuid
 
-from annotation import scheduler, services
+import numpy as np
+
+from annotation import scheduler, selectors, services
 from annotation.models import Project, Sentence
 from tests.factories import TAGS, jsonl, member
 
@@ -68,10 +70,20 @@ def random_counts(project: Project, lease, rng: random.Random) -> dict[str, int]
     return counts
 
 
+def released(mechanism, lease, counts: dict[str, int], rng: random.Random) -> dict[str, int]:
+    """`counts` randomized as a phone of a private project does (the task's release
+    distribution, drawn with `rng`)."""
+    release = mechanism.channel(lease.length, len(lease.tags)).T
+    draw = np.random.default_rng(rng.getrandbits(32))
+    return {name: int(draw.choice(lease.length + 1, p=release[n])) for name, n in counts.items()}
+
+
 def answer_tasks(project, annotators, n, *, spammers=(), seed=0) -> int:
     """`n` answers, round-robin over `annotators`, through the scheduler and the submit service
-    (exact counts; uniformly random ones from `spammers`). Returns how many were stored."""
+    (exact counts; uniformly random ones from `spammers`; in a private project, both released
+    by its mechanism as the phone does). Returns how many were stored."""
     rng = random.Random(seed)
+    mechanism = selectors.project_mechanism(project=project)
     stored = 0
     for i in range(n):
         annotator = annotators[i % len(annotators)]
@@ -83,12 +95,18 @@ def answer_tasks(project, annotators, n, *, spammers=(), seed=0) -> int:
             if annotator in spammers
             else true_counts(project, lease)
         )
+        answer = {"counts": counts}
+        if mechanism is not None:
+            answer = {
+                "released": released(mechanism, lease, counts, rng),
+                "privacy": {"mechanism": mechanism.name, "alpha": mechanism.alpha},
+            }
         services.observation_submit(
             annotator=annotator,
             assignment_id=lease.assignment_id,
-            counts=counts,
             idempotency_key=uuid.uuid4().hex,
             seconds_on_device=rng.uniform(2, 6),
+            **answer,
         )
         stored += 1
     return stored
