@@ -30,6 +30,9 @@ MAX_TAGS = 200
 MAX_REDUNDANCY = 100
 # Private projects: the privacy level per answer (ε of ε-local differential privacy).
 MIN_ALPHA, MAX_ALPHA, DEFAULT_ALPHA = 0.1, 20.0, 3.0
+# The share of tasks served as verification tasks once the project has a model (0: counts
+# only; 1: verification only). New projects get this; the lead sets it from the measured study.
+DEFAULT_VERIFICATION_SHARE = 0.5
 
 
 def new_invite_code() -> str:
@@ -72,6 +75,14 @@ class Project(models.Model):
     lease_seconds = models.PositiveIntegerField(
         default=600, validators=[MinValueValidator(30), MaxValueValidator(86_400)]
     )
+    verification_share = models.FloatField(
+        default=DEFAULT_VERIFICATION_SHARE,
+        validators=[MinValueValidator(0.0), MaxValueValidator(1.0)],
+        help_text="Share of served tasks that are verification tasks, once there is a model.",
+    )
+    # The model version whose verification tasks are served (written by the retrain with the
+    # version and its tasks); null before the first model: only count tasks are served then.
+    verification_version = models.PositiveIntegerField(null=True, blank=True, editable=False)
     status = models.CharField(max_length=10, choices=Status.choices, default=Status.ACTIVE)
     # Private projects (issue 13): every count is randomized on the annotator's phone by the
     # mechanism `mechanism` (one of learning.core.privacy.MECHANISMS) at privacy level `alpha`
@@ -109,6 +120,10 @@ class Project(models.Model):
                 condition=Q(private=False, alpha__isnull=True, mechanism="")
                 | Q(private=True, alpha__gte=MIN_ALPHA, alpha__lte=MAX_ALPHA) & ~Q(mechanism=""),
                 name="privacy_settings",
+            ),
+            models.CheckConstraint(
+                condition=Q(verification_share__gte=0.0, verification_share__lte=1.0),
+                name="verification_share_range",
             ),
         ]
 
@@ -235,8 +250,18 @@ class Sentence(models.Model):
         return " ".join(self.tokens)[:80]
 
 
+class TaskKind(models.TextChoices):
+    """What a task asks. COUNT: how many words of each asked tag are in the window (`Task.tags`).
+    VERIFY: are the tags a model version shows under the window's words all right
+    (`Task.shown_tags`, one per word, and `Task.model_version`)?"""
+
+    COUNT = "count"
+    VERIFY = "verify"
+
+
 class Task(models.Model):
-    """A region-count question: a window of a sentence and a subset of the tag set.
+    """A question about a region: a window of a sentence and, for a count task, a subset of the
+    tag set; for a verification task, the tags a model version shows under its words.
 
     `open_slots` is how many more annotators may lease it (redundancy minus live leases and
     submissions); the scheduler decrements it under a row lock and gives it back when a lease
@@ -250,7 +275,16 @@ class Task(models.Model):
     )
     start = models.PositiveIntegerField()
     length = models.PositiveSmallIntegerField()
-    tags = models.JSONField(help_text="Sorted tag indices asked in this task.")
+    kind = models.CharField(
+        max_length=6, choices=TaskKind.choices, default=TaskKind.COUNT, db_default=TaskKind.COUNT
+    )
+    tags = models.JSONField(help_text="Sorted tag indices asked in this task ([] to verify).")
+    shown_tags = models.JSONField(
+        null=True, blank=True, help_text="To verify: the tag index shown under each word."
+    )
+    model_version = models.PositiveIntegerField(
+        null=True, blank=True, help_text="To verify: the number of the version that chose them."
+    )
     is_gold = models.BooleanField(default=False)
     open_slots = models.PositiveSmallIntegerField(default=0)
     round = models.PositiveIntegerField(default=0)
@@ -260,14 +294,31 @@ class Task(models.Model):
         ordering = ["id"]
         constraints = [
             models.UniqueConstraint(
-                fields=["sentence", "start", "length", "tags"], name="task_region_unique"
+                fields=["sentence", "start", "length", "tags"],
+                condition=Q(kind="count"),
+                name="task_region_unique",
+            ),
+            models.UniqueConstraint(
+                fields=["sentence", "start", "length", "model_version"],
+                condition=Q(kind="verify"),
+                name="task_verify_region_unique",
+            ),
+            models.CheckConstraint(
+                condition=Q(kind="count", shown_tags__isnull=True, model_version__isnull=True)
+                | Q(kind="verify", shown_tags__isnull=False, model_version__isnull=False),
+                name="task_kind_fields",
             ),
         ]
         indexes = [
             models.Index(
                 fields=["project", "id"],
-                condition=Q(open_slots__gt=0, is_gold=False),
+                condition=Q(open_slots__gt=0, is_gold=False, kind="count"),
                 name="task_open_idx",
+            ),
+            models.Index(
+                fields=["project", "model_version", "id"],
+                condition=Q(open_slots__gt=0, kind="verify"),
+                name="task_verify_open_idx",
             ),
         ]
 
@@ -329,11 +380,15 @@ class Assignment(models.Model):
 
 
 class Observation(models.Model):
-    """o = (r, B, N), append-only. `tags` are tag indices, `counts` aligned with them.
+    """An answer, append-only. A count answer is o = (r, B, N): `tags` are tag indices, `counts`
+    aligned with them. In a private project `counts` are the values the phone released
+    (randomized by the project's mechanism; the true counts never reach the server), and
+    `mechanism` and `alpha` say how they were released. Elsewhere they are "" and null.
 
-    In a private project `counts` are the values the phone released (randomized by the
-    project's mechanism; the true counts never reach the server), and `mechanism` and `alpha`
-    say how they were released. Elsewhere they are "" and null.
+    A verification answer (`kind` verify) has empty `tags` and `counts`, the tags it was shown
+    (`shown_tags`, one per word, as the task showed them: the model changes between versions),
+    the version that chose them, the `answer` (True for Yes) and, after a No, optionally
+    `wrong`: the position in the window (0-based) of the word the annotator tapped.
     """
 
     # observation_project_idx starts with the project, observation_idempotency_unique with the
@@ -353,8 +408,15 @@ class Observation(models.Model):
     sentence = models.ForeignKey(Sentence, on_delete=models.CASCADE, related_name="observations")
     start = models.PositiveIntegerField()
     length = models.PositiveSmallIntegerField()
+    kind = models.CharField(
+        max_length=6, choices=TaskKind.choices, default=TaskKind.COUNT, db_default=TaskKind.COUNT
+    )
     tags = models.JSONField()
     counts = models.JSONField()
+    shown_tags = models.JSONField(null=True, blank=True)
+    model_version = models.PositiveIntegerField(null=True, blank=True)
+    answer = models.BooleanField(null=True, blank=True)
+    wrong = models.PositiveSmallIntegerField(null=True, blank=True)
     is_gold = models.BooleanField(default=False)
     seconds_on_device = models.FloatField(null=True, blank=True)
     idempotency_key = models.CharField(max_length=64)
@@ -367,6 +429,12 @@ class Observation(models.Model):
         constraints = [
             models.UniqueConstraint(
                 fields=["annotator", "idempotency_key"], name="observation_idempotency_unique"
+            ),
+            models.CheckConstraint(
+                condition=Q(kind="count", answer__isnull=True, wrong__isnull=True)
+                | Q(kind="verify", answer__isnull=False, shown_tags__isnull=False)
+                & (Q(wrong__isnull=True) | Q(answer=False)),
+                name="observation_kind_fields",
             ),
         ]
         indexes = [

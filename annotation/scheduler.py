@@ -20,6 +20,15 @@ passed every task the annotator had answered that others had not (a lone annotat
 their answers on every lease). On PostgreSQL the plain case of this is one statement
 (`annotation.hotpath`); this module is the whole rule, on the ORM.
 
+Verification tasks (`TaskKind.VERIFY`): once the project has a model, a share
+(`Project.verification_share`) of new leases are verification tasks of the served version
+(`Project.verification_version`), made by the retrain with the version (see
+`services.verification_round_create`). They are leased by the same rules: a slot per annotator up
+to the redundancy, a task at most once per annotator, the first open one after the annotator's own
+mark of that kind; a gold check is a verification task on a gold-check sentence when the draw chose
+verification. Before the first model, or when no verification task is left for the caller, the
+lease is a count task.
+
 Concurrency: `Task.open_slots` is decremented while the task row is locked with
 `SELECT ... FOR UPDATE SKIP LOCKED` (PostgreSQL; SQLite serializes write transactions), so two
 annotators asking at once never get more leases on a region than its redundancy. One annotator's
@@ -40,7 +49,7 @@ from django.db import IntegrityError, transaction
 from django.db.models import F, OuterRef, Q, QuerySet, Subquery
 from django.utils import timezone
 
-from annotation.models import Assignment, Membership, Project, Sentence, Task
+from annotation.models import Assignment, Membership, Project, Sentence, Task, TaskKind
 from common.exceptions import LeaseLimit, ProjectNotActive
 
 RECLAIM_INTERVAL = timedelta(seconds=30)
@@ -126,6 +135,9 @@ class Lease:
     tags: list[int]
     is_gold: bool
     tokens: list[str]
+    kind: str = TaskKind.COUNT.value
+    shown_tags: list[int] | None = None
+    model_version: int | None = None
 
     @classmethod
     def of(cls, assignment: Assignment) -> Lease:
@@ -141,12 +153,27 @@ class Lease:
             tags=task.tags,
             is_gold=task.is_gold,
             tokens=task.sentence.tokens,
+            kind=task.kind,
+            shown_tags=task.shown_tags,
+            model_version=task.model_version,
         )
 
 
 def gold_draw() -> float:
-    """The number that decides whether the next task is a gold check (see `task_lease_next`)."""
+    """The number that decides whether the next task is a gold check (see `task_lease_next`);
+    also the one that decides whether it is a verification task (`kind_draw`)."""
     return _system_random.random()
+
+
+def verification_drawn(*, project: Project, kind_draw: float) -> bool:
+    """Whether a lease made with the uniform [0, 1) `kind_draw` is a verification task: only
+    once the project serves a model version's verification tasks, with the project's share
+    (never in a private project: a yes/no answer is not released through its mechanism)."""
+    return (
+        project.verification_version is not None
+        and not project.private
+        and kind_draw < project.verification_share
+    )
 
 
 def task_lease_next(
@@ -158,6 +185,7 @@ def task_lease_next(
     rng: random.Random | None = None,
     flagged: bool = False,
     gold_draw: float | None = None,
+    kind_draw: float | None = None,
 ) -> Lease | None:
     """Lease the caller's next task in `project`; None if there is none for them.
 
@@ -166,7 +194,8 @@ def task_lease_next(
     unless they hold `MAX_LEASES` live leases already (`LeaseLimit`).
 
     `gold_draw`: the uniform [0, 1) number that decides a gold check task, when the caller drew
-    it already (the API draws it for its one-statement lease, see `annotation.hotpath`).
+    it already (the API draws it for its one-statement lease, see `annotation.hotpath`), and
+    `kind_draw` likewise the one that decides a verification task (`verification_drawn`).
 
     A `flagged` annotator (see `Membership.flagged`) gets only gold check tasks: their answers no
     longer use up the regions' redundancy, and the checks tell whether the flag still holds.
@@ -191,6 +220,7 @@ def task_lease_next(
             rng=rng,
             flagged=flagged,
             gold_draw=gold_draw,
+            kind_draw=kind_draw,
         )
 
 
@@ -203,6 +233,7 @@ def _lease_next(
     rng: random.Random,
     flagged: bool,
     gold_draw: float | None,
+    kind_draw: float | None,
 ) -> Lease | None:
     live = list(
         Assignment.objects.filter(
@@ -222,12 +253,23 @@ def _lease_next(
         raise LeaseLimit(
             f"You already hold {len(live)} tasks in this project; answer one of them first."
         )
+    verify = verification_drawn(
+        project=project, kind_draw=rng.random() if kind_draw is None else kind_draw
+    )
     if flagged or (
         project.gold_fraction > 0
         and (rng.random() if gold_draw is None else gold_draw) < project.gold_fraction
     ):
-        lease = _lease_gold(project=project, annotator=annotator, now=now, rng=rng)
+        lease = None
+        if verify:
+            lease = _lease_gold_verify(project=project, annotator=annotator, now=now, rng=rng)
+        if lease is None:
+            lease = _lease_gold(project=project, annotator=annotator, now=now, rng=rng)
         if lease is not None or flagged:
+            return lease
+    if verify:
+        lease = _lease_open(project=project, annotator=annotator, now=now, kind=TaskKind.VERIFY)
+        if lease is not None:
             return lease
     lease = _lease_open(project=project, annotator=annotator, now=now)
     if lease is None and tasks_replenish(project=project, rng=rng):
@@ -247,12 +289,23 @@ def _lease(*, project: Project, task: Task, annotator, now: datetime) -> Lease:
     return Lease.of(assignment)
 
 
-def open_tasks(*, project: Project, annotator, ahead_of: int | None = None) -> QuerySet[Task]:
-    """The project's training tasks with a slot open that the annotator has not had, by id;
-    only those after `ahead_of` (a task id) when given."""
+def _of_kind(project: Project, kind: str) -> Q:
+    """Training tasks of `kind` that may be served now: a verification task only of the served
+    version."""
+    if kind == TaskKind.VERIFY:
+        return Q(kind=kind, model_version=project.verification_version)
+    return Q(kind=kind)
+
+
+def open_tasks(
+    *, project: Project, annotator, ahead_of: int | None = None, kind: str = TaskKind.COUNT
+) -> QuerySet[Task]:
+    """The project's training tasks of `kind` with a slot open that the annotator has not had,
+    by id; only those after `ahead_of` (a task id) when given."""
     had = Assignment.objects.filter(task=OuterRef("pk"), annotator=annotator).values("pk")[:1]
     tasks = (
-        Task.objects.filter(project=project, open_slots__gt=0, is_gold=False)
+        Task.objects.filter(_of_kind(project, kind), project=project, open_slots__gt=0)
+        .filter(is_gold=False)
         # A probe of `assignment_unique` per candidate: LIMIT 1 keeps PostgreSQL from planning
         # NOT EXISTS as an anti-join over all the annotator's assignments.
         .alias(had=Subquery(had))
@@ -262,10 +315,12 @@ def open_tasks(*, project: Project, annotator, ahead_of: int | None = None) -> Q
     return tasks if ahead_of is None else tasks.filter(id__gt=ahead_of)
 
 
-def _mark(*, project: Project, annotator) -> int:
-    """The last training task the annotator leased in the project (0 for none)."""
+def _mark(*, project: Project, annotator, kind: str = TaskKind.COUNT) -> int:
+    """The last training task of `kind` the annotator leased in the project (0 for none)."""
     last = (
-        Assignment.objects.filter(project=project, annotator=annotator, task__is_gold=False)
+        Assignment.objects.filter(
+            project=project, annotator=annotator, task__is_gold=False, task__kind=kind
+        )
         .order_by("-task_id")
         .values_list("task_id", flat=True)
         .first()
@@ -273,11 +328,13 @@ def _mark(*, project: Project, annotator) -> int:
     return last or 0
 
 
-def _lease_open(*, project: Project, annotator, now: datetime) -> Lease | None:
-    """A slot of the next open task the caller has not had: the first after their mark, else
-    the first behind it; the task row locked while its slot is taken."""
-    mark = _mark(project=project, annotator=annotator)
-    candidates = open_tasks(project=project, annotator=annotator)
+def _lease_open(
+    *, project: Project, annotator, now: datetime, kind: str = TaskKind.COUNT
+) -> Lease | None:
+    """A slot of the next open task of `kind` the caller has not had: the first after their
+    mark, else the first behind it; the task row locked while its slot is taken."""
+    mark = _mark(project=project, annotator=annotator, kind=kind)
+    candidates = open_tasks(project=project, annotator=annotator, kind=kind)
     try:
         with transaction.atomic():
             for tasks in (candidates.filter(id__gt=mark), candidates.filter(id__lte=mark)):
@@ -314,6 +371,7 @@ def _lease_gold(*, project: Project, annotator, now: datetime, rng: random.Rando
             start=start,
             length=width,
             tags=tags,
+            kind=TaskKind.COUNT,
             defaults={"project": project, "is_gold": True, "open_slots": 0},
         )
         task.sentence = sentence
@@ -322,6 +380,25 @@ def _lease_gold(*, project: Project, annotator, now: datetime, rng: random.Rando
                 return _lease(project=project, task=task, annotator=annotator, now=now)
         except IntegrityError:
             continue  # this annotator has had this region already; draw another
+    return None
+
+
+def _lease_gold_verify(
+    *, project: Project, annotator, now: datetime, rng: random.Random
+) -> Lease | None:
+    """A verification task of the served version on a gold-check sentence, drawn at random
+    among those the annotator has not had (the retrain makes one per gold-check sentence)."""
+    gold = Task.objects.filter(
+        _of_kind(project, TaskKind.VERIFY), project=project, is_gold=True
+    ).exclude(assignments__annotator=annotator)
+    n_gold = gold.count()
+    for _ in range(min(GOLD_ATTEMPTS, n_gold)):
+        task = gold.select_related("sentence").order_by("id")[rng.randrange(n_gold)]
+        try:
+            with transaction.atomic():
+                return _lease(project=project, task=task, annotator=annotator, now=now)
+        except IntegrityError:
+            continue  # leased by this annotator's concurrent request just now
     return None
 
 

@@ -75,6 +75,12 @@ class AnnotatorQuality(models.Model):
     reliability = models.FloatField(null=True, blank=True, help_text="Skill: 1 good, 0 chance.")
     noise_variance = models.FloatField(null=True, blank=True)
     weight = models.FloatField(null=True, blank=True)
+    # Verification answers (yes/no on a model's shown tags): how many, and the skill the fit
+    # measured (Youden's index, 1 truthful, 0 for answers that ignore the window, a yes-sayer's
+    # included), null when there are none or too few to judge.
+    verification_answers = models.PositiveIntegerField(default=0)
+    verification_skill = models.FloatField(null=True, blank=True)
+    verification_yes_rate = models.FloatField(null=True, blank=True)
     flagged = models.BooleanField(default=False)
     flag_reason = models.CharField(max_length=300, blank=True, default="")
     version_number = models.PositiveIntegerField()

@@ -71,7 +71,7 @@ def next_task(request: HttpRequest, caller: Caller, project_id: int) -> HttpResp
     """Lease the caller's next task in the project (204 when there is none for them)."""
     holding = next_task_fields(json_body(request, optional=True))["holding"]
     now = timezone.now()
-    gold_draw = scheduler.gold_draw()
+    gold_draw, kind_draw = scheduler.gold_draw(), scheduler.gold_draw()
     if connection.vendor == "postgresql":
         row = hotpath.next_task(
             key=caller.key,
@@ -81,6 +81,7 @@ def next_task(request: HttpRequest, caller: Caller, project_id: int) -> HttpResp
             max_leases=scheduler.MAX_LEASES,
             now=now,
             gold_draw=gold_draw,
+            kind_draw=kind_draw,
             reclaim_due_before=now - scheduler.RECLAIM_INTERVAL,
         )
         if row is None or not row.is_active:
@@ -105,6 +106,7 @@ def next_task(request: HttpRequest, caller: Caller, project_id: int) -> HttpResp
         now=now,
         flagged=membership.flagged,
         gold_draw=gold_draw,
+        kind_draw=kind_draw,
     )
     if lease is None:
         return HttpResponse(status=204)
@@ -127,15 +129,17 @@ class PrivacySerializer(serializers.Serializer):
 
 
 class ObservationSubmitSerializer(serializers.Serializer):
-    """The submission body, for the schema; `submission_fields` checks its shape and
-    `services.counts_check` the counts. A private project takes `released` and `privacy`
-    instead of `counts`."""
+    """The submission body, for the schema; `submission_fields` checks its shape,
+    `services.counts_check` the counts of a count task and `services.verification_check` the
+    answer to a verification task. A private project takes `released` and `privacy` instead of
+    `counts`."""
 
     assignment = serializers.IntegerField(min_value=1, max_value=MAX_ID)
     counts = serializers.DictField(
         child=serializers.IntegerField(min_value=0),
         required=False,
-        help_text="The count of each asked tag (projects that are not private).",
+        help_text="A count task's answer: the count of each asked tag (projects that are not "
+        "private).",
     )
     released = serializers.DictField(
         child=serializers.IntegerField(min_value=0),
@@ -145,6 +149,16 @@ class ObservationSubmitSerializer(serializers.Serializer):
     )
     privacy = PrivacySerializer(
         required=False, help_text="Private projects: the task's mechanism and alpha."
+    )
+    answer = serializers.BooleanField(
+        required=False,
+        help_text="A verification task's answer: true if all the shown tags are right.",
+    )
+    wrong = serializers.IntegerField(
+        required=False,
+        allow_null=True,
+        min_value=0,
+        help_text="After a No (optional): the position in the window (0-based) of a wrong word.",
     )
     seconds_on_device = serializers.FloatField(required=False, allow_null=True, min_value=0)
     idempotency_key = serializers.CharField(min_length=1, max_length=MAX_KEY)
@@ -162,7 +176,15 @@ def submission_fields(data) -> dict:
     if not isinstance(key, str) or not 1 <= len(key) <= MAX_KEY:
         errors["idempotency_key"] = [f"A string of 1 to {MAX_KEY} characters is required."]
     counts, released, privacy = data.get("counts"), data.get("released"), data.get("privacy")
-    if counts is not None and released is not None:
+    answer, wrong = data.get("answer"), data.get("wrong")
+    if "answer" in data:  # a verification task's answer
+        if counts is not None or released is not None:
+            errors["counts"] = ["Give `counts` (a count task) or `answer` (to verify), not both."]
+        if not isinstance(answer, bool):
+            errors["answer"] = ["true (all of these tags are right) or false (one is not)."]
+        if wrong is not None and (isinstance(wrong, bool) or not isinstance(wrong, int)):
+            errors["wrong"] = ["The position of a word of the window (0-based), or null."]
+    elif counts is not None and released is not None:
         errors["released"] = ["Send either `counts` or `released` (private projects), not both."]
     elif released is not None:
         if not isinstance(released, dict):
@@ -190,6 +212,7 @@ def submission_fields(data) -> dict:
         "counts": counts,
         "released": released,
         "privacy": privacy,
+        **({"answer": answer, "wrong": wrong} if "answer" in data else {}),
         "seconds_on_device": None if seconds is None else float(seconds),
     }
 
@@ -199,12 +222,17 @@ def submission_fields(data) -> dict:
     responses={200: OpenApiTypes.OBJECT, 201: OpenApiTypes.OBJECT},
 )
 def observation_submit(request: HttpRequest, caller: Caller) -> HttpResponse:
-    """Store the counts answering a lease (201), or the answer stored under this idempotency
-    key already (200, `replayed`)."""
+    """Store the answer to a lease (201): the counts of a count task, or Yes / No (and optionally
+    the wrong word) to a verification task; or the answer stored under this idempotency key
+    already (200, `replayed`)."""
     fields = submission_fields(json_body(request))
     counts = fields["counts"] if fields["released"] is None else fields["released"]
     privacy = fields["privacy"] or {}
-    if connection.vendor == "postgresql" and services.counts_well_formed(counts):
+    if (
+        connection.vendor == "postgresql"
+        and counts is not None
+        and services.counts_well_formed(counts)
+    ):
         row = hotpath.observation_submit(
             key=caller.key,
             user_id=caller.user_id,

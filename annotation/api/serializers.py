@@ -20,6 +20,7 @@ from annotation.models import (
     Membership,
     Observation,
     Project,
+    TaskKind,
 )
 from annotation.scheduler import Lease
 from annotation.tagsets import PRESETS
@@ -50,6 +51,12 @@ class ProjectWriteSerializer(serializers.Serializer):
     tags_per_task = serializers.IntegerField(min_value=1, allow_null=True, required=False)
     redundancy = serializers.IntegerField(min_value=1, max_value=MAX_REDUNDANCY, required=False)
     gold_fraction = serializers.FloatField(min_value=0.0, max_value=1.0, required=False)
+    verification_share = serializers.FloatField(
+        min_value=0.0,
+        max_value=1.0,
+        required=False,
+        help_text="Share of verification tasks once there is a model (0: count tasks only).",
+    )
     lease_seconds = serializers.IntegerField(min_value=30, max_value=86_400, required=False)
     tags = TagSerializer(many=True, required=False)
     tag_preset = serializers.ChoiceField(choices=sorted(PRESETS), required=False)
@@ -129,6 +136,8 @@ def project_out(project: Project, role: str) -> dict:
         data |= {
             "redundancy": project.redundancy,
             "gold_fraction": project.gold_fraction,
+            "verification_share": project.verification_share,
+            "verification_version": project.verification_version,
             "lease_seconds": project.lease_seconds,
             "invite_code": project.invite_code,
             # What can no longer change: tag names and order, and the language, once the
@@ -139,16 +148,25 @@ def project_out(project: Project, role: str) -> dict:
 
 
 def task_out(lease: Lease, tags: list[dict], mechanism: Mechanism | None = None) -> dict:
-    """The leased task; in a private project (`mechanism`) also how the phone must release
-    its counts (`privacy_out`)."""
+    """A leased task as the annotator gets it. A count task asks about `tags`; in a private
+    project (`mechanism`) it also says how the phone must release its counts (`privacy_out`). A
+    verification task shows `shown` (a tag name under each word of the window) and lists in
+    `tags` the shown tags with their guidelines, once each."""
     data = {
         "assignment": lease.assignment_id,
+        "kind": lease.kind,
         "expires_at": iso(lease.expires_at),
         "tokens": lease.tokens,
         "window": {"start": lease.start, "length": lease.length},
-        "tags": [tags[i] for i in lease.tags],
-        "max_count": lease.length,
     }
+    if lease.kind == TaskKind.VERIFY:
+        shown = lease.shown_tags or []
+        return data | {
+            "shown": [tags[i]["name"] for i in shown],
+            "tags": [tags[i] for i in sorted(set(shown))],
+            "model_version": lease.model_version,
+        }
+    data |= {"tags": [tags[i] for i in lease.tags], "max_count": lease.length}
     if mechanism is not None:
         data["privacy"] = privacy_out(mechanism, window=lease.length, n_asked=len(lease.tags))
     return data
@@ -167,16 +185,26 @@ def privacy_out(mechanism: Mechanism, *, window: int, n_asked: int) -> dict:
 
 
 def observation_out(observation, names: list[str], *, replayed: bool) -> dict:
-    """A stored answer as its submitter sees it (`counts` by tag name, in the task's order; in a
-    private project `released` and `privacy` instead). `observation`: an `Observation`, or the
-    row the hot path stored (`hotpath.SubmitRow`)."""
-    values = {names[i]: c for i, c in zip(observation.tags, observation.counts, strict=True)}
-    data = {"id": observation.id, "assignment": observation.assignment_id}
-    if observation.mechanism:
-        data["released"] = values
+    """A stored answer as its submitter sees it: `counts` by tag name, in the task's order (in a
+    private project `released` and `privacy` instead); for a verification task the `answer`,
+    the `wrong` word and the tags it was `shown`. `observation`: an `Observation`, or the row
+    the hot path stored (`hotpath.SubmitRow`, a count answer)."""
+    kind = getattr(observation, "kind", TaskKind.COUNT.value)
+    data = {"id": observation.id, "assignment": observation.assignment_id, "kind": kind}
+    if kind == TaskKind.VERIFY:
+        data |= {
+            "shown": [names[i] for i in observation.shown_tags],
+            "model_version": observation.model_version,
+            "answer": observation.answer,
+            "wrong": observation.wrong,
+        }
+    elif observation.mechanism:
+        values = zip(observation.tags, observation.counts, strict=True)
+        data["released"] = {names[i]: c for i, c in values}
         data["privacy"] = {"mechanism": observation.mechanism, "alpha": observation.alpha}
     else:
-        data["counts"] = values
+        values = zip(observation.tags, observation.counts, strict=True)
+        data["counts"] = {names[i]: c for i, c in values}
     return data | {
         "seconds_on_device": observation.seconds_on_device,
         "idempotency_key": observation.idempotency_key,
@@ -192,8 +220,15 @@ def observation_row_out(observation: Observation, names: list[str]) -> dict:
         "sentence": observation.sentence_id,
         "start": observation.start,
         "length": observation.length,
+        "kind": observation.kind,
         "tags": [names[i] for i in observation.tags],
         "counts": observation.counts,
+        "shown": None
+        if observation.shown_tags is None
+        else [names[i] for i in observation.shown_tags],
+        "model_version": observation.model_version,
+        "answer": observation.answer,
+        "wrong": observation.wrong,
         "is_gold": observation.is_gold,
         "seconds_on_device": observation.seconds_on_device,
         "submitted_at": iso(observation.submitted_at),

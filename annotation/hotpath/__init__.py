@@ -67,6 +67,7 @@ def next_task(
     max_leases: int,
     now: datetime,
     gold_draw: float,
+    kind_draw: float,
     reclaim_due_before: datetime,
 ) -> NextTaskRow | None:
     """The caller's next task in the plain case (see `statements.NEXT_TASK`); None when the
@@ -79,6 +80,7 @@ def next_task(
         "max_leases": max_leases,
         "now": now,
         "gold_draw": gold_draw,
+        "kind_draw": kind_draw,
         "reclaim_due_before": reclaim_due_before,
     }
     return _fetchone(statements.NEXT_TASK, params, _NEXT_TASK_ROW)

@@ -31,6 +31,9 @@ class NextTaskRow:
     tags: list[int] | None
     is_gold: bool | None
     tokens: list[str] | None
+    kind: str | None
+    shown_tags: list[int] | None
+    model_version: int | None
 
     def lease(self) -> Lease | None:
         """The lease in this row (its columns carry `Lease`'s names), if there is one."""

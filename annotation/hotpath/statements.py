@@ -7,9 +7,10 @@ Tables are named as the models name them (tests/annotation/test_hotpath.py check
 The caller is `%(user_id)s` (a session's user) or else the owner of the token `%(key)s`.
 """
 
-from annotation.models import Assignment, Project
+from annotation.models import Assignment, Project, TaskKind
 
 _CHOICES = {
+    "count": TaskKind.COUNT.value,
     "leased": Assignment.Status.LEASED.value,
     "submitted": Assignment.Status.SUBMITTED.value,
     "expired": Assignment.Status.EXPIRED.value,
@@ -31,8 +32,10 @@ _CALLER = """
 # new one. The plain case: active user and project, member not flagged, lease reclaim not due,
 # no gold check drawn, a task ahead of the caller's mark; otherwise nothing is leased and the
 # view hands over to `scheduler.task_lease_next` (as it does when the caller is at the lease
-# cap). Parameters: user_id, key, project, holding (assignment ids the client holds),
-# max_leases, now, gold_draw, reclaim_due_before.
+# cap). Verification tasks are never leased here: when the project serves them and `kind_draw`
+# falls in its verification share, the case is not plain either (the scheduler leases one, or a
+# count task when none is left). Parameters: user_id, key, project, holding (assignment ids the
+# client holds), max_leases, now, gold_draw, kind_draw, reclaim_due_before.
 #
 # Which task: the first open one (by id) after the last training task the caller leased in the
 # project (`mark`: one backward step in `assignment_annotator_idx`). Starting at the caller's own
@@ -63,7 +66,9 @@ NEXT_TASK = (
                p.private, p.mechanism, p.alpha,
                c.is_active AND NOT m.flagged AND p.status = '{active}'
                AND p.leases_reclaimed_at >= %(reclaim_due_before)s::timestamptz
-               AND %(gold_draw)s::double precision >= p.gold_fraction AS plain
+               AND %(gold_draw)s::double precision >= p.gold_fraction
+               AND (p.verification_version IS NULL
+                    OR %(kind_draw)s::double precision >= p.verification_share) AS plain
         FROM caller c
         LEFT JOIN annotation_membership m
             ON m.user_id = c.user_id AND m.project_id = %(project)s::bigint
@@ -95,13 +100,14 @@ NEXT_TASK = (
         SELECT a.task_id
         FROM annotation_assignment a JOIN annotation_task g ON g.id = a.task_id
         WHERE a.annotator_id = (SELECT user_id FROM go)
-          AND a.project_id = %(project)s::bigint AND NOT g.is_gold
+          AND a.project_id = %(project)s::bigint AND NOT g.is_gold AND g.kind = '{count}'
         ORDER BY a.task_id DESC LIMIT 1
     ),
     picked AS (
         SELECT t.id
         FROM annotation_task t
         WHERE t.project_id = %(project)s::bigint AND t.open_slots > 0 AND NOT t.is_gold
+          AND t.kind = '{count}'
           AND (SELECT 1 FROM annotation_assignment a
                WHERE a.task_id = t.id AND a.annotator_id = (SELECT user_id FROM go)
                LIMIT 1) IS NULL
@@ -127,7 +133,7 @@ NEXT_TASK = (
 SELECT mb.user_id, mb.is_active, mb.membership_id, mb.project_updated_at,
        mb.private, mb.mechanism, mb.alpha,
        x.id AS assignment_id, x.expires_at, t.id AS task_id, t.sentence_id, t.start, t.length,
-       t.tags, t.is_gold, s.tokens
+       t.tags, t.is_gold, s.tokens, t.kind, t.shown_tags, t.model_version
 FROM member mb
 LEFT JOIN (
     (SELECT * FROM leased UNION ALL SELECT * FROM live) x
@@ -160,7 +166,7 @@ SUBMIT = (
                p.id AS project_id, p.status AS project_status,
                p.updated_at AS project_updated_at,
                p.private, p.mechanism AS project_mechanism, p.alpha AS project_alpha,
-               t.sentence_id, t.start, t.length, t.tags, t.is_gold,
+               t.sentence_id, t.start, t.length, t.tags, t.is_gold, t.kind,
                EXISTS (SELECT 1 FROM annotation_membership m
                        WHERE m.project_id = a.project_id AND m.user_id = c.user_id) AS is_member,
                EXISTS (SELECT 1 FROM annotation_observation o
@@ -186,6 +192,7 @@ SUBMIT = (
         SELECT ctx.*, given.counts AS count_values
         FROM ctx CROSS JOIN given
         WHERE ctx.is_active AND ctx.mine AND ctx.is_member AND NOT ctx.key_used
+          AND ctx.kind = '{count}'
           AND ctx.project_status <> '{archived}' AND ctx.status IN ('{leased}', '{expired}')
           AND given.tags = ctx.tags AND given.in_range
           AND CASE WHEN ctx.private

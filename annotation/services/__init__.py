@@ -1,6 +1,7 @@
 """Every write of the annotation app: typed, keyword-only `<thing>_<action>` functions, by
 subject: `projects` (projects, tag sets, members), `corpus` (corpus import), `observations`
-(answers and the rule set of their counts). Callers use them from here.
+(answers and the rule set of their counts), `verification` (verification rounds and the rule
+set of a yes/no answer). Callers use them from here.
 
 Task leasing lives in `annotation.scheduler`; reading in `annotation.selectors`; accounts in
 `accounts.services`.
@@ -22,8 +23,14 @@ from annotation.services.projects import (
     project_rotate_invite,
     project_update,
 )
+from annotation.services.verification import (
+    VerificationWindow,
+    verification_check,
+    verification_round_create,
+)
 
 __all__ = [
+    "VerificationWindow",
     "corpus_import",
     "counts_check",
     "privacy_check",
@@ -37,4 +44,6 @@ __all__ = [
     "project_delete",
     "project_rotate_invite",
     "project_update",
+    "verification_check",
+    "verification_round_create",
 ]

@@ -1,4 +1,5 @@
-"""Submission of an answer to a lease, and the rule set of its counts.
+"""Submission of an answer to a lease, and the rule set of its counts (a verification answer's
+rule set is `services.verification.verification_check`).
 
 The rule set has two parts: what holds whatever the task (`counts_well_formed`), and the task's
 own rules (`counts_check`, which applies both). On PostgreSQL the annotator's submission checks
@@ -23,7 +24,8 @@ from django.db.models import Exists, OuterRef, Subquery
 from django.utils import timezone
 
 from annotation import selectors
-from annotation.models import MAX_TAGS, Assignment, Membership, Observation, Project
+from annotation.models import MAX_TAGS, Assignment, Membership, Observation, Project, TaskKind
+from annotation.services.verification import verification_check
 from common.exceptions import (
     Conflict,
     IdempotencyKeyReused,
@@ -106,21 +108,24 @@ def observation_submit(
     *,
     annotator,
     assignment_id: int,
-    counts: Mapping[str, Any] | None = None,
     idempotency_key: str,
+    counts: Mapping[str, Any] | None = None,
+    answer: bool | None = None,
+    wrong: int | None = None,
     seconds_on_device: float | None = None,
     now: datetime | None = None,
     released: Mapping[str, Any] | None = None,
     privacy: Mapping[str, Any] | None = None,
 ) -> tuple[Observation, bool]:
-    """Store the answer to a lease: its `counts`, or in a private project the `released`
-    values with the mechanism's parameters `privacy` ({"mechanism", "alpha"}). Returns
+    """Store the answer to a lease: the `counts` of a count task, or in a private project the
+    `released` values with the mechanism's parameters `privacy` ({"mechanism", "alpha"}); the
+    `answer` (and optionally the `wrong` word) of a verification task. Returns
     (observation, replayed), the observation with its project loaded.
 
     Replaying an idempotency key returns the stored observation; an answer that arrives after
     the lease expired is still stored unless the project is archived.
     """
-    answer = Answer(counts=counts, released=released, privacy=privacy)
+    given = Answer(counts=counts, released=released, privacy=privacy, answer=answer, wrong=wrong)
     now = now or timezone.now()
     # One read, so that what it says of the lease, the membership and the key holds together.
     assignment = (
@@ -146,7 +151,7 @@ def observation_submit(
         if assignment.replay_of != assignment_id:
             raise IdempotencyKeyReused(_KEY_OTHER_ASSIGNMENT)
         stored = _stored_answer(annotator=annotator, idempotency_key=idempotency_key)
-        return _replayed(stored, answer=answer, seconds_on_device=seconds_on_device), True
+        return _replayed(stored, answer=given, seconds_on_device=seconds_on_device), True
     if not assignment.is_member:
         raise LeaseNotYours("No such assignment of yours.")
     project, task = assignment.project, assignment.task
@@ -154,18 +159,34 @@ def observation_submit(
         raise ProjectNotActive("This project is archived; it accepts no answers.")
     if assignment.status == Assignment.Status.SUBMITTED:
         raise Conflict("This assignment has already been answered.")
-    errors = privacy_check(project, counts_given=counts is not None, privacy=privacy)
-    if errors:
-        raise InvalidInput("The answer does not fit this project's privacy.", fields=errors)
-    all_names = selectors.project_tag_names(project=project)
-    values, errors = counts_check(
-        answer.values,
-        names=[all_names[i] for i in task.tags],
-        length=task.length,
-        released=project.private,
-    )
-    if errors:
-        raise InvalidInput("The counts are not valid for this task.", fields=errors)
+    if task.kind == TaskKind.VERIFY:
+        if counts is not None or released is not None or privacy is not None:
+            raise InvalidInput(
+                "This is a verification task: answer it with `answer` (and optionally `wrong`).",
+                fields={"counts": ["Not for a verification task."]},
+            )
+        values = []
+        (answer, wrong), errors = verification_check(answer, wrong, length=task.length)
+        if errors:
+            raise InvalidInput("The answer is not valid for this task.", fields=errors)
+    else:
+        if answer is not None or wrong is not None:
+            raise InvalidInput(
+                "This is a count task: answer it with `counts`.",
+                fields={"answer": ["Only for a verification task."]},
+            )
+        errors = privacy_check(project, counts_given=counts is not None, privacy=privacy)
+        if errors:
+            raise InvalidInput("The answer does not fit this project's privacy.", fields=errors)
+        all_names = selectors.project_tag_names(project=project)
+        values, errors = counts_check(
+            given.values,
+            names=[all_names[i] for i in task.tags],
+            length=task.length,
+            released=project.private,
+        )
+        if errors:
+            raise InvalidInput("The counts are not valid for this task.", fields=errors)
     try:
         with transaction.atomic():
             answered = Assignment.objects.filter(
@@ -181,8 +202,13 @@ def observation_submit(
                 sentence_id=task.sentence_id,
                 start=task.start,
                 length=task.length,
+                kind=task.kind,
                 tags=task.tags,
                 counts=values,
+                shown_tags=task.shown_tags,
+                model_version=task.model_version,
+                answer=answer if task.kind == TaskKind.VERIFY else None,
+                wrong=wrong if task.kind == TaskKind.VERIFY else None,
                 is_gold=task.is_gold,
                 seconds_on_device=seconds_on_device,
                 idempotency_key=idempotency_key,
@@ -194,7 +220,7 @@ def observation_submit(
         # A concurrent submission won: a replay of this key, or a different answer.
         stored = _stored_answer(annotator=annotator, idempotency_key=idempotency_key)
         if stored is not None and stored.assignment_id == assignment_id:
-            return _replayed(stored, answer=answer, seconds_on_device=seconds_on_device), True
+            return _replayed(stored, answer=given, seconds_on_device=seconds_on_device), True
         raise Conflict("This assignment has already been answered.") from exc
     return observation, False
 
@@ -207,17 +233,29 @@ _KEY_OTHER_ASSIGNMENT = (
 
 @dataclass(frozen=True)
 class Answer:
-    """What a submission says: `counts`, or `released` values and their `privacy`."""
+    """What a submission says: `counts`, or `released` values and their `privacy`; or for a
+    verification task its `answer` and `wrong` word."""
 
     counts: Mapping[str, Any] | None
     released: Mapping[str, Any] | None
     privacy: Mapping[str, Any] | None
+    answer: bool | None = None
+    wrong: int | None = None
 
     @property
     def values(self) -> Mapping[str, Any] | None:
         return self.counts if self.counts is not None else self.released
 
     def same_as(self, stored: Observation, names: list[str]) -> bool:
+        if stored.kind == TaskKind.VERIFY:
+            return (
+                self.values is None
+                and self.privacy is None
+                and self.answer is stored.answer
+                and self.wrong == stored.wrong
+            )
+        if self.answer is not None or self.wrong is not None:
+            return False
         values = {names[t]: c for t, c in zip(stored.tags, stored.counts, strict=True)}
         if not stored.mechanism:
             return self.released is None and self.privacy is None and self.counts == values

@@ -30,7 +30,9 @@ def test_next_task_shape_has_no_gold(project, corpus, annotator):
     response = next_task(client_for(annotator), project)
     assert response.status_code == 200
     task = response.json()
-    assert set(task) == {"assignment", "expires_at", "tokens", "window", "tags", "max_count"}
+    assert set(task) == {"assignment", "expires_at", "tokens", "window", "tags", "max_count"} | {
+        "kind"
+    }
     assert set(task["window"]) == {"start", "length"}
     assert set(task["tags"][0]) == {"index", "name", "guideline", "examples"}
     assert task["max_count"] == task["window"]["length"]
@@ -63,7 +65,9 @@ def test_gold_check_tasks_look_like_the_others(project, manager, annotator):
     response = next_task(client_for(annotator), project)
     assert response.status_code == 200
     task = response.json()
-    assert set(task) == {"assignment", "expires_at", "tokens", "window", "tags", "max_count"}
+    assert set(task) == {"assignment", "expires_at", "tokens", "window", "tags", "max_count"} | {
+        "kind"
+    }
     sentence = Sentence.objects.get(tasks__assignments__pk=task["assignment"])
     assert sentence.split == "gold_check"
     assert answer(client_for(annotator), task).status_code == 201
@@ -425,10 +429,15 @@ def test_schema_and_docs(manager):
     submit = paths["/api/observations/"]
     assert list(submit) == ["post"]
     assert set(submit["post"]["responses"]) == {"200", "201"}
-    # `counts`, or in a private project `released` with `privacy` (issue 13).
+    # `counts`, or in a private project `released` with `privacy` (issue 13); a verification
+    # task is answered with Yes / No and the wrong word (issue 15).
     assert set(bodies["ObservationSubmit"]["required"]) == {"assignment", "idempotency_key"}
-    assert {"counts", "released", "privacy"} <= set(bodies["ObservationSubmit"]["properties"])
-    assert {"private", "alpha", "mechanism"} <= set(bodies["ProjectWrite"]["properties"])
+    assert {"counts", "released", "privacy", "answer", "wrong"} <= set(
+        bodies["ObservationSubmit"]["properties"]
+    )
+    assert {"private", "alpha", "mechanism", "verification_share"} <= set(
+        bodies["ProjectWrite"]["properties"]
+    )
     assert client.get("/api/docs/").status_code == 200
 
 
