@@ -43,6 +43,12 @@ def membership_for(*, user, project_id: int) -> Membership:
     return membership
 
 
+def invite_is_private(*, code: str) -> bool:
+    """Whether the project this invite code names is private (what the join page tells the
+    invitee before they join; False for an unknown code, which joining reports)."""
+    return Project.objects.filter(invite_code=code, private=True).exists() if code else False
+
+
 def memberships_of_user(*, user) -> QuerySet[Membership]:
     return Membership.objects.filter(user=user).select_related("project").order_by("project_id")
 

@@ -14,6 +14,7 @@ from django.views.decorators.http import require_http_methods
 from accounts import services
 from accounts.backends import throttled
 from accounts.forms import SigninForm
+from annotation import selectors
 from common.exceptions import InvalidInput
 from frontend.throttle import signup_allowed
 
@@ -106,6 +107,7 @@ def join(request: HttpRequest, code: str) -> HttpResponse:
         "frontend/join.html",
         {
             "code": code,
+            "private": selectors.invite_is_private(code=code[:64]),
             "login_form": AuthenticationForm(request),
             "signup_form": SignupForm(),
         },

@@ -18,6 +18,7 @@ from common.exceptions import NotFound
 from common.permissions import is_manager
 from common.text import LANGUAGES
 from frontend.tagsets import PRESET_CHOICES, presets_for_form
+from learning.core.privacy import DEFAULT_MECHANISM, MECHANISMS
 
 
 def _membership(request: HttpRequest, project_id: int) -> Membership:
@@ -64,6 +65,8 @@ def project_new(request: HttpRequest) -> HttpResponse:
             "preset_choices": PRESET_CHOICES,
             "presets": presets_for_form(),
             "languages": list(LANGUAGES.items()),
+            "mechanisms": MECHANISMS,
+            "default_mechanism": DEFAULT_MECHANISM,
         },
     )
 

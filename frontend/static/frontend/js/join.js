@@ -1,8 +1,16 @@
-// Invite link, signed in: join through the API, then go straight to the annotator page.
+// Invite link, signed in: join through the API, then go straight to the annotator page. A private
+// project's invitee first reads what private means (the page says it) and taps Join.
 import { api, describe } from "./lib/http.js";
 
 const box = document.getElementById("join");
 const status = document.getElementById("join-status");
+
+if (box.dataset.private) {
+  const go = document.getElementById("join-go");
+  await new Promise((resolve) => go.addEventListener("click", resolve, { once: true }));
+  go.disabled = true;
+  status.textContent = "Joining…";
+}
 
 try {
   const joined = await api("POST", "/api/join/", { code: box.dataset.code });

@@ -48,6 +48,11 @@ function renderTagSet() {
 
 form.addEventListener("change", (event) => {
   if (event.target.name === "preset") renderTagSet();
+  if (event.target.id === "private") {
+    $("alpha").disabled = $("mechanism").disabled = !event.target.checked;
+    const asked = number("tags_per_task", { nullable: true });
+    if (event.target.checked && (asked === null || asked > 3)) $("tags_per_task").value = "1";
+  }
   if (event.target.id === "language") corpus.preview();
 });
 
@@ -68,6 +73,11 @@ function projectBody() {
     gold_fraction: number("gold_fraction", { float: true }),
     lease_seconds: number("lease_seconds"),
   };
+  if ($("private").checked) {
+    body.private = true;
+    body.alpha = number("alpha", { float: true });
+    body.mechanism = $("mechanism").value;
+  }
   const chosen = preset();
   if (chosen === "custom") body.tags = parseCustom($("custom_tags").value);
   else body.tag_preset = chosen;

@@ -2,12 +2,14 @@
 //
 // The pieces: the outbox keeps every answer on the device until the server has it (outbox.js);
 // tasks are leased ahead so the next one shows at once (lookahead.js); a task is shown by its
-// kind (kinds/); Submit takes the answer only once every question has been on screen (reach.js).
+// kind (kinds/); Submit takes the answer only once every question has been on screen (reach.js);
+// in a private project each count is randomized before anything keeps it (privacy.js).
 import { api, serverNow } from "../lib/http.js";
 import { $ } from "../lib/dom.js";
 import { kindOf } from "./kinds/index.js";
 import { createLookahead } from "./lookahead.js";
 import { createOutbox, createSender, newKey } from "./outbox.js";
+import { privatize } from "./privacy.js";
 import { createReach } from "./reach.js";
 import { createProgress, kept, say, setState, showNotice, showPending } from "./screen.js";
 import { renderSentence } from "./sentence.js";
@@ -87,10 +89,11 @@ function submit() {
     if (i >= 0) view.activate(i);
     return;
   }
+  const answer = privatize(task, view.answer()); // a private project's counts: randomized first
   outbox.add({
     project: PROJECT,
     assignment: task.assignment,
-    ...view.answer(),
+    ...answer,
     seconds_on_device: Math.round((performance.now() - shownAt) / 100) / 10,
     idempotency_key: newKey(),
   }); // kept on the device before anything is sent

@@ -56,10 +56,10 @@ export function kept(n) {
 }
 
 // The footer's line, from the annotator's progress in this project.
-export function statsLine({ observations, seconds, checkScore }) {
+export function statsLine({ observations, seconds, checkScore, estimated }) {
   if (!observations) return "Your first answers: take your time.";
   const parts = [`${answers(observations)} in all`, `${(seconds / observations).toFixed(1)} s per answer`];
-  if (checkScore !== null && checkScore !== undefined) parts.push(`${Math.round(checkScore * 100)} % right on check tasks`);
+  if (checkScore !== null && checkScore !== undefined) parts.push(`${estimated ? "about " : ""}${Math.round(checkScore * 100)} % right on check tasks${estimated ? " (estimated: answers are private)" : ""}`);
   return parts.join(" · ");
 }
 
@@ -75,7 +75,7 @@ export function createProgress() {
       return stats !== null;
     },
     load(me) {
-      stats = { today: me.observations_today, observations: me.observations, seconds: me.seconds_on_device, checkScore: me.check_score };
+      stats = { today: me.observations_today, observations: me.observations, seconds: me.seconds_on_device, checkScore: me.check_score, estimated: me.check_score_estimated };
       render();
     },
     // An answer the server now has. A replay is an answer whose first response was lost: it

@@ -6,14 +6,26 @@ import { $, el, toast } from "../lib/dom.js";
 import { fmt } from "../lib/format.js";
 import { api, describe } from "../lib/http.js";
 
-// What a fixed setting shows: its value, read-only, and why it cannot change.
+// What a fixed setting shows: its value, read-only, and why it cannot change. A private project's
+// privacy level and mechanism, and what privacy does to its numbers, are shown as text.
 export function fixedSettings(project, languages) {
   const frozen = new Set(project.frozen || []);
   const why = "fixed: the project has sentences";
-  return [
+  const rows = [
     ["Language", languages[project.language] || project.language, frozen.has("language") ? why : "changes with the next import"],
     ["Tags", project.tags.map((tag) => tag.name).join(" "), frozen.has("tags") ? `${why} (guidelines can change)` : ""],
   ];
+  if (project.private) {
+    rows.push(
+      ["Privacy", `private · α = ${project.alpha} per answer · ${project.mechanism} mechanism`, frozen.has("alpha") ? "fixed: the project has answers" : "fixed once the first answer exists"],
+      [
+        "Counts",
+        "privatized: each answer is randomized on the annotator's phone; observations and exports hold the released values only, and annotator scores and check scores are estimated from them (they need more answers)",
+        "",
+      ],
+    );
+  }
+  return rows;
 }
 
 export function mountCorpus({ base, store, fail, reloadStats, reloadProject }) {
