@@ -479,7 +479,16 @@ def _good_bodies(world: World) -> dict[str, dict]:
             "seconds_on_device": 2.5,
         },
         "task-next": {"holding": [world.assignment]},
-        "project-list": {"name": "Fuzzed", "tag_preset": "ud_upos", "gold_fraction": 0.1},
+        # A private project (issue 13): its level, mechanism and tags per task fuzzed too.
+        "project-list": {
+            "name": "Fuzzed",
+            "tag_preset": "ud_upos",
+            "gold_fraction": 0.1,
+            "tags_per_task": 1,
+            "private": True,
+            "alpha": 2.0,
+            "mechanism": "geometric",
+        },
         "project-detail": {"name": SECRET_NAME, "status": "active", "gold_fraction": 0.1},
         "predict": {"text": "the dog runs"},
         "retrain-schedule": {"interval_minutes": 5, "enabled": True},
