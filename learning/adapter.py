@@ -26,10 +26,11 @@ from typing import NamedTuple
 import numpy as np
 from django.core.files.storage import default_storage
 
-from annotation.models import Observation, Project, Sentence, Tag
+from annotation.models import Observation, Project, Sentence, Tag, TaskKind
 from learning.core.modelfile import load_tagger, save_tagger
 from learning.core.observations import Observations
 from learning.core.privacy import Mechanism
+from learning.core.verification import VerificationAnswers
 
 CHUNK_SIZE = 5000
 HOLDOUT_FRACTION = 0.1
@@ -64,6 +65,13 @@ class TrainingData:
     text: list[list[str]]  # every sentence of the corpus (word classes learn from its text)
     # A private project's mechanism: the observations' counts are its releases (issue 13).
     mechanism: Mechanism | None = None
+    # Verification answers (issue 15), sentence indices into `sentences`: those fitted (not of
+    # excluded annotators) and all of them (for the annotator table); None when there are none.
+    verifications: VerificationAnswers | None = None
+    verifications_judged: VerificationAnswers | None = None
+    # The sentences verification tasks are made on: (id, tokens, is a gold check) of every
+    # training and gold-check sentence.
+    served: list[tuple[int, list[str], bool]] | None = None
 
     @property
     def text_tokens(self) -> int:
@@ -103,7 +111,7 @@ def _read_observations(project_id: int, min_id: int = 0) -> dict[str, np.ndarray
         for k in ("id", "sentence", "start", "length", "annotator", "seconds", "tags", "counts")
     }
     rows = (
-        Observation.objects.filter(project_id=project_id, id__gt=min_id)
+        Observation.objects.filter(project_id=project_id, id__gt=min_id, kind=TaskKind.COUNT)
         .order_by("id")
         .values_list(
             "id", "sentence_id", "start", "length", "annotator_id", "seconds_on_device", "tags",
@@ -123,6 +131,29 @@ def _read_observations(project_id: int, min_id: int = 0) -> dict[str, np.ndarray
         [np.nan if s is None else s for s in columns["seconds"]], dtype=np.float64
     )
     out["tags"], out["counts"] = columns["tags"], columns["counts"]
+    return out
+
+
+def _read_verifications(project_id: int) -> dict[str, np.ndarray | list]:
+    """A project's verification answers as columns (`wrong` -1 where no word was tapped)."""
+    rows = list(
+        Observation.objects.filter(project_id=project_id, kind=TaskKind.VERIFY)
+        .order_by("id")
+        .values_list(
+            "id", "sentence_id", "start", "annotator_id", "seconds_on_device", "shown_tags",
+            "answer", "wrong",
+        )
+        .iterator(chunk_size=CHUNK_SIZE)
+    )  # fmt: skip
+    columns = list(zip(*rows, strict=True)) if rows else [()] * 8
+    out: dict[str, np.ndarray | list] = {
+        name: np.asarray(values, dtype=np.int64)
+        for name, values in zip(("id", "sentence", "start", "annotator"), columns[:4], strict=True)
+    }
+    out["seconds"] = np.array([np.nan if s is None else s for s in columns[4]], dtype=np.float64)
+    out["shown"] = list(columns[5])
+    out["answer"] = np.asarray(columns[6], dtype=bool)
+    out["wrong"] = np.array([-1 if w is None else w for w in columns[7]], dtype=np.int64)
     return out
 
 
@@ -160,11 +191,14 @@ def training_data_load(*, project_id: int, excluded_annotators: set[int]) -> Tra
     tagset = project_tagset(project_id=project_id)
     mechanism = project_mechanism(project_id=project_id, n_tags=len(tagset))
     obs = _read_observations(project_id)
+    ver = _read_verifications(project_id)
     mask, counts = _mask_and_counts(obs["tags"], obs["counts"], len(tagset))
-    used_sentences = np.unique(obs["sentence"])
+    used_sentences = np.union1d(obs["sentence"], ver["sentence"])
     index_of = {int(s): i for i, s in enumerate(used_sentences)}
     sentences: list[list[str]] = [[] for _ in range(used_sentences.shape[0])]
     evaluation_sentences, evaluation_tags, text = [], [], []
+    served: list[tuple[int, list[str], bool]] = []
+    serve = {Sentence.Split.TRAIN: False, Sentence.Split.GOLD_CHECK: True}
     rows = (
         Sentence.objects.filter(project_id=project_id)
         .order_by("position")
@@ -179,6 +213,8 @@ def training_data_load(*, project_id: int, excluded_annotators: set[int]) -> Tra
         if split == Sentence.Split.EVALUATION and gold is not None:
             evaluation_sentences.append(tokens)
             evaluation_tags.append([tagset[k] for k in gold])
+        if split in serve and tokens:
+            served.append((sentence_id, tokens, serve[split]))
     local = np.array([index_of[int(s)] for s in obs["sentence"]], dtype=np.int64)
     lengths = np.fromiter((len(s) for s in sentences), dtype=np.int64, count=len(sentences))
     held = holdout_mask(obs["id"])
@@ -198,6 +234,22 @@ def training_data_load(*, project_id: int, excluded_annotators: set[int]) -> Tra
         )
 
     judged = part(~held)
+    verifications = judged_verifications = None
+    if ver["id"].size:
+        judged_verifications = VerificationAnswers.create(
+            sentence=np.array([index_of[int(s)] for s in ver["sentence"]], dtype=np.int64),
+            start=ver["start"],
+            shown=ver["shown"],
+            answer=ver["answer"],
+            wrong=ver["wrong"],
+            annotator=ver["annotator"],
+            sentence_lengths=lengths,
+            n_tags=len(tagset),
+        )
+        fitted = ~np.isin(ver["annotator"], np.fromiter(excluded_annotators, dtype=np.int64))
+        if fitted.any():
+            verifications = judged_verifications.subset(fitted)
+    ids = np.concatenate([obs["id"], ver["id"]])
     return TrainingData(
         tagset=tagset,
         sentence_ids=used_sentences,
@@ -205,14 +257,20 @@ def training_data_load(*, project_id: int, excluded_annotators: set[int]) -> Tra
         fit=judged.subset(~excluded[~held]),
         judged=judged,
         held_out=part(held),
-        observations_total=int(obs["id"].shape[0]),
-        newest_observation=int(obs["id"].max()) if obs["id"].size else 0,
+        observations_total=int(ids.shape[0]),
+        newest_observation=int(ids.max()) if ids.size else 0,
         excluded_observations=int((~held & excluded).sum()),
-        answers=_answers(obs["annotator"], obs["seconds"]),
+        answers=_answers(
+            np.concatenate([obs["annotator"], ver["annotator"]]),
+            np.concatenate([obs["seconds"], ver["seconds"]]),
+        ),
         evaluation_sentences=evaluation_sentences,
         evaluation_tags=evaluation_tags,
         text=text,
         mechanism=mechanism,
+        verifications=verifications,
+        verifications_judged=judged_verifications,
+        served=served,
     )
 
 

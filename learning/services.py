@@ -24,10 +24,10 @@ from django.db import transaction
 from django.utils import timezone
 
 from annotation.models import Project
-from annotation.services import memberships_flag_update
+from annotation.services import memberships_flag_update, verification_round_create
 from common.exceptions import Conflict, InvalidInput
 from config.version import code_version
-from learning import adapter, locks, selectors
+from learning import adapter, locks, selectors, verification
 from learning.core import report
 from learning.core.crowd import chance_squared_error
 from learning.core.pipeline import CountTagger
@@ -186,6 +186,7 @@ def _fit_and_store(
         warm_start=warm,
         text=data.text,
         mechanism=data.mechanism,
+        verifications=data.verifications,
     )
     timings.update(estimator.timings_)
     tagger = estimator.tagger_
@@ -204,6 +205,14 @@ def _fit_and_store(
         min_observations=params["min_flag_observations"],
         mechanism=data.mechanism,
     )
+    verification.table_add_verification(
+        table,
+        probs=probs,
+        judged=data.verifications_judged,
+        fitted=estimator.verification_reliability_,
+        flag_threshold=params["flag_threshold"],
+        min_observations=params["min_flag_observations"],
+    )
     names = _usernames(row["annotator"] for row in table)
     for row in table:
         row["username"] = names.get(row["annotator"], "")
@@ -212,6 +221,10 @@ def _fit_and_store(
 
     tic = time.perf_counter()
     number = (current.number if current else 0) + 1
+    windows = _verification_round(project_id=project_id, tagger=tagger, data=data, number=number)
+    timings["verification_round"] = time.perf_counter() - tic
+
+    tic = time.perf_counter()
     name = default_storage.save(
         f"models/project-{project_id}/v{number}-{owner[:8]}.npz",
         ContentFile(
@@ -261,6 +274,10 @@ def _fit_and_store(
                 **evaluation,
             )
             _annotator_quality_store(project_id=project_id, number=number, table=table)
+            if windows is not None:
+                verification_round_create(
+                    project_id=project_id, version_number=number, windows=windows
+                )
             memberships_flag_update(
                 project_id=project_id,
                 flags={row["annotator"]: row["flag_reason"] for row in table if row["flagged"]},
@@ -300,9 +317,22 @@ def _fit_and_store(
     )
 
 
+def _verification_round(*, project_id: int, tagger, data: adapter.TrainingData, number: int):
+    """The verification windows of the new version (`learning.verification.round_windows`), or
+    None when the project asks no verification tasks (a share of 0, or a private project: a
+    yes/no answer is not released through its mechanism)."""
+    share, private, window = Project.objects.values_list(
+        "verification_share", "private", "window_size"
+    ).get(pk=project_id)
+    if share <= 0 or private:
+        return None
+    return verification.round_windows(tagger, data.served or [], window=window, random_state=number)
+
+
 def _annotator_quality_store(*, project_id: int, number: int, table: list[dict]) -> None:
     fields = ["answers", "median_seconds", "reliability", "noise_variance", "weight", "flagged",
-              "flag_reason"]  # fmt: skip
+              "flag_reason", "verification_answers", "verification_skill",
+              "verification_yes_rate"]  # fmt: skip
     AnnotatorQuality.objects.bulk_create(
         [
             AnnotatorQuality(

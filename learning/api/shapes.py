@@ -30,6 +30,7 @@ def version_out(version: ModelVersion, *, current_number: int | None) -> dict:
 
 _ANNOTATOR_FIELDS = (
     "annotator", "username", "answers", "median_seconds", "reliability", "flagged", "flag_reason",
+    "verification_answers", "verification_skill", "verification_yes_rate",
 )  # fmt: skip
 
 

@@ -78,10 +78,20 @@ def released(mechanism, lease, counts: dict[str, int], rng: random.Random) -> di
     return {name: int(draw.choice(lease.length + 1, p=release[n])) for name, n in counts.items()}
 
 
-def answer_tasks(project, annotators, n, *, spammers=(), seed=0) -> int:
+def true_verification(lease) -> dict:
+    """The truthful answer to a verification task: Yes iff every shown tag is the gold one, and
+    after a No the first wrong word."""
+    gold = Sentence.objects.get(pk=lease.sentence_id).gold_tags
+    window = gold[lease.start : lease.start + lease.length]
+    wrong = [j for j, (g, s) in enumerate(zip(window, lease.shown_tags, strict=True)) if g != s]
+    return {"answer": not wrong, "wrong": wrong[0] if wrong else None}
+
+
+def answer_tasks(project, annotators, n, *, spammers=(), yes_sayers=(), seed=0) -> int:
     """`n` answers, round-robin over `annotators`, through the scheduler and the submit service
-    (exact counts; uniformly random ones from `spammers`; in a private project, both released
-    by its mechanism as the phone does). Returns how many were stored."""
+    (exact counts and truthful verification answers; uniformly random ones from `spammers`;
+    Yes to every verification task from `yes_sayers`; in a private project, counts released by
+    its mechanism as the phone does). Returns how many were stored."""
     rng = random.Random(seed)
     mechanism = selectors.project_mechanism(project=project)
     stored = 0
@@ -89,6 +99,22 @@ def answer_tasks(project, annotators, n, *, spammers=(), seed=0) -> int:
         annotator = annotators[i % len(annotators)]
         lease = scheduler.task_lease_next(project=project, annotator=annotator, rng=rng)
         if lease is None:
+            continue
+        if lease.kind == "verify":
+            if annotator in yes_sayers:
+                answer = {"answer": True, "wrong": None}
+            elif annotator in spammers:
+                answer = {"answer": rng.random() < 0.5, "wrong": None}
+            else:
+                answer = true_verification(lease)
+            services.observation_submit(
+                annotator=annotator,
+                assignment_id=lease.assignment_id,
+                idempotency_key=uuid.uuid4().hex,
+                seconds_on_device=rng.uniform(1, 3),
+                **answer,
+            )
+            stored += 1
             continue
         counts = (
             random_counts(project, lease, rng)

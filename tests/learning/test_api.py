@@ -149,7 +149,7 @@ def test_retrain_now_runs_and_reports(project, crowd, manager, eager):
     row = report["annotators"][0]
     assert set(row) == {
         "annotator", "username", "answers", "median_seconds", "reliability", "flagged",
-        "flag_reason",
+        "flag_reason", "verification_answers", "verification_skill", "verification_yes_rate",
     }  # fmt: skip
     assert client.get(base + "reports/1/").json()["version"] == 1
 
