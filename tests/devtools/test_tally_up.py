@@ -104,6 +104,8 @@ def test_a_signal_to_tally_up_alone_stops_every_child(tmp_path, signum):
         names = {line.split("|")[0].strip() for line in lines}
         assert names == {"web", "worker", "beat"}, output
         assert "No hostname was supplied" not in output
+        # Celery's start-up banners (45 lines) no longer push the banner off the screen.
+        assert "Configuration ->" not in output and "[queues]" not in output, output
     finally:
         if up.poll() is None:
             up.kill()

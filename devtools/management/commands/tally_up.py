@@ -58,8 +58,10 @@ class Command(BaseCommand):
         python = sys.executable
         commands = {
             "web": [python, "manage.py", "runserver", f"{host}:{port}", "--noreload"],
-            "worker": [python, "-m", "celery", "-A", "config", "worker", "-l", "INFO", "-c", "1"],
-            "beat": [python, "-m", "celery", "-A", "config", "beat", "-l", "INFO",
+            # -q: without Celery's start-up banners (45 lines that pushed ours off the screen).
+            "worker": [python, "-m", "celery", "-q", "-A", "config", "worker", "-l", "INFO",
+                       "-c", "1"],
+            "beat": [python, "-m", "celery", "-q", "-A", "config", "beat", "-l", "INFO",
                      "--schedule", str(settings.DATA_DIR / "celerybeat-schedule")],
         }  # fmt: skip
         with Supervisor(commands, cwd=settings.BASE_DIR, out=sys.stdout) as supervisor:
