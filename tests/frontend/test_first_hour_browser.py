@@ -130,3 +130,17 @@ def test_a_manager_deletes_the_project_after_typing_its_name(new_context, projec
     page.click("#delete-project")
     page.wait_for_url(re.compile(r"^http://[^/]+/$"))
     assert not Project.objects.filter(pk=project.pk).exists()
+
+
+def test_an_invite_code_is_shown_whole_on_a_phone(new_context, project):
+    """A code starting with '-' was cut after it at 360 px ("-" at a line's end, the rest below):
+    a newcomer typing it from the page dropped the dash."""
+    project.invite_code = "-xVKN8M9l5VtTvrW"
+    project.save(update_fields=["invite_code"])
+    page = new_context(None, **PHONE).new_page()
+    page.goto(f"/join/{project.invite_code}")
+    code = page.locator("main code").first
+    assert code.inner_text() == project.invite_code
+    assert code.evaluate("c => c.getClientRects().length") == 1
+    box = code.bounding_box()
+    assert box["x"] >= 0 and box["x"] + box["width"] <= 360
