@@ -73,7 +73,8 @@ def test_gold_check_tasks_look_like_the_others(project, manager, annotator):
     assert answer(client_for(annotator), task).status_code == 201
     stats = client_for(annotator).get(f"/api/projects/{project.pk}/stats/me/").json()
     assert set(stats) == {
-        "observations", "observations_today", "seconds_on_device", "live_lease", "check_score"
+        "observations", "observations_today", "seconds_on_device", "live_lease", "check_score",
+        "check_score_estimated",
     }  # fmt: skip
     assert stats["check_score"] is None  # the answer just given reveals nothing
 

@@ -39,9 +39,13 @@ export function mountAnnotators({ base, store }) {
       if (!(q.flagged && q.flag_reason)) return [row];
       return [row, el("tr", { class: "reason" }, el("td", { colspan: "4", class: "help", text: q.flag_reason }))];
     });
-    $("annotators").replaceChildren(table(head, rows, "table annotators"));
+    // A private project's scores come from released (randomized) values: say so under the table.
+    const note = store.get("project")?.private
+      ? el("p", { class: "help", text: "Private project: reliability is estimated from randomized answers, with the mechanism's noise taken out; it shows – until an annotator has enough answers, many more than in an open project." })
+      : null;
+    $("annotators").replaceChildren(table(head, rows, "table annotators"), ...(note ? [note] : []));
   }
-  store.watch(["members", "report"], render);
+  store.watch(["members", "report", "project"], render);
 
   return {
     async load() {
