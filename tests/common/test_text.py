@@ -42,3 +42,14 @@ def test_a_file_without_blank_lines_is_read_a_bounded_paragraph_at_a_time():
 def test_messages_end_in_a_full_stop():
     assert as_sentence("line 3: found 6") == "line 3: found 6."
     assert as_sentence("Is it?") == "Is it?"
+
+
+def test_a_run_of_one_punctuation_character_is_one_token():
+    """As in UD EWT (`!!!`, `****`, `====` whole): a licence's rule of 71 '=' was 71 tokens, so
+    71 '=' to count on a phone (issue 17 walk)."""
+    rule = "=" * 71
+    sentences = list(text_sentences(["Hello!!! Wait...", rule], language="en"))
+    assert [s.tokens for s in sentences] == [["Hello", "!!!"], ["Wait", "...", rule]]
+    assert tokenize("a--b ?! ****x", language="en") == ["a", "--", "b", "?", "!", "****", "x"]
+    assert tokenize("! !", language="en") == ["!", "!"]  # apart: two tokens
+    assert tokenize("can't!!", language="en") == ["ca", "n't", "!!"]
