@@ -34,6 +34,14 @@ _COLUMNS = {
     # Private projects: `counts` are the values released on the phone, and these say how.
     "mechanism": "mechanism",
     "alpha": "alpha",
+    # Verification answers (`kind` verify; `tags` and `counts` empty): the tags shown under the
+    # window's words, the model version that chose them, Yes (true) or No, and after a No the
+    # position in the window (0-based) of the word tapped as wrong, if any.
+    "kind": "kind",
+    "shown": "shown_tags",
+    "model_version": "model_version",
+    "answer": "answer",
+    "wrong": "wrong",
 }
 CSV_COLUMNS = [column for column in _COLUMNS if column != "assignment"]
 
@@ -46,6 +54,8 @@ def _observation_rows(project: Project) -> Iterator[dict]:
         out["tags"] = [names[i] for i in out["tags"]]
         out["submitted_at"] = iso(out["submitted_at"])
         out["mechanism"] = out["mechanism"] or None
+        if out["shown"] is not None:
+            out["shown"] = [names[i] for i in out["shown"]]
         yield out
 
 
@@ -84,7 +94,9 @@ def observations_csv(*, project: Project) -> Iterator[str]:
         row["tags"] = "|".join(row["tags"])
         row["counts"] = "|".join(str(c) for c in row["counts"])
         row["is_gold"] = int(row["is_gold"])
-        for column in ("seconds_on_device", "mechanism", "alpha"):
+        row["shown"] = "" if row["shown"] is None else "|".join(row["shown"])
+        row["answer"] = {True: "yes", False: "no", None: ""}[row["answer"]]
+        for column in ("seconds_on_device", "mechanism", "alpha", "model_version", "wrong"):
             row[column] = "" if row[column] is None else row[column]
         writer.writerow([row[column] for column in CSV_COLUMNS])
         if i % 200 == 199:

@@ -9,7 +9,7 @@ from __future__ import annotations
 from datetime import datetime, timedelta
 
 import numpy as np
-from django.db.models import Count, Q, QuerySet, Sum
+from django.db.models import Avg, Count, Q, QuerySet, Sum
 from django.utils import timezone
 
 from annotation.models import (
@@ -21,6 +21,7 @@ from annotation.models import (
     Sentence,
     Tag,
     Task,
+    TaskKind,
 )
 from common.exceptions import NotFound
 from learning.core.privacy import Mechanism
@@ -168,6 +169,11 @@ def project_stats(*, project: Project) -> dict:
         total=Count("id"),
         gold=Count("id", filter=Q(is_gold=True)),
         annotators=Count("annotator", distinct=True),
+        **{f"n_{kind}": Count("id", filter=Q(kind=kind)) for kind in TaskKind.values},
+        **{
+            f"seconds_{kind}": Avg("seconds_on_device", filter=Q(kind=kind))
+            for kind in TaskKind.values
+        },
     )
     live = Assignment.objects.filter(
         project=project, status=Assignment.Status.LEASED, expires_at__gt=timezone.now()
@@ -181,6 +187,17 @@ def project_stats(*, project: Project) -> dict:
         "observations": observations["total"],
         "gold_observations": observations["gold"],
         "annotators": observations["annotators"],
+        # Per task kind: answers, and the mean seconds an answer took on the phone (null
+        # before the first answer that says).
+        "by_kind": {
+            kind: {
+                "observations": observations[f"n_{kind}"],
+                "seconds_per_answer": None
+                if observations[f"seconds_{kind}"] is None
+                else round(observations[f"seconds_{kind}"], 2),
+            }
+            for kind in TaskKind.values
+        },
     }
 
 
@@ -190,25 +207,53 @@ CHECK_SCORE_DELAY = timedelta(hours=1)
 CHECK_SCORE_MIN_ANSWERS = 5
 
 
+def check_answer_right(
+    *, kind: str, window: list[int], tags, counts, shown_tags, answer, wrong
+) -> bool:
+    """Whether a gold check answer is right, given the gold tags of its `window`: every count
+    exact; or for a verification task, Yes exactly when every shown tag is the gold one (and a
+    tapped wrong word, after a No, the first one that is not)."""
+    if kind == TaskKind.VERIFY:
+        errors = [j for j, (g, s) in enumerate(zip(window, shown_tags, strict=True)) if g != s]
+        if answer:
+            return not errors
+        return bool(errors) and (wrong is None or wrong == errors[0])
+    return all(window.count(tag) == count for tag, count in zip(tags, counts, strict=True))
+
+
 def annotator_check_score(*, project: Project, user, now: datetime) -> float | None:
-    """Share of the annotator's gold check answers whose counts were all exactly right.
+    """Share of the annotator's gold check answers that were right (`check_answer_right`).
 
     In a private project only released values are known, so the share is estimated
     (`_private_check_score`) and needs more answers before it shows."""
-    rows = Observation.objects.filter(
+    answers = Observation.objects.filter(
         project=project,
         annotator=user,
         is_gold=True,
         submitted_at__lte=now - CHECK_SCORE_DELAY,
         sentence__gold_tags__isnull=False,
-    ).values_list("start", "length", "tags", "counts", "sentence__gold_tags")
+    )
     if project.private:
+        rows = answers.values_list("start", "length", "tags", "counts", "sentence__gold_tags")
         return _private_check_score(project=project, rows=rows)
+    rows = answers.values_list(
+        "kind", "start", "length", "tags", "counts", "shown_tags", "answer", "wrong",
+        "sentence__gold_tags",
+    )  # fmt: skip
     right = total = 0
-    for start, length, tags, counts, gold in rows.iterator(chunk_size=500):
-        window = gold[start : start + length]
+    for kind, start, length, tags, counts, shown, answer, wrong, gold in rows.iterator(
+        chunk_size=500
+    ):
         total += 1
-        right += all(window.count(tag) == count for tag, count in zip(tags, counts, strict=True))
+        right += check_answer_right(
+            kind=kind,
+            window=gold[start : start + length],
+            tags=tags,
+            counts=counts,
+            shown_tags=shown,
+            answer=answer,
+            wrong=wrong,
+        )
     return round(right / total, 2) if total >= CHECK_SCORE_MIN_ANSWERS else None
 
 
