@@ -3,6 +3,7 @@
 import assert from "node:assert/strict";
 import { test } from "node:test";
 import { niceTicks, xDomain, yDomain } from "../../../frontend/static/frontend/js/dashboard/curve.js";
+import { statusText } from "../../../frontend/static/frontend/js/dashboard/retraining.js";
 import { createStore } from "../../../frontend/static/frontend/js/dashboard/store.js";
 import { fixed, pct } from "../../../frontend/static/frontend/js/lib/format.js";
 
@@ -60,4 +61,11 @@ test("numbers as the pages show them", () => {
   assert.equal(pct(Number.NaN), "–");
   assert.equal(fixed(3, 1), "3.0");
   assert.equal(fixed(undefined, 2), "–");
+});
+
+test("the model's status line says what the answers wait for", () => {
+  assert.equal(statusText({ current_version: null, pending_observations: 12 }), "No model yet · 12 answers to learn from");
+  assert.equal(statusText({ current_version: null, pending_observations: 0 }), "No model yet");
+  assert.equal(statusText({ current_version: 4, pending_observations: 1, running: true }), "Model v4 · 1 new answer since · retraining…");
+  assert.equal(statusText({ current_version: 4, pending_observations: 1200 }), "Model v4 · 1,200 new answers since");
 });

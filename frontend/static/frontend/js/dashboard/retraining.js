@@ -55,6 +55,17 @@ function scheduleError(text) {
   else $("sched-minutes").removeAttribute("aria-invalid");
 }
 
+// "Model v4 · 120 new answers since · retraining…"; before the first model, "No model yet · 12
+// answers to learn from" (it said "12 new answers since", since nothing).
+export function statusText(status) {
+  const n = status.pending_observations;
+  const answers = n === 1 ? "answer" : "answers";
+  const parts = [status.current_version ? `Model v${status.current_version}` : "No model yet"];
+  if (n) parts.push(`${fmt.format(n)} ${status.current_version ? `new ${answers} since` : `${answers} to learn from`}`);
+  if (status.running) parts.push("retraining…");
+  return parts.join(" · ");
+}
+
 export function mountRetraining({ base }) {
   let statusTimer = 0;
 
@@ -66,10 +77,7 @@ export function mountRetraining({ base }) {
     } catch {
       return; // no learning API: the line stays empty
     }
-    const parts = [status.current_version ? `Model v${status.current_version}` : "No model yet"];
-    if (status.pending_observations) parts.push(`${fmt.format(status.pending_observations)} new answers since`);
-    if (status.running) parts.push("retraining…");
-    const line = [parts.join(" · ")];
+    const line = [statusText(status)];
     if (!status.running && status.last_run && status.last_run.status === "failed") {
       line.push(" · ", el("a", { href: "#h-retraining", class: "bad-link", text: "last retrain failed" }));
     }
