@@ -36,6 +36,9 @@ def test_project_from_a_raw_text_file_shows_its_sentences_tokenized_first(
     page.fill("#name", "Licence")
     page.set_input_files("#file", str(path))
     assert page.is_checked("input[name=format][value=text]")
+    # No gold tags in plain text: no shares of gold sentences asked for (issue 17 walk).
+    assert not page.locator("#evaluation_fraction").is_visible()
+    assert not page.locator("#gold_check_fraction").is_visible()
     first = page.locator("#preview .preview-sentences li").first
     first.wait_for(timeout=30_000)
     words = first.locator(".tok").all_inner_texts()
@@ -92,6 +95,7 @@ def test_add_sentences_is_the_same_form_and_a_repeat_is_asked_about(
     assert page.locator("#up-gold_check_fraction").is_visible()
     page.set_input_files("#up-file", str(path))
     assert page.is_checked("input[name=up-format][value=text]")  # not always CoNLL-U
+    assert not page.locator("#up-evaluation_fraction").is_visible()  # text has no gold tags
     page.locator("#up-preview li").nth(1).wait_for(timeout=30_000)
     assert page.locator("#up-preview li").nth(1).locator(".tok").all_inner_texts() == [
         "A", "cat", "sleeps", "."

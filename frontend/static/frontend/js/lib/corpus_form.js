@@ -1,7 +1,8 @@
 // The corpus upload's fields (templates/frontend/_corpus_fields.html), one form for a new
 // project and for "Add sentences": the format guessed from the file's name, the gold tag column
-// shown for CoNLL-U only, and the file's first sentences shown as the import will read them
-// (tokenized by the project's language) before anything is imported.
+// shown for CoNLL-U only, the gold shares not for text (it has no gold tags), and the file's
+// first sentences shown as the import will read them (tokenized by the project's language)
+// before anything is imported.
 import { el } from "./dom.js";
 import { api, describe } from "./http.js";
 
@@ -26,6 +27,8 @@ export function mountCorpusFields(prefix, { language }) {
 
   function renderFormat() {
     $("tag-column-field").hidden = format() !== "conllu";
+    // Plain and tokenized text have no gold tags: no gold sentences to share out.
+    $("gold-shares").hidden = format() === "text" || format() === "tokenized";
   }
 
   async function preview() {
