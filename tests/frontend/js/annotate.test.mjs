@@ -3,7 +3,8 @@
 import assert from "node:assert/strict";
 import { test } from "node:test";
 import * as count from "../../../frontend/static/frontend/js/annotate/kinds/count.js";
-import { kindOf } from "../../../frontend/static/frontend/js/annotate/kinds/index.js";
+import { kindOf, loadKind } from "../../../frontend/static/frontend/js/annotate/kinds/index.js";
+import * as verify from "../../../frontend/static/frontend/js/annotate/kinds/verify.js";
 import { isSeen } from "../../../frontend/static/frontend/js/annotate/reach.js";
 import { statsLine } from "../../../frontend/static/frontend/js/annotate/screen.js";
 import { AROUND, shownRange } from "../../../frontend/static/frontend/js/annotate/sentence.js";
@@ -42,6 +43,30 @@ test("a task's kind: count unless it says otherwise; an unknown kind is an error
   assert.equal(kindOf({ tags: [] }), kindOf({ kind: "count" }));
   assert.equal(typeof kindOf({}).render, "function");
   assert.throws(() => kindOf({ kind: "verify-all" }), /cannot show tasks of kind/);
+});
+
+test("a verification task's module loads with its first task", async () => {
+  assert.equal(await loadKind({ kind: "verify" }), verify);
+  assert.equal(kindOf({ kind: "verify" }), verify);
+  await assert.rejects(loadKind({ kind: "verify-all" }), /cannot show tasks of kind/);
+});
+
+test("a verification answer: Yes, or No with the wrong word's place or none", () => {
+  assert.deepEqual(verify.verificationAnswer(true), { answer: true });
+  assert.deepEqual(verify.verificationAnswer(true, 2), { answer: true }); // a Yes names no word
+  assert.deepEqual(verify.verificationAnswer(false, 2), { answer: false, wrong: 2 });
+  assert.deepEqual(verify.verificationAnswer(false), { answer: false, wrong: null });
+  assert.equal(verify.QUESTION, "Are all of these tags right?");
+});
+
+test("the footer gives seconds per answer by task kind once two kinds were timed", () => {
+  const kinds = { count: { n: 2, seconds: 9 }, verify: { n: 4, seconds: 6 } };
+  assert.equal(
+    statsLine({ observations: 6, seconds: 15, checkScore: null, kinds }),
+    "6 answers in all · 4.5 s per count · 1.5 s per check",
+  );
+  const one = { count: { n: 2, seconds: 9 } };
+  assert.equal(statsLine({ observations: 2, seconds: 9, checkScore: null, kinds: one }), "2 answers in all · 4.5 s per answer");
 });
 
 test("the footer's line follows the answers", () => {

@@ -6,7 +6,7 @@
 // in a private project each count is randomized before anything keeps it (privacy.js).
 import { api, serverNow } from "../lib/http.js";
 import { $ } from "../lib/dom.js";
-import { kindOf } from "./kinds/index.js";
+import { kindOf, loadKind } from "./kinds/index.js";
 import { createLookahead } from "./lookahead.js";
 import { createOutbox, createSender, newKey } from "./outbox.js";
 import { privatize } from "./privacy.js";
@@ -65,7 +65,10 @@ function show(next) {
   setState("task", "");
   window.scrollTo(0, 0);
   renderSentence($("sentence"), next, { onResize: () => reach?.check() });
-  view = kindOf(next).render(next, $("questions"), { say });
+  view = kindOf(next).render(next, $("questions"), { say, send: keep, dock: $("kind-dock") });
+  // A kind that answers by its own buttons (verification: Yes / No) shows them in the dock.
+  $("submit").hidden = Boolean(view.ownsAnswer);
+  $("kind-dock").hidden = !view.ownsAnswer;
   reach = createReach({ rows: view.rows, band, onChange: labelSubmit });
   const highlighted = next.tokens.slice(next.window.start, next.window.start + next.window.length).join(" ");
   say(`New task. Highlighted: ${highlighted}`);
@@ -89,14 +92,22 @@ function submit() {
     if (i >= 0) view.activate(i);
     return;
   }
-  const answer = privatize(task, view.answer()); // a private project's counts: randomized first
+  keep(privatize(task, view.answer())); // a private project's counts: randomized first
+}
+
+// The answer to the task on screen (the kind's part of the body), kept on the device before
+// anything is sent; then the next task.
+function keep(answer) {
+  if (!task || signedOut) return;
   outbox.add({
     project: PROJECT,
     assignment: task.assignment,
+    kind: task.kind || "count",
     ...answer,
     seconds_on_device: Math.round((performance.now() - shownAt) / 100) / 10,
     idempotency_key: newKey(),
-  }); // kept on the device before anything is sent
+  });
+  $("kind-dock").replaceChildren();
   showPending(outbox.size(), online);
   say("Answer saved.");
   task = null;
@@ -118,7 +129,7 @@ const sender = createSender({
   on: {
     reached: () => setOnline(true),
     offline: () => setOnline(false),
-    sent: (item) => item.project === PROJECT && progress.answered(item.seconds_on_device),
+    sent: (item) => item.project === PROJECT && progress.answered(item.seconds_on_device, item.kind),
     refused: (item, error) => showNotice(`One answer could not be saved: ${error.message}`),
     signedOut: () => sessionExpired(),
     changed: () => showPending(outbox.size(), online),
@@ -128,7 +139,12 @@ const sender = createSender({
 
 // --- Getting tasks ----------------------------------------------------------------------------
 
-const lease = (holding) => api("POST", `/api/projects/${PROJECT}/tasks/next/`, holding ? { holding } : undefined);
+// A leased task's kind is loaded with it, while the page is online.
+async function lease(holding) {
+  const next = await api("POST", `/api/projects/${PROJECT}/tasks/next/`, holding ? { holding } : undefined);
+  if (next) await loadKind(next);
+  return next;
+}
 const lookahead = createLookahead({ lease, maxHeld: MAX_HELD });
 
 function fillLookahead() {
@@ -236,7 +252,7 @@ document.addEventListener("keydown", (event) => {
   if (event.altKey || event.ctrlKey || event.metaKey) return;
   if (event.target instanceof HTMLInputElement || event.target instanceof HTMLTextAreaElement) return;
   if (!task) return;
-  const handled = event.key === "Enter" ? (submit(), true) : view.key(event.key);
+  const handled = event.key === "Enter" && !view.ownsAnswer ? (submit(), true) : view.key(event.key);
   if (handled) event.preventDefault();
 });
 

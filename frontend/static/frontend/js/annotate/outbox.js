@@ -72,7 +72,7 @@ export function createSender({ outbox, post, on = {}, timers = globalThis }) {
   // True when the outbox is empty afterwards.
   async function sendAll() {
     for (const item of outbox.all()) {
-      const { project, ...body } = item;
+      const { project, kind, ...body } = item; // kept on the device, not sent
       try {
         const reply = await post(body);
         outbox.remove(item.idempotency_key);

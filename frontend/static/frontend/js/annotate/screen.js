@@ -56,9 +56,18 @@ export function kept(n) {
 }
 
 // The footer's line, from the annotator's progress in this project.
-export function statsLine({ observations, seconds, checkScore, estimated }) {
+// `kinds`: seconds per answer measured on this page, by task kind ({count: {n, seconds}, …}):
+// shown per kind once answers of two kinds were timed (a check takes less than a count).
+const KIND_NAMES = { count: "count", verify: "check" };
+
+export function statsLine({ observations, seconds, checkScore, estimated, kinds = {} }) {
   if (!observations) return "Your first answers: take your time.";
-  const parts = [`${answers(observations)} in all`, `${(seconds / observations).toFixed(1)} s per answer`];
+  const timed = Object.entries(kinds).filter(([, k]) => k.n > 0);
+  const pace =
+    timed.length > 1
+      ? timed.map(([kind, k]) => `${(k.seconds / k.n).toFixed(1)} s per ${KIND_NAMES[kind] || kind}`)
+      : [`${(seconds / observations).toFixed(1)} s per answer`];
+  const parts = [`${answers(observations)} in all`, ...pace];
   if (checkScore !== null && checkScore !== undefined) parts.push(`${estimated ? "about " : ""}${Math.round(checkScore * 100)} % right on check tasks${estimated ? " (estimated: answers are private)" : ""}`);
   return parts.join(" · ");
 }
@@ -75,16 +84,19 @@ export function createProgress() {
       return stats !== null;
     },
     load(me) {
-      stats = { today: me.observations_today, observations: me.observations, seconds: me.seconds_on_device, checkScore: me.check_score, estimated: me.check_score_estimated };
+      stats = { today: me.observations_today, observations: me.observations, seconds: me.seconds_on_device, checkScore: me.check_score, estimated: me.check_score_estimated, kinds: {} };
       render();
     },
     // An answer the server now has. A replay is an answer whose first response was lost: it
     // was not counted here before either.
-    answered(seconds) {
+    answered(seconds, kind = "count") {
       if (!stats) return;
       stats.today += 1;
       stats.observations += 1;
       stats.seconds += seconds || 0;
+      const timed = (stats.kinds[kind] ||= { n: 0, seconds: 0 });
+      timed.n += 1;
+      timed.seconds += seconds || 0;
       render();
     },
   };
