@@ -56,6 +56,7 @@ HYPERPARAMETERS = {
     "ridge": "auto",
     "alpha": 1.0,
     "n_em_iter": 3,
+    "n_em_iter_private": 30,  # privatized counts: EM converges more slowly (CountTagger)
     "n_bp_rounds": 1,
     "reliability": True,
     "flag_threshold": 0.5,
@@ -69,6 +70,7 @@ HYPERPARAMETERS = {
 WARM_HYPERPARAMETERS = {
     **HYPERPARAMETERS,
     "n_em_iter": 2,
+    "n_em_iter_private": 10,
     "max_fit_iter": 20,
     "em_fit_iter": 5,
     "n_context_iter": 1,

@@ -94,6 +94,10 @@ class CountTagger:
     word_classes : learn word classes from the corpus' text for the contextual model (True), use
         the given :class:`WordClasses`, or none (False).
     n_em_iter : EM iterations of the node-only model (0: moments only).
+    n_em_iter_private : the same when the counts are releases of a privacy mechanism. EM's
+        convergence rate is the fraction of information missing, which the release's noise
+        raises: with k-ary randomized response at α = 3, 30 iterations instead of 10 gained 5.7
+        points on Sequoia and 7.0 on Alpino (the log-likelihood still rising at 10).
     n_context_iter : EM iterations of the contextual model, after the node-only ones (with
         ``model="context"``; 0 serves the node-only model).
     n_bp_rounds : belief-propagation rounds per E-step when windows overlap. 1 (default) combines
@@ -135,6 +139,7 @@ class CountTagger:
         context: ContextConfig | None = None,
         word_classes: bool | WordClasses = True,
         n_em_iter: int = 10,
+        n_em_iter_private: int = 30,
         n_context_iter: int = 2,
         n_bp_rounds: int = 1,
         em_tol: float = 2e-3,
@@ -159,6 +164,7 @@ class CountTagger:
         self.context = context
         self.word_classes = word_classes
         self.n_em_iter = n_em_iter
+        self.n_em_iter_private = n_em_iter_private
         self.n_context_iter = n_context_iter
         self.n_bp_rounds = n_bp_rounds
         self.em_tol = em_tol
@@ -510,7 +516,8 @@ class CountTagger:
         self.history_ = []
         node, weights, reliability, feasible = self._em(
             problem, moment_tagger, moment_tagger, weights, reliability, "node",
-            self.n_em_iter, (self.em_fit_iter, self.em_fit_iter), watch,
+            self.n_em_iter if problem.mechanism is None else self.n_em_iter_private,
+            (self.em_fit_iter, self.em_fit_iter), watch,
         )  # fmt: skip
         self.node_tagger_ = node
         tagger = node

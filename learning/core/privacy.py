@@ -48,7 +48,11 @@ from .posterior import WindowPosteriors, window_posteriors
 __all__ = ["MECHANISMS", "DEFAULT_MECHANISM", "Mechanism", "PrivateCountEvidence"]
 
 MECHANISMS = ("geometric", "krr", "classic")
-DEFAULT_MECHANISM = "geometric"
+# Chosen by simulate_crowd (window 5, 1 tag per task, 10 tasks per sentence, α = 3): refined
+# accuracy with krr / geometric: EWT 82.8 / 63.2 %, Sequoia 79.6 / 56.6 %, Alpino 62.7 / 31.6 %.
+# The geometric mechanism spreads a window's whole range (sensitivity w) over its noise; krr keeps
+# the true count with probability e^α / (e^α + w), 0.80 at α = 3 and w = 5.
+DEFAULT_MECHANISM = "krr"
 MAX_PRIVATE_TAGS = 3  # the budget is split across the asked tags; more leaves too little each
 
 

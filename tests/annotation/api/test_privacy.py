@@ -8,7 +8,7 @@ import pytest
 
 from annotation import services
 from annotation.models import Observation
-from learning.core.privacy import DEFAULT_MECHANISM, MAX_PRIVATE_TAGS, Mechanism
+from learning.core.privacy import DEFAULT_MECHANISM, MAX_PRIVATE_TAGS, MECHANISMS, Mechanism
 from tests.factories import TAGS, client_for, jsonl, make_project, member, next_task
 
 
@@ -148,7 +148,10 @@ def test_a_released_answer_is_stored_with_its_mechanism(private, phone):
     again = released_answer(phone, task, values=values)
     assert again.status_code == 200 and again.json()["replayed"] is True
     assert again.json()["id"] == data["id"]
-    other = released_answer(phone, task, values=values, privacy={"mechanism": "krr", "alpha": 2.0})
+    another = next(m for m in MECHANISMS if m != DEFAULT_MECHANISM)
+    other = released_answer(
+        phone, task, values=values, privacy={"mechanism": another, "alpha": 2.0}
+    )
     assert other.status_code == 409
     assert other.json()["error"]["code"] == "idempotency_key_reused"
     assert Observation.objects.filter(project=private).count() == 1
