@@ -4,7 +4,8 @@
   one 400 `parse_error` (the rule of `common.inputs`; bodies are checked by the parsers).
 - `ApiTrailingSlash`: an API URL works with or without its trailing slash (`POST
   /api/observations` is `POST /api/observations/`), instead of Django's redirect, which a POST
-  cannot follow (and which is a 500 in development).
+  cannot follow (and which is a 500 in development); an API URL that does not exist is a 404 in
+  the error shape, in development too (Django's debug 404 is an HTML page).
 - `DatabaseUnavailable`: while the database cannot be reached (down, restarting, recovering), a
   request that needs it is answered 503 with `Retry-After`, in the API's error shape, not 500:
   nothing is wrong with the request, and a client that retries will get through.
@@ -50,12 +51,10 @@ class ApiTrailingSlash:
 
     def __call__(self, request):
         path = request.path_info
-        if (
-            is_api(request)
-            and not path.endswith("/")
-            and not is_valid_path(path)
-            and is_valid_path(path + "/")
-        ):
+        if is_api(request) and not is_valid_path(path):
+            if path.endswith("/") or not is_valid_path(path + "/"):
+                # Here, not by handler404: with DEBUG (./tally up) Django answers its HTML page.
+                return request_error(request, 404, "not_found", "There is no such API address.")
             request.path_info = path + "/"
             request.path = request.path + "/"
         return self.get_response(request)

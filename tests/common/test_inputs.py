@@ -188,6 +188,15 @@ def test_an_unknown_api_url_is_a_404_in_the_error_shape(annotator):
     _error(client_for(annotator).post("/api/nothing-here", {}, format="json"), 404, "not_found")
 
 
+@pytest.mark.parametrize("path", ["/api/projects//corpus/", "/api/nothing-here", "/api/x/"])
+def test_an_unknown_api_url_is_a_404_in_the_error_shape_in_development_too(
+    annotator, settings, path
+):
+    """With DEBUG (what ./tally up runs) Django answered its HTML "Page not found" (issue 17)."""
+    settings.DEBUG = True
+    _error(client_for(annotator).get(path), 404, "not_found")
+
+
 @pytest.mark.parametrize(
     ("method", "path", "status"),
     [("post", "/api/schema/", 405), ("options", "/api/docs/", 405), ("post", "/api/docs/", 405),
