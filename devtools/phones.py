@@ -152,6 +152,9 @@ def seed_project(
         tags_per_task=tags_per_task,
         redundancy=redundancy,
         gold_fraction=0.0,
+        # The phones answer count tasks (the cycle these benchmarks measure, and check against
+        # their history); verification tasks, once a retrain made a model, would be refused.
+        verification_share=0.0,
         lease_seconds=lease_seconds,
     )
     _import_slice(project=project, user=manager, corpus=corpus, sentences=sentences)
@@ -231,7 +234,7 @@ def _retrain_target(*, manager, corpus, sentences: int, answers: int) -> dict:
 
     project = services.project_create(
         owner=manager, name="Retrain target", tag_preset="ud_upos", window_size=5,
-        tags_per_task=2, redundancy=3, gold_fraction=0.0,
+        tags_per_task=2, redundancy=3, gold_fraction=0.0, verification_share=0.0,
     )  # fmt: skip
     _import_slice(project=project, user=manager, corpus=corpus, sentences=sentences)
     user = get_user_model().objects.create_user("bench-target")

@@ -282,7 +282,9 @@ def world(settings, tmp_path, monkeypatch, quiet):
     answer_tasks(project, crowd, 40)
     learning_services.retrain_project(project_id=project.pk, trigger="manual")
     annotator = crowd[0]
-    lease = scheduler.task_lease_next(project=project, annotator=annotator)
+    # A count task (the bodies below answer one); verification tasks go through the same
+    # endpoints, with the same rules of who may call them.
+    lease = scheduler.task_lease_next(project=project, annotator=annotator, kind_draw=1.0)
     names = [t.name for t in project.tags.order_by("position")]
     hook = Webhook.objects.create(
         project=project, url="https://hooks.example/tally", secret=WEBHOOK_SECRET

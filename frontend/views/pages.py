@@ -12,7 +12,7 @@ from django.views.decorators.gzip import gzip_page
 from django.views.decorators.http import require_GET
 
 from annotation import selectors
-from annotation.models import Membership
+from annotation.models import DEFAULT_VERIFICATION_SHARE, Membership
 from annotation.scheduler import MAX_LEASES
 from common.exceptions import NotFound
 from common.permissions import is_manager
@@ -67,6 +67,7 @@ def project_new(request: HttpRequest) -> HttpResponse:
             "languages": list(LANGUAGES.items()),
             "mechanisms": MECHANISMS,
             "default_mechanism": DEFAULT_MECHANISM,
+            "default_verification_share": DEFAULT_VERIFICATION_SHARE,
         },
     )
 

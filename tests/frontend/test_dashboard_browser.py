@@ -37,12 +37,17 @@ def answer_tasks(project: Project, annotators, per_annotator: int) -> int:
                 break
             gold = project.sentences.get(pk=lease.sentence_id).gold_tags
             window = gold[lease.start : lease.start + lease.length]
+            answer = (
+                {"answer": window == lease.shown_tags}  # a verification task (issue 15)
+                if lease.kind == "verify"
+                else {"counts": {names[t]: window.count(t) for t in lease.tags}}
+            )
             services.observation_submit(
                 annotator=user,
                 assignment_id=lease.assignment_id,
-                counts={names[t]: window.count(t) for t in lease.tags},
                 idempotency_key=f"sim-{lease.assignment_id}",
-                seconds_on_device=3.0,
+                seconds_on_device=3.0 if lease.kind == "count" else 1.5,
+                **answer,
             )
             answered += 1
     return answered

@@ -37,6 +37,14 @@ def careless_answers(project, user, n: int, rng: random.Random) -> None:
         lease = scheduler.task_lease_next(project=project, annotator=user)
         if lease is None:
             return
+        if lease.kind == "verify":  # a Yes or a No at random (issue 15)
+            services.observation_submit(
+                annotator=user,
+                assignment_id=lease.assignment_id,
+                answer=rng.random() < 0.5,
+                idempotency_key=f"careless-{lease.assignment_id}",
+            )
+            continue
         names = [project.tags.get(position=t).name for t in lease.tags]
         left, counts = lease.length, {}
         for name in names:

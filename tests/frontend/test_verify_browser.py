@@ -110,3 +110,36 @@ def test_verification_answers_made_offline_are_stored_exactly_once(
         assert (observation.answer, observation.wrong) == expected[observation.assignment_id]
     assert stored.count() == 3  # once each, whatever was resent
     assert all('"kind"' not in (body or "") for body in bodies)  # kept on the device only
+
+
+def test_the_dashboard_sets_the_task_mix_and_shows_seconds_per_kind(
+    new_context, verifying, annotator, manager
+):
+    from annotation import scheduler
+
+    verifying.refresh_from_db()
+    lease = scheduler.task_lease_next(project=verifying, annotator=annotator, kind_draw=0.0)
+    services.observation_submit(
+        annotator=annotator,
+        assignment_id=lease.assignment_id,
+        idempotency_key="k-1",
+        answer=True,
+        seconds_on_device=1.25,
+    )
+    page = new_context(manager, **PHONE).new_page()
+    page.goto(f"/projects/{verifying.pk}/")
+    page.wait_for_selector("#kpis .kpi")
+    assert "seconds per verification answer · 1 answers" in page.inner_text("#kpis")
+    page.wait_for_function("document.getElementById('mix-share').value === '1'")
+    page.fill("#mix-share", "2")
+    page.click("#task-mix button[type=submit]")
+    page.wait_for_selector("#mix-error:not([hidden])")
+    assert Project.objects.get(pk=verifying.pk).verification_share == 1.0
+    page.fill("#mix-share", "0.25")
+    page.click("#task-mix button[type=submit]")
+    page.wait_for_selector("#mix-error", state="hidden")
+    page.wait_for_function(
+        "document.querySelector('.toast') && document.querySelector('.toast').textContent"
+        ".startsWith('Task mix saved')"
+    )
+    assert Project.objects.get(pk=verifying.pk).verification_share == 0.25

@@ -5,6 +5,7 @@ import { test } from "node:test";
 import { niceTicks, xDomain, yDomain } from "../../../frontend/static/frontend/js/dashboard/curve.js";
 import { statusText } from "../../../frontend/static/frontend/js/dashboard/retraining.js";
 import { createStore } from "../../../frontend/static/frontend/js/dashboard/store.js";
+import { parseShare } from "../../../frontend/static/frontend/js/dashboard/taskmix.js";
 import { fixed, pct } from "../../../frontend/static/frontend/js/lib/format.js";
 
 test("the curve's x axis spans the versions' answers, not from 0", () => {
@@ -68,4 +69,11 @@ test("the model's status line says what the answers wait for", () => {
   assert.equal(statusText({ current_version: null, pending_observations: 0 }), "No model yet");
   assert.equal(statusText({ current_version: 4, pending_observations: 1, running: true }), "Model v4 · 1 new answer since · retraining…");
   assert.equal(statusText({ current_version: 4, pending_observations: 1200 }), "Model v4 · 1,200 new answers since");
+});
+
+test("the task mix takes a share from 0 to 1", () => {
+  assert.deepEqual(parseShare("0.25"), { share: 0.25 });
+  assert.deepEqual(parseShare(" 1 "), { share: 1 });
+  assert.deepEqual(parseShare("0"), { share: 0 });
+  for (const bad of ["", "1.5", "-0.1", "half", "NaN"]) assert.match(parseShare(bad).error, /from 0/);
 });

@@ -13,6 +13,14 @@ function nameCell(member, quality) {
   return cell;
 }
 
+// The skill of an annotator's Yes / No answers to verification tasks (1 truthful, 0 no better
+// than chance: a yes-sayer's), under the count reliability.
+function verificationSkill(q) {
+  if (!q.verification_answers) return null;
+  const yes = q.verification_yes_rate === null || q.verification_yes_rate === undefined ? "" : `, ${Math.round(100 * q.verification_yes_rate)} % yes`;
+  return el("span", { class: "sub", text: `checks ${fixed(q.verification_skill, 2)}${yes}`, title: `Skill on ${q.verification_answers} verification answers` });
+}
+
 export function mountAnnotators({ base, store }) {
   function render() {
     const members = store.get("members");
@@ -33,7 +41,7 @@ export function mountAnnotators({ base, store }) {
         nameCell(m, q),
         el("td", { class: "num", text: fmt.format(m.observations) }),
         el("td", { class: "num", text: fixed(q.seconds_per_answer ?? q.median_seconds ?? q.speed, 1) }),
-        el("td", { class: "num", text: fixed(q.reliability, 2) }),
+        el("td", { class: "num" }, fixed(q.reliability, 2), verificationSkill(q)),
       );
       // Why a flagged annotator's answers stopped counting, across the whole row.
       if (!(q.flagged && q.flag_reason)) return [row];

@@ -14,6 +14,7 @@ import { renderPerTag } from "./per-tag.js";
 import { mountProgress } from "./progress.js";
 import { mountRetraining } from "./retraining.js";
 import { createStore } from "./store.js";
+import { mountTaskMix } from "./taskmix.js";
 import { mountTry } from "./try.js";
 import { mountVersions } from "./versions.js";
 import { mountWebhooks } from "./webhooks.js";
@@ -34,6 +35,7 @@ const versions = mountVersions({ base });
 const retraining = mountRetraining({ base });
 const webhooks = mountWebhooks({ base, fail });
 mountTry({ base });
+mountTaskMix({ base, store });
 
 // The latest model report: the curve, per-tag scores and confusion matrix, and (through the
 // store) the accuracy in progress and the annotators' reliability.

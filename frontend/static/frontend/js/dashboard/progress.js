@@ -1,7 +1,7 @@
 // Progress: answers, coverage, corpus size, annotators, live tasks, and the latest model's
 // accuracy when it has one.
 import { $, el } from "../lib/dom.js";
-import { fmt, pct } from "../lib/format.js";
+import { fixed, fmt, pct } from "../lib/format.js";
 import { api } from "../lib/http.js";
 
 function kpi(label, value, fraction) {
@@ -12,6 +12,18 @@ function kpi(label, value, fraction) {
     node.append(el("div", { class: "bar-track", "aria-hidden": "true" }, fill));
   }
   return node;
+}
+
+// Seconds per answer by task kind, as the phones measured them (a verification answer is quicker
+// than a count): one figure per kind that has answers.
+const KIND_LABELS = { count: "count", verify: "verification" };
+
+export function kindKpis(byKind) {
+  return Object.entries(byKind || {})
+    .filter(([, k]) => k.observations > 0)
+    .map(([kind, k]) =>
+      kpi(`seconds per ${KIND_LABELS[kind] || kind} answer · ${fmt.format(k.observations)} answers`, fixed(k.seconds_per_answer, 1)),
+    );
 }
 
 export function mountProgress({ base, store }) {
@@ -27,6 +39,7 @@ export function mountProgress({ base, store }) {
       kpi(`sentences · ${fmt.format(s.tokens)} words`, fmt.format(sentences)),
       kpi("annotators who answered", fmt.format(s.annotators)),
       kpi("tasks being answered now", fmt.format(s.leases_live)),
+      ...kindKpis(s.by_kind),
     ];
     if (report && report.accuracy !== undefined && report.accuracy !== null) {
       items.splice(1, 0, kpi("test accuracy of the latest model", pct(report.accuracy), report.accuracy));
