@@ -491,7 +491,13 @@ def _good_bodies(world: World) -> dict[str, dict]:
             "alpha": 2.0,
             "mechanism": "geometric",
         },
-        "project-detail": {"name": SECRET_NAME, "status": "active", "gold_fraction": 0.1},
+        # The task mix (issue 15) fuzzed with the other settings.
+        "project-detail": {
+            "name": SECRET_NAME,
+            "status": "active",
+            "gold_fraction": 0.1,
+            "verification_share": 0.5,
+        },
         "predict": {"text": "the dog runs"},
         "retrain-schedule": {"interval_minutes": 5, "enabled": True},
         "webhook-list": {"url": "https://hooks.example/b", "secret": "s" * 20},
