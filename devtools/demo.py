@@ -118,6 +118,9 @@ def demo_seed(
     manager = _user(logins.manager_username, logins.manager_password)
     annotator = _user(logins.annotator_username, logins.annotator_password)
     project = Project.objects.filter(owner=manager, name=DEMO_PROJECT_NAME).first()
+    if project is not None and not project.sentences.exists():
+        project.delete()  # stopped between creating the project and importing its corpus
+        project = None
     if project is None:
         log(f"making the demo project from {n_sentences} sentences of UD English EWT…")
         project = services.project_create(
@@ -142,9 +145,14 @@ def demo_seed(
             max_bytes=settings.TALLY_MAX_UPLOAD_BYTES,
         )
         services.membership_join(user=annotator, code=project.invite_code)
-        log(f"a simulated crowd of {len(CROWD_KINDS)} answers {n_answers} tasks…")
-        _crowd_answers(project, n_answers, seed)
     if selectors.current_version(project_id=project.pk) is None:
+        # A first run stopped (Ctrl-C) while the crowd answered resumes here, not with a demo of
+        # the few answers given before the stop.
+        given = project.observations.count()
+        if given < n_answers:
+            more = f" more (of {n_answers})" if given else ""
+            log(f"a simulated crowd of {len(CROWD_KINDS)} answers {n_answers - given} tasks{more}…")
+            _crowd_answers(project, n_answers - given, seed + given)
         log("training the first model…")
         retrain_and_push(project_id=project.pk, trigger=RetrainRun.Trigger.MANUAL)
     current = selectors.current_version(project_id=project.pk)
