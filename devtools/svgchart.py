@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from html import escape
 
 WIDTH, HEIGHT = 640, 360
-MARGIN_LEFT, MARGIN_RIGHT, MARGIN_TOP, MARGIN_BOTTOM = 56, 176, 36, 48
+MARGIN_LEFT, MARGIN_RIGHT, MARGIN_TOP, MARGIN_BOTTOM = 56, 190, 36, 48
 COLOURS = ("#1f6feb", "#d1242f", "#1a7f37", "#9a6700", "#8250df")
 
 
@@ -28,7 +28,7 @@ def line_chart(
 ) -> str:
     """SVG text of ``series`` drawn as lines with dots; ``x_ticks`` as (value, label) pairs
     (default: five evenly spaced values)."""
-    xs = [x for s in series for x, _ in s.points]
+    xs = [x for s in series for x, _ in s.points] + [x for x, _ in x_ticks or ()]
     ys = [y for s in series for _, y in s.points]
     x_low, x_high = min(xs), max(xs)
     y_low, y_high = _nice_range(min(ys), max(ys))

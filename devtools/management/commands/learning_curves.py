@@ -64,30 +64,34 @@ def _verification(train, test, common: dict, log) -> dict:
         log.write(f"count tasks per sentence {share}: {report['accuracy_refined']:.2f}\n")
         points.append(report)
     n_sentences = len(train)
-    counts_only = [(p["obs_per_sentence"], p["accuracy_counts_only"]) for p in points]
-    counts_only.append(
-        (points[-1]["obs_per_sentence"] + 1, points[-1]["accuracy_counts_only_same_answers"])
-    )
-    mixed = [(p["obs_per_sentence"] + 1, p["accuracy_refined"]) for p in points]
-    series = [
-        Series("count tasks only", [(x * n_sentences, y) for x, y in counts_only]),
-        Series("+ 1 verification / sentence", [(x * n_sentences, y) for x, y in mixed]),
-    ]
-    svg = line_chart(
-        series,
-        title="Accuracy against answers (UD EWT, window 5, all tags)",
-        x_label="answers (count and verification tasks)",
-        y_label="test accuracy (%)",
-        x_ticks=[(k * n_sentences, f"{k * n_sentences // 1000}k") for k in range(3)],
-    )
-    return {
+    last = points[-1]
+    result = {
         "study": "verification",
         "sentences": n_sentences,
-        "counts_only": counts_only,
-        "counts_and_verification": mixed,
+        "counts_only": [(p["obs_per_sentence"], 100 * p["accuracy_counts_only"]) for p in points]
+        + [(last["obs_per_sentence"] + 1, 100 * last["accuracy_counts_only_same_answers"])],
+        "counts_and_verification": [
+            (p["obs_per_sentence"] + 1, 100 * p["accuracy_refined"]) for p in points
+        ],
         "reports": points,
-        "svg": svg,
     }
+    return result | {"svg": verification_chart(result)}
+
+
+def verification_chart(result: dict) -> str:
+    """The chart of :func:`_verification`'s result: accuracy (%) against answers."""
+    n = result["sentences"]
+    series = [
+        Series("count tasks only", [(x * n, y) for x, y in result["counts_only"]]),
+        Series("+ 1 verification each", [(x * n, y) for x, y in result["counts_and_verification"]]),
+    ]
+    return line_chart(
+        series,
+        title="Accuracy against answers (UD EWT, window 5, all tags)",
+        x_label="answers (count tasks, and verification tasks: one per sentence)",
+        y_label="test accuracy (%)",
+        x_ticks=[(k * n, f"{k * n // 1000}k" if k else "0") for k in range(3)],
+    )
 
 
 def _privacy(train, test, common: dict, mechanism: str, log) -> dict:
@@ -106,28 +110,39 @@ def _privacy(train, test, common: dict, mechanism: str, log) -> dict:
         log.write(f"alpha {alpha}: refined {report['accuracy_refined']:.2f}\n")
         points.append(report)
     public = points[0]
-    refined = [(p["privacy_alpha"], p["accuracy_refined"]) for p in points]
-    moments = [(p["privacy_alpha"], p["accuracy_moments"]) for p in points]
-    refined.append((math.inf, public["accuracy_refined_without_privacy"]))
-    moments.append((math.inf, public["accuracy_moments_without_privacy"]))
-    # α on a log axis, with ∞ drawn one step past the largest α.
-    position = {a: math.log2(a) for a in ALPHAS} | {math.inf: math.log2(ALPHAS[-1]) + 1.5}
-    series = [
-        Series("refined (exact likelihood)", [(position[a], y) for a, y in refined]),
-        Series("moments alone", [(position[a], y) for a, y in moments], dashed=True),
-    ]
-    svg = line_chart(
-        series,
-        title=f"Accuracy against privacy level α ({mechanism}, UD EWT, 1 tag, 10 tasks/sentence)",
-        x_label="α per answer (ε-local differential privacy; ∞ = no privacy)",
-        y_label="test accuracy (%)",
-        x_ticks=[(position[a], "∞" if math.isinf(a) else f"{a:g}") for a in (*ALPHAS, math.inf)],
-    )
-    return {
+    result = {
         "study": "privacy",
         "mechanism": mechanism,
-        "refined": [[str(a), y] for a, y in refined],
-        "moments": [[str(a), y] for a, y in moments],
+        "refined": [[p["privacy_alpha"], 100 * p["accuracy_refined"]] for p in points]
+        + [["inf", 100 * public["accuracy_refined_without_privacy"]]],
+        "moments": [[p["privacy_alpha"], 100 * p["accuracy_moments"]] for p in points]
+        + [["inf", 100 * public["accuracy_moments_without_privacy"]]],
         "reports": points,
-        "svg": svg,
     }
+    return result | {"svg": privacy_chart(result)}
+
+
+def privacy_chart(result: dict) -> str:
+    """The chart of :func:`_privacy`'s result: accuracy (%) against α on a log axis, with "no
+    privacy" drawn one and a half steps past the largest α."""
+    alphas = [float(a) for a, _ in result["refined"]]
+    finite = [a for a in alphas if math.isfinite(a)]
+
+    def position(alpha: float) -> float:
+        return math.log2(alpha) if math.isfinite(alpha) else math.log2(max(finite)) + 1.5
+
+    series = [
+        Series("refined (exact EM)", [(position(float(a)), y) for a, y in result["refined"]]),
+        Series(
+            "moments alone",
+            [(position(float(a)), y) for a, y in result["moments"]],
+            dashed=True,
+        ),
+    ]
+    return line_chart(
+        series,
+        title=f"Accuracy against privacy level ({result['mechanism']}, UD EWT)",
+        x_label="α per answer (1 tag per task, 10 tasks per sentence; ∞: no privacy)",
+        y_label="test accuracy (%)",
+        x_ticks=[(position(a), f"{a:g}" if math.isfinite(a) else "∞") for a in alphas],
+    )
