@@ -253,7 +253,9 @@ def _lease_next(
         raise LeaseLimit(
             f"You already hold {len(live)} tasks in this project; answer one of them first."
         )
-    verify = verification_drawn(
+    # Drawn only when it can matter, so that a project without verification tasks sees the
+    # random stream it always did.
+    verify = verification_drawn(project=project, kind_draw=0.0) and verification_drawn(
         project=project, kind_draw=rng.random() if kind_draw is None else kind_draw
     )
     if flagged or (
