@@ -217,6 +217,19 @@ def submission_fields(data) -> dict:
     }
 
 
+def _verification_plain(fields: dict) -> bool:
+    """A verification answer the one statement can check: Yes or No, a wrong word that fits a
+    smallint or none, and nothing of a count answer."""
+    wrong = fields.get("wrong")
+    return (
+        isinstance(fields.get("answer"), bool)
+        and fields["counts"] is None
+        and fields["released"] is None
+        and fields["privacy"] is None
+        and (wrong is None or 0 <= wrong < 2**15)
+    )
+
+
 @plain_view(
     request=ObservationSubmitSerializer,
     responses={200: OpenApiTypes.OBJECT, 201: OpenApiTypes.OBJECT},
@@ -226,6 +239,24 @@ def observation_submit(request: HttpRequest, caller: Caller) -> HttpResponse:
     the wrong word) to a verification task; or the answer stored under this idempotency key
     already (200, `replayed`)."""
     fields = submission_fields(json_body(request))
+    if connection.vendor == "postgresql" and _verification_plain(fields):
+        row = hotpath.verification_submit(
+            key=caller.key,
+            user_id=caller.user_id,
+            assignment_id=fields["assignment_id"],
+            idempotency_key=fields["idempotency_key"],
+            answer=fields["answer"],
+            wrong=fields["wrong"],
+            seconds_on_device=fields["seconds_on_device"],
+            now=timezone.now(),
+        )
+        if row is None or not row.is_active:
+            raise invalid_token()
+        if row.id is not None:
+            names = selectors.project_tag_names_at(
+                project_id=row.project_id, updated_at=row.project_updated_at
+            )
+            return json_response(observation_out(row, names, replayed=False), status=201)
     counts = fields["counts"] if fields["released"] is None else fields["released"]
     privacy = fields["privacy"] or {}
     if (

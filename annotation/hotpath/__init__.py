@@ -19,9 +19,16 @@ from psycopg.rows import class_row
 from psycopg.types.json import JsonbLoader
 
 from annotation.hotpath import statements
-from annotation.hotpath.rows import NextTaskRow, SubmitRow
+from annotation.hotpath.rows import NextTaskRow, SubmitRow, VerificationSubmitRow
 
-__all__ = ["NextTaskRow", "SubmitRow", "next_task", "observation_submit"]
+__all__ = [
+    "NextTaskRow",
+    "SubmitRow",
+    "VerificationSubmitRow",
+    "next_task",
+    "observation_submit",
+    "verification_submit",
+]
 
 _PREPARE_THRESHOLD = 5  # psycopg's default; these statements pass prepare=True anyway
 # One server-side-binding cursor per connection for its whole life: making one per statement cost
@@ -30,6 +37,7 @@ _PREPARE_THRESHOLD = 5  # psycopg's default; these statements pass prepare=True 
 _cursors: WeakKeyDictionary[psycopg.Connection, psycopg.Cursor] = WeakKeyDictionary()
 _NEXT_TASK_ROW = class_row(NextTaskRow)
 _SUBMIT_ROW = class_row(SubmitRow)
+_VERIFICATION_ROW = class_row(VerificationSubmitRow)
 
 
 def _fetchone(statement: str, params: dict, row_factory):
@@ -118,3 +126,29 @@ def observation_submit(
         "now": now,
     }
     return _fetchone(statements.SUBMIT, params, _SUBMIT_ROW)
+
+
+def verification_submit(
+    *,
+    key: str | None,
+    user_id: int | None,
+    assignment_id: int,
+    idempotency_key: str,
+    answer: bool,
+    wrong: int | None,
+    seconds_on_device: float | None,
+    now: datetime,
+) -> VerificationSubmitRow | None:
+    """Store a verification answer if it is in order (see `statements.SUBMIT_VERIFICATION`);
+    None when the token names nobody. `wrong`: None or a whole number that fits a smallint."""
+    params = {
+        "user_id": user_id,
+        "key": key,
+        "assignment": assignment_id,
+        "idempotency_key": idempotency_key,
+        "answer": answer,
+        "wrong": wrong,
+        "seconds": seconds_on_device,
+        "now": now,
+    }
+    return _fetchone(statements.SUBMIT_VERIFICATION, params, _VERIFICATION_ROW)

@@ -62,3 +62,24 @@ class SubmitRow:
     submitted_at: datetime | None
     mechanism: str | None
     alpha: float | None
+
+
+@dataclass(frozen=True, slots=True)
+class VerificationSubmitRow:
+    """As `SubmitRow`, for a verification answer (`statements.SUBMIT_VERIFICATION`): the
+    observation as stored has the attributes `observation_out` reads of a verification answer."""
+
+    user_id: int
+    is_active: bool
+    project_id: int | None
+    project_updated_at: datetime | None
+    id: int | None
+    assignment_id: int | None
+    kind: str | None
+    shown_tags: list[int] | None
+    model_version: int | None
+    answer: bool | None
+    wrong: int | None
+    seconds_on_device: float | None
+    idempotency_key: str | None
+    submitted_at: datetime | None

@@ -11,6 +11,7 @@ from annotation.models import Assignment, Project, TaskKind
 
 _CHOICES = {
     "count": TaskKind.COUNT.value,
+    "verify": TaskKind.VERIFY.value,
     "leased": Assignment.Status.LEASED.value,
     "submitted": Assignment.Status.SUBMITTED.value,
     "expired": Assignment.Status.EXPIRED.value,
@@ -32,10 +33,13 @@ _CALLER = """
 # new one. The plain case: active user and project, member not flagged, lease reclaim not due,
 # no gold check drawn, a task ahead of the caller's mark; otherwise nothing is leased and the
 # view hands over to `scheduler.task_lease_next` (as it does when the caller is at the lease
-# cap). Verification tasks are never leased here: when the project serves them and `kind_draw`
-# falls in its verification share, the case is not plain either (the scheduler leases one, or a
-# count task when none is left). Parameters: user_id, key, project, holding (assignment ids the
-# client holds), max_leases, now, gold_draw, kind_draw, reclaim_due_before.
+# cap). Which kind: a verification task of the served version (`verification_version`) when the
+# project serves them and `kind_draw` falls in its verification share (`verify`), else a count
+# task; each kind has its own mark and its own partial index, and the scan of the kind not drawn
+# is skipped (a one-time filter). A verification draw with none left ahead of the caller leases
+# nothing here: the scheduler leases one behind the mark, or a count task. Parameters: user_id,
+# key, project, holding (assignment ids the client holds), max_leases, now, gold_draw, kind_draw,
+# reclaim_due_before.
 #
 # Which task: the first open one (by id) after the last training task the caller leased in the
 # project (`mark`: one backward step in `assignment_annotator_idx`). Starting at the caller's own
@@ -66,16 +70,19 @@ NEXT_TASK = (
                p.private, p.mechanism, p.alpha,
                c.is_active AND NOT m.flagged AND p.status = '{active}'
                AND p.leases_reclaimed_at >= %(reclaim_due_before)s::timestamptz
-               AND %(gold_draw)s::double precision >= p.gold_fraction
-               AND (p.verification_version IS NULL
-                    OR %(kind_draw)s::double precision >= p.verification_share) AS plain
+               AND %(gold_draw)s::double precision >= p.gold_fraction AS plain,
+               COALESCE(p.verification_version IS NOT NULL AND NOT p.private
+                        AND %(kind_draw)s::double precision < p.verification_share,
+                        false) AS verify,
+               p.verification_version
         FROM caller c
         LEFT JOIN annotation_membership m
             ON m.user_id = c.user_id AND m.project_id = %(project)s::bigint
         LEFT JOIN annotation_project p ON p.id = m.project_id
     ),
     go AS (
-        SELECT user_id, project_id, lease_seconds, membership_id, lease_serial
+        SELECT user_id, project_id, lease_seconds, membership_id, lease_serial, verify,
+               verification_version
         FROM member WHERE plain
     ),
     held AS (
@@ -101,9 +108,10 @@ NEXT_TASK = (
         FROM annotation_assignment a JOIN annotation_task g ON g.id = a.task_id
         WHERE a.annotator_id = (SELECT user_id FROM go)
           AND a.project_id = %(project)s::bigint AND NOT g.is_gold AND g.kind = '{count}'
+          AND NOT (SELECT verify FROM go)
         ORDER BY a.task_id DESC LIMIT 1
     ),
-    picked AS (
+    counted AS (
         SELECT t.id
         FROM annotation_task t
         WHERE t.project_id = %(project)s::bigint AND t.open_slots > 0 AND NOT t.is_gold
@@ -112,9 +120,35 @@ NEXT_TASK = (
                WHERE a.task_id = t.id AND a.annotator_id = (SELECT user_id FROM go)
                LIMIT 1) IS NULL
           AND t.id > COALESCE((SELECT task_id FROM mark), 0)
+          AND NOT (SELECT verify FROM go)
           AND (SELECT fresh FROM room)
         ORDER BY t.id LIMIT 1
         FOR UPDATE OF t SKIP LOCKED
+    ),
+    verify_mark AS (
+        SELECT a.task_id
+        FROM annotation_assignment a JOIN annotation_task g ON g.id = a.task_id
+        WHERE a.annotator_id = (SELECT user_id FROM go)
+          AND a.project_id = %(project)s::bigint AND NOT g.is_gold AND g.kind = '{verify}'
+          AND (SELECT verify FROM go)
+        ORDER BY a.task_id DESC LIMIT 1
+    ),
+    verified AS (
+        SELECT t.id
+        FROM annotation_task t
+        WHERE t.project_id = %(project)s::bigint AND t.open_slots > 0 AND t.kind = '{verify}'
+          AND t.model_version = (SELECT verification_version FROM go) AND NOT t.is_gold
+          AND (SELECT 1 FROM annotation_assignment a
+               WHERE a.task_id = t.id AND a.annotator_id = (SELECT user_id FROM go)
+               LIMIT 1) IS NULL
+          AND t.id > COALESCE((SELECT task_id FROM verify_mark), 0)
+          AND (SELECT verify FROM go)
+          AND (SELECT fresh FROM room)
+        ORDER BY t.id LIMIT 1
+        FOR UPDATE OF t SKIP LOCKED
+    ),
+    picked AS (
+        SELECT id FROM counted UNION ALL SELECT id FROM verified
     ),
     taken AS (
         UPDATE annotation_task t SET open_slots = t.open_slots - 1
@@ -226,6 +260,74 @@ SUBMIT = (
 SELECT ctx.user_id, ctx.is_active, ctx.project_id, ctx.project_updated_at,
        s.id, s.assignment_id, s.tags, s.counts, s.seconds_on_device, s.idempotency_key,
        s.submitted_at, s.mechanism, s.alpha
+FROM ctx LEFT JOIN stored s ON true
+"""
+).format(**_CHOICES)
+
+
+# A verification answer (`kind` verify): caller, lease, task, project, membership and replay
+# check as in `SUBMIT`, the answer checked against the task (`services.verification_check`: a
+# Yes names no word; after a No, a wrong word is a position in the window or null), and, when
+# all is in order, the lease marked answered and the answer stored with the tags the task showed
+# and the version that chose them. Parameters: user_id, key, assignment, idempotency_key,
+# answer, wrong, seconds, now. As in `SUBMIT`, whatever it does not store goes to the service.
+SUBMIT_VERIFICATION = (
+    "WITH"  # noqa: S608 (constant text: the caller CTE and the models' choices)
+    + _CALLER
+    + """,
+    ctx AS (
+        SELECT c.user_id, c.is_active, a.annotator_id = c.user_id AS mine, a.status,
+               p.id AS project_id, p.status AS project_status,
+               p.updated_at AS project_updated_at,
+               t.sentence_id, t.start, t.length, t.is_gold, t.kind, t.shown_tags,
+               t.model_version,
+               EXISTS (SELECT 1 FROM annotation_membership m
+                       WHERE m.project_id = a.project_id AND m.user_id = c.user_id) AS is_member,
+               EXISTS (SELECT 1 FROM annotation_observation o
+                       WHERE o.annotator_id = c.user_id
+                         AND o.idempotency_key = %(idempotency_key)s::varchar) AS key_used
+        FROM caller c
+        LEFT JOIN (
+            annotation_assignment a
+            JOIN annotation_task t ON t.id = a.task_id
+            JOIN annotation_project p ON p.id = a.project_id
+        ) ON a.id = %(assignment)s::bigint
+    ),
+    valid AS (
+        SELECT ctx.*
+        FROM ctx
+        WHERE ctx.is_active AND ctx.mine AND ctx.is_member AND NOT ctx.key_used
+          AND ctx.kind = '{verify}'
+          AND ctx.project_status <> '{archived}' AND ctx.status IN ('{leased}', '{expired}')
+          AND %(answer)s::boolean IS NOT NULL
+          AND (%(wrong)s::smallint IS NULL
+               OR (NOT %(answer)s::boolean
+                   AND %(wrong)s::smallint BETWEEN 0 AND ctx.length - 1))
+    ),
+    answered AS (
+        UPDATE annotation_assignment a
+        SET status = '{submitted}', submitted_at = %(now)s::timestamptz
+        FROM valid
+        WHERE a.id = %(assignment)s::bigint AND a.status IN ('{leased}', '{expired}')
+        RETURNING a.id
+    ),
+    stored AS (
+        INSERT INTO annotation_observation
+            (project_id, annotator_id, assignment_id, sentence_id, start, length, kind, tags,
+             counts, shown_tags, model_version, answer, wrong, is_gold, seconds_on_device,
+             idempotency_key, submitted_at, mechanism, alpha)
+        SELECT v.project_id, v.user_id, answered.id, v.sentence_id, v.start, v.length,
+               '{verify}', '[]'::jsonb, '[]'::jsonb, v.shown_tags, v.model_version,
+               %(answer)s::boolean, %(wrong)s::smallint, v.is_gold,
+               %(seconds)s::double precision, %(idempotency_key)s::varchar,
+               %(now)s::timestamptz, '', NULL
+        FROM answered CROSS JOIN valid v
+        RETURNING id, assignment_id, kind, shown_tags, model_version, answer, wrong,
+                  seconds_on_device, idempotency_key, submitted_at
+    )
+SELECT ctx.user_id, ctx.is_active, ctx.project_id, ctx.project_updated_at,
+       s.id, s.assignment_id, s.kind, s.shown_tags, s.model_version, s.answer, s.wrong,
+       s.seconds_on_device, s.idempotency_key, s.submitted_at
 FROM ctx LEFT JOIN stored s ON true
 """
 ).format(**_CHOICES)

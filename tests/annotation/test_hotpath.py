@@ -187,8 +187,102 @@ def test_a_lease_and_an_answer_are_one_statement_each(project, corpus, annotator
 
 def test_the_statements_name_the_models_tables():
     """The statements are written with table names; they are the models' own."""
-    text = hotpath.statements.NEXT_TASK + hotpath.statements.SUBMIT
+    text = (
+        hotpath.statements.NEXT_TASK
+        + hotpath.statements.SUBMIT
+        + hotpath.statements.SUBMIT_VERIFICATION
+    )
     ctes = set(re.findall(r"(\w+) AS \(", text))
     named = set(re.findall(r"\b(?:FROM|JOIN|UPDATE|INTO)\s+([a-z_]+)\b(?!\s*\()", text)) - ctes
     models = (get_user_model(), Token, Membership, Project, Assignment, Task, Sentence, Tag)
     assert named == {model._meta.db_table for model in (*models, Observation)}
+
+
+def _verification_round(project):
+    """Verification tasks of version 1 on every training sentence, served to everyone."""
+    windows = [
+        services.VerificationWindow(sentence_id=s.pk, start=0, shown_tags=s.gold_tags[:3])
+        for s in Sentence.objects.filter(project=project, split="train")
+    ]
+    services.verification_round_create(project_id=project.pk, version_number=1, windows=windows)
+    Project.objects.filter(pk=project.pk).update(verification_share=1.0)
+    project.refresh_from_db()
+
+
+def test_a_verification_lease_and_answer_are_one_statement_each(
+    project, corpus, annotator, statements_run
+):
+    """Issue 15: the plain case of a verification task is as cheap as a count task's."""
+    _verification_round(project)
+    client = client_for(annotator)
+    scheduler.assignments_expire(project=project)
+    before = statements_run()
+    task = next_task(client, project).json()
+    assert statements_run() - before == 1
+    assert task["kind"] == "verify" and task["model_version"] == 1
+    before = statements_run()
+    body = {"assignment": task["assignment"], "answer": False, "wrong": 2,
+            "seconds_on_device": 1.2, "idempotency_key": "v-1"}  # fmt: skip
+    response = client.post("/api/observations/", body, format="json")
+    assert response.status_code == 201
+    assert statements_run() - before == 1
+    out = response.json()
+    assert (out["kind"], out["answer"], out["wrong"]) == ("verify", False, 2)
+    assert out["shown"] == task["shown"] and out["model_version"] == 1
+    stored = Observation.objects.get(pk=out["id"])
+    assert stored.kind == "verify" and stored.tags == [] and stored.counts == []
+    assert stored.shown_tags == Task.objects.get(assignments__pk=task["assignment"]).shown_tags
+    assert (stored.answer, stored.wrong, stored.seconds_on_device) == (False, 2, 1.2)
+    # The next verification task is the first one ahead of the caller's mark of that kind.
+    second = next_task(client, project).json()
+    assert second["kind"] == "verify" and second["assignment"] != task["assignment"]
+
+
+def test_the_verification_statement_stores_exactly_what_the_service_accepts(
+    project, corpus, annotator
+):
+    _verification_round(project)
+    lease = scheduler.task_lease_next(project=project, annotator=annotator, kind_draw=0.0)
+    assert lease.kind == "verify" and lease.length == 3
+    rng = random.Random(0)
+    outcomes = {True: 0, False: 0}
+    for trial in range(200):
+        answer_value = rng.choice([True, False, False])
+        wrong = rng.choice([None, None, -1, 0, 1, 2, 3, 7])
+        _, errors = services.verification_check(answer_value, wrong, length=lease.length)
+        with transaction.atomic():
+            row = hotpath.verification_submit(
+                key=annotator.auth_token.key,
+                user_id=None,
+                assignment_id=lease.assignment_id,
+                idempotency_key=f"k{trial}",
+                answer=answer_value,
+                wrong=wrong,
+                seconds_on_device=1.0,
+                now=timezone.now(),
+            )
+            stored = row.id is not None
+            if stored:
+                observation = Observation.objects.get(pk=row.id)
+                assert (observation.answer, observation.wrong) == (answer_value, wrong)
+                assert observation.shown_tags == row.shown_tags == lease.shown_tags
+                assert observation.kind == row.kind == "verify"
+            transaction.set_rollback(True)
+        assert stored == (not errors), (answer_value, wrong)
+        outcomes[stored] += 1
+    assert min(outcomes.values()) > 30
+    # A count task's lease is never answered by the verification statement, nor the reverse.
+    count = scheduler.task_lease_next(
+        project=project, annotator=annotator, kind_draw=1.0, holding=[lease.assignment_id]
+    )
+    assert count.kind == "count"
+    row = hotpath.verification_submit(
+        key=annotator.auth_token.key, user_id=None, assignment_id=count.assignment_id,
+        idempotency_key="x", answer=True, wrong=None, seconds_on_device=None, now=timezone.now(),
+    )  # fmt: skip
+    assert row.id is None
+    row = hotpath.observation_submit(
+        key=annotator.auth_token.key, user_id=None, assignment_id=lease.assignment_id,
+        idempotency_key="y", names=[], counts=[], seconds_on_device=None, now=timezone.now(),
+    )  # fmt: skip
+    assert row.id is None
