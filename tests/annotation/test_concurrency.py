@@ -274,3 +274,35 @@ def test_two_different_answers_at_once_store_one_and_refuse_the_other(
         if status == 409:
             assert answer["error"]["message"] == "This assignment has already been answered."
     assert Observation.objects.filter(annotator=annotator).count() == 1
+
+
+def test_a_verification_answer_sent_several_times_at_once_is_stored_once(
+    live_server, project, corpus, annotator
+):
+    """Issue 15: the same Yes / No resent at once (one statement on PostgreSQL, the service for
+    the copies that lose) is stored once; a different answer under another key is refused."""
+    from annotation.models import Sentence
+
+    windows = [
+        services.VerificationWindow(sentence_id=s.pk, start=0, shown_tags=s.gold_tags[:2])
+        for s in Sentence.objects.filter(project=project, split="train")
+    ]
+    services.verification_round_create(project_id=project.pk, version_number=1, windows=windows)
+    Project.objects.filter(pk=project.pk).update(verification_share=1.0)
+    token = annotator.auth_token.key
+    status, task = post(f"{live_server.url}/api/projects/{project.pk}/tasks/next/", token)
+    assert status == 200 and task["kind"] == "verify"
+    url = f"{live_server.url}/api/observations/"
+    same = {"assignment": task["assignment"], "answer": False, "wrong": 1,
+            "seconds_on_device": 1.0, "idempotency_key": "once"}  # fmt: skip
+    other = {**same, "answer": True, "wrong": None, "idempotency_key": "other"}
+    answers = post_at_once([(url, token, same)] * 5 + [(url, token, other)])
+
+    statuses = sorted(status for status, _ in answers)
+    stored = Observation.objects.get(annotator=annotator)
+    if stored.idempotency_key == "once":
+        assert statuses == [200] * 4 + [201, 409], answers
+        assert (stored.answer, stored.wrong) == (False, 1)
+    else:  # the other answer won the race: every copy of the first is refused
+        assert statuses == [201] + [409] * 5, answers
+    assert len({a["id"] for s, a in answers if s < 300}) == 1
