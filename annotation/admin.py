@@ -58,8 +58,11 @@ class SentenceAdmin(admin.ModelAdmin):
 
 @admin.register(models.Task)
 class TaskAdmin(admin.ModelAdmin):
-    list_display = ["id", "project", "sentence", "start", "length", "tags", "is_gold", "open_slots"]
-    list_filter = ["is_gold"]
+    list_display = [
+        "id", "project", "sentence", "kind", "start", "length", "tags", "shown_tags",
+        "model_version", "is_gold", "open_slots",
+    ]  # fmt: skip
+    list_filter = ["kind", "is_gold"]
     list_select_related = ["project"]
     raw_id_fields = ["project", "sentence"]
 
@@ -74,8 +77,11 @@ class AssignmentAdmin(admin.ModelAdmin):
 
 @admin.register(models.Observation)
 class ObservationAdmin(admin.ModelAdmin):
-    list_display = ["id", "project", "annotator", "sentence", "start", "tags", "counts"]
-    list_filter = ["is_gold"]
+    list_display = [
+        "id", "project", "annotator", "sentence", "kind", "start", "tags", "counts", "answer",
+        "wrong",
+    ]  # fmt: skip
+    list_filter = ["kind", "is_gold"]
     list_select_related = ["project", "annotator"]
 
     def has_add_permission(self, request):

@@ -37,7 +37,10 @@ class ModelVersionAdmin(ReadOnlyAdmin):
 
 @admin.register(models.AnnotatorQuality)
 class AnnotatorQualityAdmin(ReadOnlyAdmin):
-    list_display = ["project", "annotator", "answers", "reliability", "flagged", "version_number"]
+    list_display = [
+        "project", "annotator", "answers", "reliability", "verification_skill", "flagged",
+        "version_number",
+    ]  # fmt: skip
     list_filter = ["flagged", "project"]
     list_select_related = ["project", "annotator"]
     search_fields = ["annotator__username"]
