@@ -161,7 +161,8 @@ def project_stats(*, project: Project) -> dict:
         .order_by()
     )
     tokens = Sentence.objects.filter(project=project).aggregate(n=Sum("length"))["n"] or 0
-    tasks = Task.objects.filter(project=project, is_gold=False).aggregate(
+    # Coverage is of the count tasks: each model version brings verification tasks of its own.
+    tasks = Task.objects.filter(project=project, is_gold=False, kind=TaskKind.COUNT).aggregate(
         total=Count("id"),
         complete=Count("id", filter=Q(open_slots=0)),
     )

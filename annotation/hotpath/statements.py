@@ -36,10 +36,11 @@ _CALLER = """
 # cap). Which kind: a verification task of the served version (`verification_version`) when the
 # project serves them and `kind_draw` falls in its verification share (`verify`), else a count
 # task; each kind has its own mark and its own partial index, and the scan of the kind not drawn
-# is skipped (a one-time filter). A verification draw with none left ahead of the caller leases
-# nothing here: the scheduler leases one behind the mark, or a count task. Parameters: user_id,
-# key, project, holding (assignment ids the client holds), max_leases, now, gold_draw, kind_draw,
-# reclaim_due_before.
+# is skipped (a one-time filter). A verification draw with none left ahead of the caller (a round
+# used up before the next version brings another) leases a count task instead; verification
+# tasks behind the mark (reopened by an expired lease) are left to the scheduler. Parameters:
+# user_id, key, project, holding (assignment ids the client holds), max_leases, now, gold_draw,
+# kind_draw, reclaim_due_before.
 #
 # Which task: the first open one (by id) after the last training task the caller leased in the
 # project (`mark`: one backward step in `assignment_annotator_idx`). Starting at the caller's own
@@ -103,28 +104,6 @@ NEXT_TASK = (
           AND (SELECT count(*) FROM held) < %(max_leases)s::integer
         RETURNING m.lease_serial = go.lease_serial + 1 AS fresh
     ),
-    mark AS (
-        SELECT a.task_id
-        FROM annotation_assignment a JOIN annotation_task g ON g.id = a.task_id
-        WHERE a.annotator_id = (SELECT user_id FROM go)
-          AND a.project_id = %(project)s::bigint AND NOT g.is_gold AND g.kind = '{count}'
-          AND NOT (SELECT verify FROM go)
-        ORDER BY a.task_id DESC LIMIT 1
-    ),
-    counted AS (
-        SELECT t.id
-        FROM annotation_task t
-        WHERE t.project_id = %(project)s::bigint AND t.open_slots > 0 AND NOT t.is_gold
-          AND t.kind = '{count}'
-          AND (SELECT 1 FROM annotation_assignment a
-               WHERE a.task_id = t.id AND a.annotator_id = (SELECT user_id FROM go)
-               LIMIT 1) IS NULL
-          AND t.id > COALESCE((SELECT task_id FROM mark), 0)
-          AND NOT (SELECT verify FROM go)
-          AND (SELECT fresh FROM room)
-        ORDER BY t.id LIMIT 1
-        FOR UPDATE OF t SKIP LOCKED
-    ),
     verify_mark AS (
         SELECT a.task_id
         FROM annotation_assignment a JOIN annotation_task g ON g.id = a.task_id
@@ -147,8 +126,30 @@ NEXT_TASK = (
         ORDER BY t.id LIMIT 1
         FOR UPDATE OF t SKIP LOCKED
     ),
+    mark AS (
+        SELECT a.task_id
+        FROM annotation_assignment a JOIN annotation_task g ON g.id = a.task_id
+        WHERE a.annotator_id = (SELECT user_id FROM go)
+          AND a.project_id = %(project)s::bigint AND NOT g.is_gold AND g.kind = '{count}'
+          AND (NOT (SELECT verify FROM go) OR NOT EXISTS (SELECT 1 FROM verified))
+        ORDER BY a.task_id DESC LIMIT 1
+    ),
+    counted AS (
+        SELECT t.id
+        FROM annotation_task t
+        WHERE t.project_id = %(project)s::bigint AND t.open_slots > 0 AND NOT t.is_gold
+          AND t.kind = '{count}'
+          AND (SELECT 1 FROM annotation_assignment a
+               WHERE a.task_id = t.id AND a.annotator_id = (SELECT user_id FROM go)
+               LIMIT 1) IS NULL
+          AND t.id > COALESCE((SELECT task_id FROM mark), 0)
+          AND (NOT (SELECT verify FROM go) OR NOT EXISTS (SELECT 1 FROM verified))
+          AND (SELECT fresh FROM room)
+        ORDER BY t.id LIMIT 1
+        FOR UPDATE OF t SKIP LOCKED
+    ),
     picked AS (
-        SELECT id FROM counted UNION ALL SELECT id FROM verified
+        SELECT id FROM verified UNION ALL SELECT id FROM counted
     ),
     taken AS (
         UPDATE annotation_task t SET open_slots = t.open_slots - 1

@@ -52,7 +52,9 @@ def verification_round_create(
         for window in windows
     ]
     Task.objects.bulk_create(tasks, batch_size=_BATCH, ignore_conflicts=True)
-    Project.objects.filter(pk=project_id).update(verification_version=version_number)
+    # No window (no training sentence): no verification task is served until a version has one.
+    served = version_number if tasks else None
+    Project.objects.filter(pk=project_id).update(verification_version=served)
     return len(tasks)
 
 

@@ -286,3 +286,18 @@ def test_the_verification_statement_stores_exactly_what_the_service_accepts(
         idempotency_key="y", names=[], counts=[], seconds_on_device=None, now=timezone.now(),
     )  # fmt: skip
     assert row.id is None
+
+
+def test_a_used_up_round_leases_a_count_task_in_the_same_statement(
+    project, corpus, annotator, statements_run
+):
+    """Once the caller has had every verification task of the served version, a verification
+    draw gets a count task without leaving the one statement."""
+    _verification_round(project)
+    Task.objects.filter(project=project, kind="verify").update(open_slots=0)
+    client = client_for(annotator)
+    scheduler.assignments_expire(project=project)
+    before = statements_run()
+    task = next_task(client, project).json()
+    assert statements_run() - before == 1
+    assert task["kind"] == "count"
