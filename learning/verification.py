@@ -118,4 +118,5 @@ def table_add_verification(
                 f"{estimate['yes_rate']:.0%} Yes); their answers no longer count."
             )
             row["flagged"] = True
-            row["flag_reason"] = f"{row['flag_reason']} {reason}".strip()
+            # Both reasons when counts and Yes / No both fail; the quality table holds 300 chars.
+            row["flag_reason"] = f"{row['flag_reason']} {reason}".strip()[:300]
