@@ -124,7 +124,7 @@ def test_a_private_score_is_estimated_from_released_values(manager, annotator):
 
 def test_a_private_score_waits_for_more_answers(manager, annotator):
     an_hour_ago = timezone.now() - timedelta(hours=2)
-    project = _private(manager, alpha=1.0)
+    project = _private(manager, alpha=0.3)
     member(project, annotator)
     _answer_private_checks(project, manager, annotator, 20, now=an_hour_ago)
     assert selectors.annotator_stats(project=project, user=annotator)["check_score"] is None
