@@ -72,6 +72,8 @@ class TrainingData:
     # The sentences verification tasks are made on: (id, tokens, is a gold check) of every
     # training and gold-check sentence.
     served: list[tuple[int, list[str], bool]] | None = None
+    # Annotator time on the device, by task kind, over the answers that carry it.
+    effort: dict | None = None
 
     @property
     def text_tokens(self) -> int:
@@ -271,7 +273,17 @@ def training_data_load(*, project_id: int, excluded_annotators: set[int]) -> Tra
         verifications=verifications,
         verifications_judged=judged_verifications,
         served=served,
+        effort=_effort({"count": obs["seconds"], "verify": ver["seconds"]}),
     )
+
+
+def _effort(seconds_by_kind: dict[str, np.ndarray]) -> dict:
+    """Minutes on the device and the number of answers that report them, by task kind."""
+    timed = {kind: s[np.isfinite(s)] for kind, s in seconds_by_kind.items()}
+    return {
+        "minutes": {kind: round(float(s.sum()) / 60.0, 2) for kind, s in timed.items()},
+        "timed_answers": {kind: int(s.shape[0]) for kind, s in timed.items()},
+    }
 
 
 def newest_observation_id(*, project_id: int) -> int:

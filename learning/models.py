@@ -57,6 +57,11 @@ class AccuracyReport(models.Model):
     held_out_observations = models.PositiveIntegerField(default=0)
     skipped_observations = models.PositiveIntegerField(default=0)
     annotators = models.JSONField(default=list, blank=True, help_text="The annotator table.")
+    effort = models.JSONField(
+        null=True,
+        blank=True,
+        help_text="Annotator minutes by task kind and accuracy gained per annotator-minute.",
+    )
 
     def __str__(self) -> str:
         return f"report of {self.version}"

@@ -156,6 +156,27 @@ def private_min_observations(base: int, mechanism: Mechanism, observations) -> i
     return int(np.ceil(base * ((mean_chance + mean_noise) / mean_chance) ** 2))
 
 
+def effort_with_gain(effort: dict | None, accuracy: float | None, previous) -> dict | None:
+    """The version's annotator minutes by task kind, the minutes added since ``previous`` and,
+    when both versions were scored on the gold evaluation sentences and the answers added report
+    their time, the accuracy gained per annotator-minute of them (issue 15: what an answer kind
+    is worth for the time it costs)."""
+    if effort is None:
+        return None
+    out = {**effort, "minutes_added": dict(effort["minutes"]), "accuracy_gain_per_minute": None}
+    before = getattr(previous, "report", None) if previous is not None else None
+    if before is None or not before.effort:
+        return out
+    out["minutes_added"] = {
+        kind: round(minutes - before.effort["minutes"].get(kind, 0.0), 2)
+        for kind, minutes in effort["minutes"].items()
+    }
+    added = sum(out["minutes_added"].values())
+    if accuracy is not None and before.accuracy is not None and added > 0:
+        out["accuracy_gain_per_minute"] = round((accuracy - before.accuracy) / added, 6)
+    return out
+
+
 def _fit_and_store(
     *, project_id: int, run: RetrainRun, owner: str, current: ModelVersion | None
 ) -> RetrainOutcome:
@@ -273,6 +294,7 @@ def _fit_and_store(
                 held_out_observations=len(data.held_out),
                 skipped_observations=len(estimator.skipped_observations_),
                 annotators=table,
+                effort=effort_with_gain(data.effort, evaluation.get("accuracy"), current),
                 **evaluation,
             )
             _annotator_quality_store(project_id=project_id, number=number, table=table)

@@ -56,6 +56,7 @@ def report_out(version: ModelVersion, *, tags: list[str], learning_curve: list[d
             {key: row.get(key) for key in _ANNOTATOR_FIELDS} for row in report.annotators
         ],
         "skipped_observations": report.skipped_observations,
+        "effort": report.effort,
         "timings": version.timings,
     }
 

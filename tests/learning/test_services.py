@@ -9,7 +9,7 @@ import pytest
 from django.core.files.storage import default_storage
 from django.utils import timezone
 
-from annotation.models import Observation
+from annotation.models import Observation, Project
 from common.exceptions import InvalidInput
 from learning import adapter, locks, selectors, services
 from learning.models import (
@@ -248,3 +248,35 @@ def test_first_scheduled_retrain_waits_an_interval_from_the_newest_model(project
     assert selectors.projects_due(now=trained_at + timedelta(minutes=1)) == []
     assert selectors.projects_due(now=trained_at + timedelta(minutes=9)) == []
     assert selectors.projects_due(now=trained_at + timedelta(minutes=10, seconds=1)) == [project.pk]
+
+
+def _minutes_by_kind(project) -> dict[str, float]:
+    minutes = {"count": 0.0, "verify": 0.0}
+    for kind, seconds in Observation.objects.filter(project=project).values_list(
+        "kind", "seconds_on_device"
+    ):
+        minutes[kind] += (seconds or 0.0) / 60.0
+    return minutes
+
+
+def test_the_report_gives_minutes_by_kind_and_accuracy_gained_per_minute(project, crowd):
+    """Issue 15: what each kind of answer costs in annotator time, and what a version gained
+    per annotator-minute of the answers added since the previous one."""
+    answer_tasks(project, crowd, 120)
+    first = retrain(project).version.report
+    assert first.effort["minutes"]["count"] == pytest.approx(
+        _minutes_by_kind(project)["count"], abs=0.01
+    )
+    assert first.effort["minutes"]["verify"] == 0.0  # no model yet: count tasks only
+    assert first.effort["accuracy_gain_per_minute"] is None  # nothing to compare with
+    Project.objects.filter(pk=project.pk).update(verification_share=0.5)
+    project.refresh_from_db()
+    answer_tasks(project, crowd, 80, seed=5)  # now verification tasks too
+    second = retrain(project).version.report
+    minutes = _minutes_by_kind(project)
+    assert second.effort["minutes"] == pytest.approx(minutes, abs=0.01)
+    assert second.effort["timed_answers"]["verify"] > 0
+    added = {kind: minutes[kind] - first.effort["minutes"][kind] for kind in minutes}
+    assert second.effort["minutes_added"] == pytest.approx(added, abs=0.02)
+    gain = (second.accuracy - first.accuracy) / sum(added.values())
+    assert second.effort["accuracy_gain_per_minute"] == pytest.approx(gain, rel=1e-3, abs=1e-5)
