@@ -50,7 +50,12 @@ def test_starts_everything_prints_logins_and_stops_cleanly_on_ctrl_c(tmp_path):
         children = _children(up.pid)
         assert any("runserver" in c for c in children)
         assert any("worker" in c for c in children) and any(" beat" in c for c in children)
+        # tally_up prints its banner once it has seen /healthz answer itself: a moment after us.
+        banner_deadline = time.monotonic() + 30
         output = (tmp_path / "up.log").read_text()
+        while "annotator: annotator / " not in output and time.monotonic() < banner_deadline:
+            time.sleep(0.2)
+            output = (tmp_path / "up.log").read_text()
         assert "manager:   manager / " in output and "annotator: annotator / " in output
         assert f"http://127.0.0.1:{port}/join/" in output
 
