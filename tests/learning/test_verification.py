@@ -30,9 +30,12 @@ def test_a_retrain_makes_a_round_of_the_new_versions_most_likely_tags(project, c
         assert task.model_version == 1 and not task.is_gold
         assert task.open_slots == project.redundancy and task.tags == []
         assert task.length == len(task.shown_tags) == min(3, task.sentence.length)
-        probs = tagger.token_proba([task.sentence.tokens])
-        best = probs.argmax(axis=1)[task.start : task.start + task.length]
-        assert task.shown_tags == best.tolist()
+        probs = tagger.token_proba([task.sentence.tokens])[task.start : task.start + task.length]
+        shown = probs[np.arange(task.length), task.shown_tags]
+        # The most likely tags, up to ties: the contextual model's products run in float32, so
+        # two tags scored within rounding of each other may swap between a batch of sentences
+        # (the retrain) and one sentence (here).
+        np.testing.assert_allclose(shown, probs.max(axis=1), rtol=0, atol=1e-5)
     assert "verification_round" in outcome.version.timings
 
 
