@@ -18,6 +18,8 @@ from django.core.cache import cache
 from django.db import connection
 
 from config.celery import app as celery_app
+from learning import stream_slots
+from learning.adapter import model_load
 from tests.factories import UserFactory, client_for, make_project, member
 
 REQUIRE_SERVICES = os.environ.get("TALLY_REQUIRE_SERVICES") == "1"
@@ -112,6 +114,11 @@ def _isolated(settings, tmp_path):
     }
     settings.MEDIA_ROOT = tmp_path / "media"
     cache.clear()
+    # Per-process state keyed by names and ids that repeat across tests: SQLite reuses ids
+    # after each test's rollback, so a model file name (project id, version, lock owner) or a
+    # user id can come back with another test's model cached or stream slots held.
+    model_load.cache_clear()
+    stream_slots._local.clear()
     yield
     cache.clear()
 
