@@ -250,13 +250,9 @@ def observation_submit(request: HttpRequest, caller: Caller) -> HttpResponse:
             seconds_on_device=fields["seconds_on_device"],
             now=timezone.now(),
         )
-        if row is None or not row.is_active:
-            raise invalid_token()
-        if row.id is not None:
-            names = selectors.project_tag_names_at(
-                project_id=row.project_id, updated_at=row.project_updated_at
-            )
-            return json_response(observation_out(row, names, replayed=False), status=201)
+        stored = _stored_by_statement(row)
+        if stored is not None:
+            return stored
     counts = fields["counts"] if fields["released"] is None else fields["released"]
     privacy = fields["privacy"] or {}
     if (
@@ -277,16 +273,25 @@ def observation_submit(request: HttpRequest, caller: Caller) -> HttpResponse:
             seconds_on_device=fields["seconds_on_device"],
             now=timezone.now(),
         )
-        if row is None or not row.is_active:
-            raise invalid_token()
-        if row.id is not None:
-            names = selectors.project_tag_names_at(
-                project_id=row.project_id, updated_at=row.project_updated_at
-            )
-            return json_response(observation_out(row, names, replayed=False), status=201)
+        stored = _stored_by_statement(row)
+        if stored is not None:
+            return stored
     # Not stored by the statement: the service says why, or returns the answer a replay stored.
     observation, replayed = services.observation_submit(annotator=caller.user(), **fields)
     names = selectors.project_tag_names(project=observation.project)
     return json_response(
         observation_out(observation, names, replayed=replayed), status=200 if replayed else 201
     )
+
+
+def _stored_by_statement(row):
+    """The 201 for an answer the one-statement path stored; None when it left the answer to the
+    service (which says why, or returns what a replay stored)."""
+    if row is None or not row.is_active:
+        raise invalid_token()
+    if row.id is None:
+        return None
+    names = selectors.project_tag_names_at(
+        project_id=row.project_id, updated_at=row.project_updated_at
+    )
+    return json_response(observation_out(row, names, replayed=False), status=201)

@@ -178,6 +178,40 @@ LEFT JOIN (
 """
 ).format(**_CHOICES)
 
+# Shared by both submissions: who sends, their lease, its task and project, membership and
+# whether the idempotency key was used already (`ctx`); then the lease marked answered once the
+# statement's `valid` row exists (`answered`).
+_SUBMISSION_CONTEXT = """
+    ctx AS (
+        SELECT c.user_id, c.is_active, a.annotator_id = c.user_id AS mine, a.status,
+               p.id AS project_id, p.status AS project_status,
+               p.updated_at AS project_updated_at,
+               p.private, p.mechanism AS project_mechanism, p.alpha AS project_alpha,
+               t.sentence_id, t.start, t.length, t.tags, t.is_gold, t.kind, t.shown_tags,
+               t.model_version,
+               EXISTS (SELECT 1 FROM annotation_membership m
+                       WHERE m.project_id = a.project_id AND m.user_id = c.user_id) AS is_member,
+               EXISTS (SELECT 1 FROM annotation_observation o
+                       WHERE o.annotator_id = c.user_id
+                         AND o.idempotency_key = %(idempotency_key)s::varchar) AS key_used
+        FROM caller c
+        LEFT JOIN (
+            annotation_assignment a
+            JOIN annotation_task t ON t.id = a.task_id
+            JOIN annotation_project p ON p.id = a.project_id
+        ) ON a.id = %(assignment)s::bigint
+    ),
+"""
+_ANSWERED = """
+    answered AS (
+        UPDATE annotation_assignment a
+        SET status = '{submitted}', submitted_at = %(now)s::timestamptz
+        FROM valid
+        WHERE a.id = %(assignment)s::bigint AND a.status IN ('{leased}', '{expired}')
+        RETURNING a.id
+    ),
+"""
+
 # The whole submission: caller, lease, task, project, membership and replay check (`ctx`), the
 # counts checked against the task (`given`, `valid`), and, when all is in order, the lease marked
 # answered and the observation stored. Parameters: user_id, key, assignment, idempotency_key,
@@ -196,25 +230,9 @@ SUBMIT = (
     "WITH"  # noqa: S608 (constant text: the caller CTE and the models' choices)
     + _CALLER
     + """,
-    ctx AS (
-        SELECT c.user_id, c.is_active, a.annotator_id = c.user_id AS mine, a.status,
-               p.id AS project_id, p.status AS project_status,
-               p.updated_at AS project_updated_at,
-               p.private, p.mechanism AS project_mechanism, p.alpha AS project_alpha,
-               t.sentence_id, t.start, t.length, t.tags, t.is_gold, t.kind,
-               EXISTS (SELECT 1 FROM annotation_membership m
-                       WHERE m.project_id = a.project_id AND m.user_id = c.user_id) AS is_member,
-               EXISTS (SELECT 1 FROM annotation_observation o
-                       WHERE o.annotator_id = c.user_id
-                         AND o.idempotency_key = %(idempotency_key)s::varchar) AS key_used
-        FROM caller c
-        LEFT JOIN (
-            annotation_assignment a
-            JOIN annotation_task t ON t.id = a.task_id
-            JOIN annotation_project p ON p.id = a.project_id
-        ) ON a.id = %(assignment)s::bigint
-    ),
-    given AS (
+"""
+    + _SUBMISSION_CONTEXT
+    + """    given AS (
         SELECT jsonb_agg(g.position ORDER BY g.position) AS tags,
                jsonb_agg(x.n ORDER BY g.position) AS counts,
                bool_and(x.n BETWEEN 0 AND ctx.length) AS in_range,
@@ -239,14 +257,9 @@ SUBMIT = (
                         AND given.total <= ctx.length
               END
     ),
-    answered AS (
-        UPDATE annotation_assignment a
-        SET status = '{submitted}', submitted_at = %(now)s::timestamptz
-        FROM valid
-        WHERE a.id = %(assignment)s::bigint AND a.status IN ('{leased}', '{expired}')
-        RETURNING a.id
-    ),
-    stored AS (
+"""
+    + _ANSWERED
+    + """    stored AS (
         INSERT INTO annotation_observation
             (project_id, annotator_id, assignment_id, sentence_id, start, length, tags, counts,
              is_gold, seconds_on_device, idempotency_key, submitted_at, mechanism, alpha)
@@ -276,25 +289,9 @@ SUBMIT_VERIFICATION = (
     "WITH"  # noqa: S608 (constant text: the caller CTE and the models' choices)
     + _CALLER
     + """,
-    ctx AS (
-        SELECT c.user_id, c.is_active, a.annotator_id = c.user_id AS mine, a.status,
-               p.id AS project_id, p.status AS project_status,
-               p.updated_at AS project_updated_at,
-               t.sentence_id, t.start, t.length, t.is_gold, t.kind, t.shown_tags,
-               t.model_version,
-               EXISTS (SELECT 1 FROM annotation_membership m
-                       WHERE m.project_id = a.project_id AND m.user_id = c.user_id) AS is_member,
-               EXISTS (SELECT 1 FROM annotation_observation o
-                       WHERE o.annotator_id = c.user_id
-                         AND o.idempotency_key = %(idempotency_key)s::varchar) AS key_used
-        FROM caller c
-        LEFT JOIN (
-            annotation_assignment a
-            JOIN annotation_task t ON t.id = a.task_id
-            JOIN annotation_project p ON p.id = a.project_id
-        ) ON a.id = %(assignment)s::bigint
-    ),
-    valid AS (
+"""
+    + _SUBMISSION_CONTEXT
+    + """    valid AS (
         SELECT ctx.*
         FROM ctx
         WHERE ctx.is_active AND ctx.mine AND ctx.is_member AND NOT ctx.key_used
@@ -305,14 +302,9 @@ SUBMIT_VERIFICATION = (
                OR (NOT %(answer)s::boolean
                    AND %(wrong)s::smallint BETWEEN 0 AND ctx.length - 1))
     ),
-    answered AS (
-        UPDATE annotation_assignment a
-        SET status = '{submitted}', submitted_at = %(now)s::timestamptz
-        FROM valid
-        WHERE a.id = %(assignment)s::bigint AND a.status IN ('{leased}', '{expired}')
-        RETURNING a.id
-    ),
-    stored AS (
+"""
+    + _ANSWERED
+    + """    stored AS (
         INSERT INTO annotation_observation
             (project_id, annotator_id, assignment_id, sentence_id, start, length, kind, tags,
              counts, shown_tags, model_version, answer, wrong, is_gold, seconds_on_device,

@@ -11,6 +11,7 @@ one: both validate and clip windows longer than their sentence to the whole sent
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
@@ -181,14 +182,7 @@ class Observations:
 
     def subset(self, index: np.ndarray) -> Observations:
         """The observations selected by an integer or boolean index (already valid)."""
-        return Observations(
-            sentence=self.sentence[index],
-            start=self.start[index],
-            length=self.length[index],
-            tag_mask=self.tag_mask[index],
-            counts=self.counts[index],
-            annotator=self.annotator[index],
-        )
+        return rows_of(self, index)
 
     def token_index(self, offsets: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """Flat token positions covered by the windows.
@@ -223,3 +217,11 @@ def _fail_at(bad: np.ndarray, message) -> None:
     if bad.any():
         i = int(np.flatnonzero(bad)[0])
         raise ValueError(f"observation {i}: {message(i)}")
+
+
+def rows_of(answers, index: np.ndarray):
+    """The rows ``index`` selects (integer or boolean) of a frozen dataclass of per-answer
+    arrays, every field indexed alike (observations, verification answers)."""
+    return type(answers)(
+        **{field.name: getattr(answers, field.name)[index] for field in dataclasses.fields(answers)}
+    )

@@ -39,6 +39,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from .observations import rows_of
 from .posterior import WindowPosteriors
 
 __all__ = [
@@ -139,15 +140,8 @@ class VerificationAnswers:
         return int(self.sentence.shape[0])
 
     def subset(self, index: np.ndarray) -> VerificationAnswers:
-        return VerificationAnswers(
-            sentence=self.sentence[index],
-            start=self.start[index],
-            length=self.length[index],
-            shown=self.shown[index],
-            answer=self.answer[index],
-            wrong=self.wrong[index],
-            annotator=self.annotator[index],
-        )
+        """The answers selected by an integer or boolean index (already valid)."""
+        return rows_of(self, index)
 
 
 def _fail_at(bad: np.ndarray, message: str) -> None:
