@@ -8,17 +8,22 @@
   the error shape, in development too (Django's debug 404 is an HTML page).
 - `DatabaseUnavailable`: while the database cannot be reached (down, restarting, recovering), a
   request that needs it is answered 503 with `Retry-After`, in the API's error shape, not 500:
-  nothing is wrong with the request, and a client that retries will get through.
+  nothing is wrong with the request, and a client that retries will get through. Errors raised
+  outside views (in other middleware, such as a session saved on the way out) reach the site's
+  500 handler, which answers the same 503 (`config.errors.server_error`).
 """
 
 from __future__ import annotations
 
+import json
+
 from django.db import InterfaceError, OperationalError
 from django.urls import is_valid_path
 
-from common.api.errors import is_api, request_error
+from common.api.errors import error_body, is_api, request_error
 
 RETRY_AFTER_SECONDS = 2
+UNAVAILABLE_MESSAGE = "The database is not answering right now; try again in a moment."
 
 
 class RefuseUnreadable:
@@ -68,13 +73,41 @@ class DatabaseUnavailable:
         return self.get_response(request)
 
     def process_exception(self, request, exception):
-        if not isinstance(exception, OperationalError | InterfaceError):
+        if not database_unavailable(exception):
             return None
-        response = request_error(
-            request,
-            503,
-            "service_unavailable",
-            "The database is not answering right now; try again in a moment.",
-        )
-        response["Retry-After"] = str(RETRY_AFTER_SECONDS)
-        return response
+        return database_unavailable_response(request)
+
+
+def database_unavailable(exception: BaseException | None) -> bool:
+    """Whether the database's absence caused `exception`: a connection error, or any error
+    raised while one was being handled (cleaning up after a lost connection fails too, with
+    another error whose context is the connection's)."""
+    seen = set()
+    while exception is not None and id(exception) not in seen:
+        if isinstance(exception, OperationalError | InterfaceError):
+            return True
+        seen.add(id(exception))
+        exception = exception.__cause__ or exception.__context__
+    return False
+
+
+def database_unavailable_response(request):
+    response = request_error(request, 503, "service_unavailable", UNAVAILABLE_MESSAGE)
+    response["Retry-After"] = str(RETRY_AFTER_SECONDS)
+    return response
+
+
+def unavailable_wsgi_response(environ, start_response) -> list[bytes]:
+    """The same 503 for an exception Django did not turn into a response (`config.wsgi`)."""
+    if environ.get("PATH_INFO", "").startswith("/api/"):
+        body = json.dumps(error_body("service_unavailable", UNAVAILABLE_MESSAGE)).encode()
+        content_type = "application/json"
+    else:
+        body, content_type = UNAVAILABLE_MESSAGE.encode(), "text/plain; charset=utf-8"
+    headers = [
+        ("Content-Type", content_type),
+        ("Content-Length", str(len(body))),
+        ("Retry-After", str(RETRY_AFTER_SECONDS)),
+    ]
+    start_response("503 Service Unavailable", headers)
+    return [body]

@@ -1,9 +1,12 @@
 """Site-wide 400, 404 and 500 pages: under /api/ they speak the API's JSON error body."""
 
+import sys
+
 from django.http import HttpRequest, JsonResponse
 from django.views import defaults
 
 from common.api.errors import error_body
+from common.middleware import database_unavailable, database_unavailable_response
 
 
 def _is_api(request: HttpRequest) -> bool:
@@ -23,6 +26,9 @@ def not_found(request: HttpRequest, exception: Exception):
 
 
 def server_error(request: HttpRequest):
+    # Django calls this while it handles the uncaught exception, so the exception is at hand.
+    if database_unavailable(sys.exc_info()[1]):
+        return database_unavailable_response(request)
     if _is_api(request):
         body = error_body("server_error", "Something went wrong on our side; it has been logged.")
         return JsonResponse(body, status=500)

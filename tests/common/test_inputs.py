@@ -4,7 +4,10 @@ paging): each case here answered 500 or silently did something else before (issu
 import json
 
 import pytest
+from django.contrib.sessions.middleware import SessionMiddleware
 from django.db import OperationalError
+from django.db.transaction import TransactionManagementError
+from django.test import Client
 from rest_framework.request import Request
 
 from annotation import hotpath, selectors
@@ -229,3 +232,42 @@ def test_a_database_outage_is_a_503_on_the_annotators_cycle_too(annotator, proje
     response = next_task(client_for(annotator), project)
     _error(response, 503, "service_unavailable")
     assert response["Retry-After"] == "2"
+
+
+def _lost_then_cleanup_fails(*args, **kwargs):
+    try:
+        _unreachable()
+    except OperationalError:
+        raise TransactionManagementError("queries are refused until the block ends")  # noqa: B904
+
+
+def test_an_error_while_cleaning_up_after_a_lost_connection_is_a_503(
+    annotator, project, monkeypatch
+):
+    monkeypatch.setattr(selectors, "memberships_of_user", _lost_then_cleanup_fails)
+    response = client_for(annotator).get("/api/projects/")
+    _error(response, 503, "service_unavailable")
+
+
+def test_the_database_lost_outside_any_view_is_a_503_too(annotator, project, monkeypatch):
+    """Raised in a middleware on the way out (a session saved as the database goes), it reaches
+    the site's 500 handler, not the view's exception handling."""
+    monkeypatch.setattr(SessionMiddleware, "process_response", _unreachable)
+    client = client_for(annotator)
+    client.raise_request_exception = False
+    response = client.get("/api/projects/")
+    _error(response, 503, "service_unavailable")
+    assert response["Retry-After"] == "2"
+    page = Client(raise_request_exception=False).get("/login/")
+    assert page.status_code == 503 and page["Retry-After"] == "2"
+
+
+def test_other_errors_outside_views_stay_500s(annotator, project, monkeypatch):
+    monkeypatch.setattr(SessionMiddleware, "process_response", _broken)
+    client = client_for(annotator)
+    client.raise_request_exception = False
+    _error(client.get("/api/projects/"), 500, "server_error")
+
+
+def _broken(*args, **kwargs):
+    raise ValueError("a bug")
