@@ -24,6 +24,11 @@ def _cores() -> int:
 # overlap its requests' database round trips. On 2 cores,
 # `benchmark_api` measured 2 x 8 at less CPU per annotator cycle and a lower p99 than 4 x 8 or
 # 5 x 4: more processes than cores only take turns on them.
+# The application is loaded once, in the master, and each worker is a fork of it: a worker that
+# dies (killed, out of memory, recycled) is replaced in milliseconds instead of the seconds its
+# imports take, during which the other workers carried its phones (`benchmark_faults`: refused
+# for up to 2.4 s after a worker kill). Nothing opens a connection at import time.
+preload_app = True
 workers = int(os.environ.get("WEB_WORKERS") or max(2, _cores()))
 threads = int(os.environ.get("WEB_THREADS") or 8)
 timeout = int(os.environ.get("WEB_TIMEOUT", "60"))
@@ -35,6 +40,9 @@ keepalive = 5
 # a 20-second benchmark).
 max_requests = int(os.environ.get("WEB_MAX_REQUESTS", "100000"))
 max_requests_jitter = max_requests // 10
-accesslog = "-"
+# The proxy in front (deploy/nginx.conf.template) logs every request already; a second line per
+# request from here cost the annotator cycle about a twentieth of its CPU (`benchmark_api`).
+# WEB_ACCESS_LOG=1 turns it on, for gunicorn served without the proxy.
+accesslog = "-" if os.environ.get("WEB_ACCESS_LOG", "") in {"1", "true", "yes"} else None
 errorlog = "-"
 forwarded_allow_ips = os.environ.get("FORWARDED_ALLOW_IPS", "127.0.0.1")

@@ -102,6 +102,8 @@ class History:
     attempts: list[Attempt] = field(default_factory=list)
     faults: list[Fault] = field(default_factory=list)
     client_faults: Counter = field(default_factory=Counter)
+    # (phone, from, to): a phone offline by its own choice, which no refusal includes
+    offline: list[tuple[int, float, float]] = field(default_factory=list)
     started: float = 0.0
     ended: float = 0.0
 
@@ -244,6 +246,9 @@ class Phone:
             first, second = await asyncio.gather(
                 self.call("submit", path, body), self.call("submit", path, body, self.spare)
             )
+            # The second connection is a browser's for the moment (the first one was busy): not
+            # kept, or it goes stale unseen (its worker killed) and fails a later fault's window.
+            self.spare.close()
             done = [self.settle(answer, *result) for result in (first, second)]
             return any(done)
         status, payload = await self.call("submit", path, body)
@@ -301,7 +306,9 @@ class Phone:
             self.queue.append(self.answer(task))
         self.connection.close()
         self.spare.close()
+        away = now()
         await asyncio.sleep(self.rng.uniform(*self.run.behaviour.offline_seconds))
+        self.run.history.offline.append((self.index, away, now()))
 
     async def drain(self, deadline: float) -> None:
         while self.queue and now() < deadline:
@@ -370,18 +377,16 @@ class FaultInjector:
                 return
             await asyncio.sleep(0.3)  # into the fit
             victim = await asyncio.to_thread(run.retraining_worker)
-            version_before = await asyncio.to_thread(
-                run.db_value, run.CURRENT_VERSION, [run.target_project]
-            )
+            version_before = await run.db_value_when_up(run.CURRENT_VERSION, [run.target_project])
             run.platform.kill(victim)
             self.killed.append(running)
             fault.reference = killed_at = now()
-            status = await asyncio.to_thread(
-                run.db_value, "SELECT status FROM learning_retrainrun WHERE id = %s", [running]
+            # Read once the database answers (the web track may be restarting it just now).
+            # Until the dead worker's claim on the project ends, no retrain of it can finish.
+            status = await run.db_value_when_up(
+                "SELECT status FROM learning_retrainrun WHERE id = %s", [running]
             )
-            version_after = await asyncio.to_thread(
-                run.db_value, run.CURRENT_VERSION, [run.target_project]
-            )
+            version_after = await run.db_value_when_up(run.CURRENT_VERSION, [run.target_project])
             await asyncio.sleep(1.0)  # a restart policy's delay
             run.platform.start(victim)
             if status == "running":
@@ -528,6 +533,15 @@ class Run:
         except psycopg.OperationalError:
             return None
         return row[0] if row else None
+
+    async def db_value_when_up(self, sql: str, params: list, timeout: float = 60.0):
+        """`db_value`, tried again while the database is unreachable (None after `timeout`)."""
+        deadline = now() + timeout
+        while True:
+            value = await asyncio.to_thread(self.db_value, sql, params)
+            if value is not None or now() > deadline:
+                return value
+            await asyncio.sleep(0.2)
 
     def retraining_worker(self) -> str:
         """The Celery worker whose process holds the project's retrain lock (the lock's owner
@@ -728,6 +742,51 @@ def check_history(run: Run, media_root: Path) -> dict:
     }
 
 
+def history_record(history: History) -> dict:
+    """The history as JSON-ready lists, times in seconds from the run's start (for `--keep`)."""
+
+    def at(moment: float | None) -> float | None:
+        return None if moment is None else round(moment - history.started, 4)
+
+    return {
+        "faults": [
+            {
+                "kind": f.kind,
+                "started": at(f.started),
+                "back": at(f.back),
+                "end": at(f.end),
+                "detail": f.detail,
+            }
+            for f in history.faults
+        ],
+        "attempts": [
+            [a.phone, a.what, at(a.started), at(a.ended), a.outcome] for a in history.attempts
+        ],
+        "offline": [[phone, at(went), at(until)] for phone, went, until in history.offline],
+        "answers": [
+            {
+                "phone": a.phone,
+                "key": a.key,
+                "sends": a.sends,
+                "acked_at": at(a.acked_at),
+                "late": a.late,
+                "rejected": a.rejected,
+            }
+            for a in history.answers.values()
+        ],
+    }
+
+
+def _away(history: History, phone: int, since: float, until: float) -> float:
+    """How long `phone` was offline by its own choice between the two moments: not trying, it
+    was not refused."""
+    return sum(
+        max(0.0, min(back, until) - max(went, since))
+        for who, went, back in history.offline
+        if who == phone
+    )
+
+
 def window_figures(history: History) -> dict:
     """5xx and other failures by fault window, the longest refusal after each kind of fault,
     and the cycle rate outside fault windows. A request counts where it ended (when its failure
@@ -754,22 +813,28 @@ def window_figures(history: History) -> dict:
     refusal: dict[str, float] = {kind: 0.0 for kind in KINDS}
     redis_refused = 0
     for fault in faults:
-        # How long a phone was refused: from its first failed answer after the reference
-        # moment (or from that moment, if it was failing already) to its next stored one.
+        # How long a phone was refused: each run of failed answers that begins in the fault's
+        # window lasts from its first failure (or the reference moment, if the phone was
+        # failing already) to the phone's next stored answer. A phone served again and failing
+        # later (a duplicate send on a stale spare connection) starts a new run.
         for attempts in by_phone.values():
-            failed = [
-                a
-                for a in attempts
-                if a.failed
-                and fault.reference <= a.ended <= fault.end
-                and window_of(a.ended) == fault.kind
-            ]
-            if not failed:
-                continue
-            since = max(fault.reference, failed[0].started)
-            stored = next((a.ended for a in attempts if a.ended > failed[-1].ended and not a.failed
-                           and a.outcome == "ok"), history.ended)  # fmt: skip
-            refusal[fault.kind] = max(refusal[fault.kind], stored - since)
+            since = None
+            for attempt in attempts:
+                in_window = fault.reference <= attempt.ended <= fault.end
+                if attempt.failed and since is None:
+                    if in_window and window_of(attempt.ended) == fault.kind:
+                        since = max(fault.reference, attempt.started)
+                elif attempt.outcome == "ok" and since is not None:
+                    length = (
+                        attempt.ended - since - _away(history, attempt.phone, since, attempt.ended)
+                    )
+                    refusal[fault.kind] = max(refusal[fault.kind], length)
+                    since = None
+            if since is not None:  # never served again
+                length = (
+                    history.ended - since - _away(history, attempts[0].phone, since, history.ended)
+                )
+                refusal[fault.kind] = max(refusal[fault.kind], length)
         if fault.kind == "redis_restart":
             redis_refused += sum(
                 1

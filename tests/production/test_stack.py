@@ -72,6 +72,7 @@ def production_stack(tmp_path):
         data_dir=tmp_path / "data",
         port=web_port,
         WEB_WORKERS="2",
+        WEB_ACCESS_LOG="1",  # to see below which requests reached gunicorn
     )
     platform = Platform(tmp_path, env)
     platform.manage("migrate", "--noinput", "-v0")
@@ -206,7 +207,9 @@ def test_create_upload_annotate_retrain_report(production_stack):
     assert any(e.startswith("event: report") for e in stream_events), stream_events
     # The proxy sent the stream to the event server, never to gunicorn.
     assert f"/api/projects/{project_id}/events/" in (logs / "events.log").read_text()
-    assert "/events/" not in (logs / "web.log").read_text()
+    served = (logs / "web.log").read_text()
+    assert f"/api/projects/{project_id}/reports/latest/" in served
+    assert "/events/" not in served
     assert report["observations"] == answered
     # 240 training sentences of exact answers: far better than chance on the evaluation split.
     assert report["accuracy"] > 0.5

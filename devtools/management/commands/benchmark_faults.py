@@ -10,7 +10,9 @@ and beat. It seeds a project from UD English EWT with one annotator per phone, r
 and the faults (see `devtools.faults`; a fault waits for the previous one's window to end, so
 the run can last longer than `--seconds`: `seconds_run`), lets the phones send what they still
 hold, waits for a retrain after the last fault, checks the history and prints one JSON object.
-Everything it started is stopped and its directory removed (`--keep` keeps it, with the logs).
+Everything it started is stopped and its directory removed (`--keep` keeps it, with the logs and
+the run's history in `history.json`: every request, answer and fault, times in seconds from the
+start).
 """
 
 from __future__ import annotations
@@ -25,7 +27,15 @@ from pathlib import Path
 
 from django.core.management.base import BaseCommand, CommandError
 
-from devtools.faults import KINDS, Behaviour, Run, check_history, retrain_figures, window_figures
+from devtools.faults import (
+    KINDS,
+    Behaviour,
+    Run,
+    check_history,
+    history_record,
+    retrain_figures,
+    window_figures,
+)
 from devtools.phones import seed_project
 from devtools.stack import Platform, Postgres, Redis, StackError, free_port, production_env
 
@@ -138,6 +148,8 @@ class Command(BaseCommand):
             final_retrain = run.wait_for_retrain(last_run, options["retrain_timeout"])
             log("checking the history…")
             result = self._figures(run, root, per_kind, final_retrain)
+            if options["keep"]:
+                (root / "history.json").write_text(json.dumps(history_record(run.history)))
             result |= {
                 "phones": options["phones"],
                 "seconds": seconds,
