@@ -39,7 +39,9 @@ conditional UPDATE on the project row, checked by its row count.
 
 from __future__ import annotations
 
+import os
 import random
+import threading
 from collections import Counter
 from collections.abc import Collection, Iterable
 from dataclasses import dataclass
@@ -57,7 +59,40 @@ MAX_LEASES = 3
 GOLD_ATTEMPTS = 5
 REPLENISH_DRAWS = 3
 _BATCH = 2000
-_system_random = random.SystemRandom()
+
+
+class _UnpredictableRandom(random.SystemRandom):
+    """The operating system's random numbers, as `SystemRandom`'s, but read 4 KiB at a time per
+    thread: each read is a system call, after which a thread of a busy web worker waits for the
+    interpreter lock, and the annotator's "next" draws twice."""
+
+    _local = threading.local()
+
+    def _take(self, size: int) -> bytes:
+        local = self._local
+        buffer, at = getattr(local, "buffer", b""), getattr(local, "at", 0)
+        if at + size > len(buffer):
+            buffer, at = os.urandom(max(4096, size)), 0
+            local.buffer = buffer
+        local.at = at + size
+        return buffer[at : at + size]
+
+    def random(self) -> float:
+        return (int.from_bytes(self._take(7)) >> 3) * 2.0**-53  # 53 bits, as SystemRandom
+
+    def getrandbits(self, k: int) -> int:
+        if k < 0:
+            raise ValueError("number of bits must be non-negative")
+        size = (k + 7) // 8
+        return int.from_bytes(self._take(size)) >> (size * 8 - k)
+
+    def randbytes(self, n: int) -> bytes:
+        return self._take(n)
+
+
+_system_random = _UnpredictableRandom()
+# A forked process (gunicorn's workers, preloaded) must not reuse its parent's unread bytes.
+os.register_at_fork(after_in_child=_UnpredictableRandom._local.__dict__.clear)
 
 
 def draw_region(

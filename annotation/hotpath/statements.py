@@ -7,6 +7,8 @@ Tables are named as the models name them (tests/annotation/test_hotpath.py check
 The caller is `%(user_id)s` (a session's user) or else the owner of the token `%(key)s`.
 """
 
+import re
+
 from annotation.models import Assignment, Project, TaskKind
 
 _CHOICES = {
@@ -18,6 +20,17 @@ _CHOICES = {
     "active": Project.Status.ACTIVE.value,
     "archived": Project.Status.ARCHIVED.value,
 }
+
+
+def _statement(text: str) -> str:
+    """The statement on one line with single spaces, the models' choices written in. psycopg
+    caches its parse of a statement (placeholders to PostgreSQL's) only up to 4,096 bytes; laid
+    out for reading, NEXT_TASK was longer and was parsed again on every request. Spaces around
+    `( ) , =` go too; no literal in these statements holds a space, a line break or one of those
+    characters, so nothing else changes."""
+    one_line = " ".join(text.format(**_CHOICES).split())
+    return re.sub(r"\s*([(),=])\s*", r"\1", one_line)
+
 
 _CALLER = """
     caller AS (
@@ -61,7 +74,7 @@ _CALLER = """
 # a crash is harmless, the annotator asks again". But a phone holds its leases ahead and answers
 # them offline; a lease lost in a crash made its answer a 404, and the phone dropped it.
 # benchmark_faults: 5 answers refused after 2 PostgreSQL crashes in a minute.)
-NEXT_TASK = (
+NEXT_TASK = _statement(
     "WITH"  # noqa: S608 (constant text: the caller CTE and the models' choices)
     + _CALLER
     + """,
@@ -176,7 +189,7 @@ LEFT JOIN (
     JOIN annotation_sentence s ON s.id = t.sentence_id
 ) ON true
 """
-).format(**_CHOICES)
+)
 
 # Shared by both submissions: who sends, their lease, its task and project, membership and
 # whether the idempotency key was used already (`ctx`); then the lease marked answered once the
@@ -212,6 +225,15 @@ _ANSWERED = """
     ),
 """
 
+# Both submissions begin alike: the caller, then the submission's context.
+_SUBMISSION_HEAD = (
+    "WITH"  # noqa: S608 (constant text: the caller CTE and the models' choices)
+    + _CALLER
+    + """,
+"""
+    + _SUBMISSION_CONTEXT
+)
+
 # The whole submission: caller, lease, task, project, membership and replay check (`ctx`), the
 # counts checked against the task (`given`, `valid`), and, when all is in order, the lease marked
 # answered and the observation stored. Parameters: user_id, key, assignment, idempotency_key,
@@ -226,12 +248,8 @@ _ANSWERED = """
 # most the window) and `services.privacy_check` allows, and whatever it does not store goes to
 # `services.observation_submit`, which says why (or returns the answer a replay stored, or loses
 # a race properly).
-SUBMIT = (
-    "WITH"  # noqa: S608 (constant text: the caller CTE and the models' choices)
-    + _CALLER
-    + """,
-"""
-    + _SUBMISSION_CONTEXT
+SUBMIT = _statement(
+    _SUBMISSION_HEAD  # noqa: S608 (constant text, as below)
     + """    given AS (
         SELECT jsonb_agg(g.position ORDER BY g.position) AS tags,
                jsonb_agg(x.n ORDER BY g.position) AS counts,
@@ -276,7 +294,7 @@ SELECT ctx.user_id, ctx.is_active, ctx.project_id, ctx.project_updated_at,
        s.submitted_at, s.mechanism, s.alpha
 FROM ctx LEFT JOIN stored s ON true
 """
-).format(**_CHOICES)
+)
 
 
 # A verification answer (`kind` verify): caller, lease, task, project, membership and replay
@@ -285,12 +303,8 @@ FROM ctx LEFT JOIN stored s ON true
 # all is in order, the lease marked answered and the answer stored with the tags the task showed
 # and the version that chose them. Parameters: user_id, key, assignment, idempotency_key,
 # answer, wrong, seconds, now. As in `SUBMIT`, whatever it does not store goes to the service.
-SUBMIT_VERIFICATION = (
-    "WITH"  # noqa: S608 (constant text: the caller CTE and the models' choices)
-    + _CALLER
-    + """,
-"""
-    + _SUBMISSION_CONTEXT
+SUBMIT_VERIFICATION = _statement(
+    _SUBMISSION_HEAD  # noqa: S608 (constant text, as below)
     + """    valid AS (
         SELECT ctx.*
         FROM ctx
@@ -323,4 +337,4 @@ SELECT ctx.user_id, ctx.is_active, ctx.project_id, ctx.project_updated_at,
        s.seconds_on_device, s.idempotency_key, s.submitted_at
 FROM ctx LEFT JOIN stored s ON true
 """
-).format(**_CHOICES)
+)

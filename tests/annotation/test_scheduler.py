@@ -4,11 +4,13 @@ ahead, gold tasks, rounds. Runs on SQLite and PostgreSQL."""
 import io
 import json
 import random
+import threading
 from collections import Counter
 from datetime import timedelta
 
 import pytest
 from django.utils import timezone
+from scipy.stats import chisquare
 
 from annotation import scheduler, services
 from annotation.models import Assignment, Project, Sentence, Task
@@ -294,3 +296,24 @@ def test_scheduler_lease_cap_and_holding(project, corpus, annotator):
     assert second.assignment_id != first.assignment_id
     again = scheduler.task_lease_next(project=project, annotator=annotator, now=now)
     assert again.assignment_id == first.assignment_id
+
+
+def test_the_draws_are_uniform_and_each_thread_reads_its_own_bytes():
+    """The scheduler's random numbers are the operating system's, read a few KiB at a time."""
+    rng = scheduler._system_random
+    draws = [rng.random() for _ in range(20_000)]
+    assert all(0.0 <= x < 1.0 for x in draws)
+    assert chisquare(list(Counter(int(x * 10) for x in draws).values())).pvalue > 1e-4
+    assert chisquare(list(Counter(rng.randrange(7) for _ in range(14_000)).values())).pvalue > 1e-4
+    assert rng.getrandbits(0) == 0 and rng.getrandbits(100) < 2**100
+    seen = {}
+
+    def draw(name):
+        seen[name] = [rng.random() for _ in range(1000)]  # past one buffer
+
+    threads = [threading.Thread(target=draw, args=(n,)) for n in ("a", "b")]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert len(set(seen["a"]) | set(seen["b"])) == 2000
