@@ -15,7 +15,6 @@ import logging
 import time
 from dataclasses import dataclass, field
 
-import numpy as np
 from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.core.files.base import ContentFile
@@ -29,9 +28,7 @@ from common.exceptions import Conflict, InvalidInput
 from config.version import code_version
 from learning import adapter, locks, selectors, verification
 from learning.core import report
-from learning.core.crowd import chance_squared_error
 from learning.core.pipeline import CountTagger
-from learning.core.privacy import Mechanism
 from learning.core.wordclasses import WordClasses
 from learning.models import (
     MAX_INTERVAL_MINUTES,
@@ -134,28 +131,6 @@ def _reusable_word_classes(current: ModelVersion | None, warm, data: adapter.Tra
     return True
 
 
-def private_min_observations(base: int, mechanism: Mechanism, observations) -> int:
-    """How many answers an annotator of a private project needs before their skill is judged:
-    `base` answers' worth of evidence. A released answer carries the mechanism's noise on top
-    of the annotator's, so the skill's spread grows about like ((chance + noise) / chance)²,
-    with `chance` the squared error of a chance annotator and `noise` the mechanism's variance
-    (averaged over the true counts, at these answers' windows and asked tags)."""
-    if len(observations) == 0:
-        return base
-    n_asked = observations.tag_mask.sum(axis=1)
-    m = np.where(n_asked == observations.tag_mask.shape[1], n_asked, n_asked + 1)
-    w = observations.length.astype(np.float64)
-    chance_mean = np.broadcast_to((w / m)[:, None], observations.tag_mask.shape)
-    chance = chance_squared_error(observations.length, observations.tag_mask, chance_mean)
-    noise = np.array(
-        [mechanism.noise_variance(int(a), int(b)).mean() for a, b in zip(w, n_asked, strict=True)]
-    )
-    asked = observations.tag_mask.sum()
-    mean_chance = chance.sum() / asked
-    mean_noise = (noise * n_asked).sum() / asked
-    return int(np.ceil(base * ((mean_chance + mean_noise) / mean_chance) ** 2))
-
-
 def effort_with_gain(effort: dict | None, accuracy: float | None, previous) -> dict | None:
     """The version's annotator minutes by task kind, the minutes added since ``previous`` and,
     when both versions were scored on the gold evaluation sentences and the answers added report
@@ -193,8 +168,8 @@ def _fit_and_store(
     if data.mechanism is not None:
         params = {
             **params,
-            "min_flag_observations": private_min_observations(
-                params["min_flag_observations"], data.mechanism, data.judged
+            "min_flag_observations": data.mechanism.min_judged_answers(
+                params["min_flag_observations"], data.judged
             ),
         }
     estimator = CountTagger(

@@ -78,7 +78,9 @@ def simulation_report(
 
     With ``privacy_alpha``, every count answer is released through the local privacy
     ``mechanism`` at that level (:mod:`.privacy`) before learning; the report then also gives the
-    same tasks learned without privacy (``accuracy_*_without_privacy``). ``references=False``
+    same tasks learned without privacy (``accuracy_*_without_privacy``); as in a private
+    project's retrain, annotators are judged only after
+    :meth:`.privacy.Mechanism.min_judged_answers` answers. ``references=False``
     skips the supervised references (for studies that need only the learned models)."""
     train_tags = [s.tags(tag_column) for s in train]
     tagset = sorted({t for tags in train_tags for t in tags})
@@ -125,7 +127,15 @@ def simulation_report(
             released=True,
         )
         privacy_report = {"privacy_alpha": privacy_alpha, "mechanism": mechanism}
-    model = CountTagger(**params).fit(sentences, observations, tagset, mechanism=private)
+        # As a private project's retrain: an annotator is judged after as many released answers
+        # as carry the evidence of min_flag_observations true ones.
+        base = CountTagger(**params).min_flag_observations
+        judged_after = private.min_judged_answers(base, observations)
+        fit_params = {**params, "min_flag_observations": judged_after}
+        privacy_report["min_flag_observations"] = judged_after
+    else:
+        fit_params = params
+    model = CountTagger(**fit_params).fit(sentences, observations, tagset, mechanism=private)
     verification_report: dict = {}
     verifications = None
     if verify_per_sentence > 0:
@@ -140,7 +150,7 @@ def simulation_report(
             tap=verify_tap,
             random_state=seed + 1,
         )
-        model = CountTagger(**params).fit(
+        model = CountTagger(**fit_params).fit(
             sentences, observations, tagset, verifications=verifications, mechanism=private
         )
         same_answers = CountTagger(**params).fit(

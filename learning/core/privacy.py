@@ -42,6 +42,7 @@ import numpy as np
 from scipy.special import comb, logsumexp
 
 from .counts import expected_counts
+from .crowd import chance_squared_error
 from .observations import Observations
 from .posterior import WindowPosteriors, window_posteriors
 
@@ -120,6 +121,27 @@ class Mechanism:
             value = np.interp(np.clip(expected[rows], 0, w), np.arange(w + 1), grid)
             out[rows] = np.where(observations.tag_mask[rows], value, 0.0)
         return out
+
+    def min_judged_answers(self, base: int, observations: Observations) -> int:
+        """How many answers an annotator needs before their skill is judged: ``base`` answers'
+        worth of evidence. A released answer carries the mechanism's noise on top of the
+        annotator's, so the skill's spread grows about like ``((chance + noise) / chance)²``,
+        with ``chance`` the squared error of a chance annotator and ``noise`` the mechanism's
+        variance (averaged over the true counts, at these answers' windows and asked tags)."""
+        if len(observations) == 0:
+            return base
+        n_asked = observations.tag_mask.sum(axis=1)
+        m = np.where(n_asked == observations.tag_mask.shape[1], n_asked, n_asked + 1)
+        w = observations.length.astype(np.float64)
+        chance_mean = np.broadcast_to((w / m)[:, None], observations.tag_mask.shape)
+        chance = chance_squared_error(observations.length, observations.tag_mask, chance_mean)
+        noise = np.array(
+            [self.noise_variance(int(a), int(b)).mean() for a, b in zip(w, n_asked, strict=True)]
+        )
+        asked = observations.tag_mask.sum()
+        mean_chance = chance.sum() / asked
+        mean_noise = (noise * n_asked).sum() / asked
+        return int(np.ceil(base * ((mean_chance + mean_noise) / mean_chance) ** 2))
 
 
 def _groups(length: np.ndarray, n_asked: np.ndarray):

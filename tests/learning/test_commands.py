@@ -29,6 +29,29 @@ def _run(*args) -> dict:
     return json.loads(out.getvalue())
 
 
+def test_simulate_crowd_passes_the_em_schedule(corpora, monkeypatch):
+    from learning.management.commands import simulate_crowd
+
+    seen = {}
+
+    def report(train, test, **kwargs):
+        seen.update(kwargs["model_params"])
+        return {"accuracy_refined": 0.5}, None
+
+    monkeypatch.setattr(simulate_crowd, "simulation_report", report)
+    train, test = corpora
+    schedule = ["--em-iterations", "30", "--context-iterations", "12"]
+    schedule += ["--context-refit-iterations", "5", "--context-alpha-start", "3"]
+    _run("--train", str(train), "--test", str(test), *schedule, "--json")
+    assert seen == {
+        "model": "context",
+        "n_em_iter": 30,
+        "n_context_iter": 12,
+        "context_refit_iter": 5,
+        "context_alpha_start": 3.0,
+    }
+
+
 def test_simulate_crowd_prints_one_json_report(corpora):
     train, test = corpora
     report = _run(

@@ -85,6 +85,24 @@ class Command(BaseCommand):
         )
         parser.add_argument("--em-iterations", type=int, default=None)
         parser.add_argument(
+            "--context-iterations",
+            type=int,
+            default=None,
+            help="contextual EM iterations after the node-only ones (CountTagger n_context_iter)",
+        )
+        parser.add_argument(
+            "--context-refit-iterations",
+            type=int,
+            default=None,
+            help="L-BFGS iterations of each contextual M-step after the first",
+        )
+        parser.add_argument(
+            "--context-alpha-start",
+            type=float,
+            default=None,
+            help="L2 strength of the first contextual M-step, descending to the served one",
+        )
+        parser.add_argument(
             "--model",
             choices=MODEL_KINDS,
             default="context",
@@ -132,8 +150,14 @@ class Command(BaseCommand):
         train = read_corpus(options["train"], "train")
         test = read_corpus(options["test"], "test")
         model_params = {"model": options["model"]}
-        if options["em_iterations"] is not None:
-            model_params["n_em_iter"] = options["em_iterations"]
+        for option, param in (
+            ("em_iterations", "n_em_iter"),
+            ("context_iterations", "n_context_iter"),
+            ("context_refit_iterations", "context_refit_iter"),
+            ("context_alpha_start", "context_alpha_start"),
+        ):
+            if options[option] is not None:
+                model_params[param] = options[option]
         try:
             report, _ = simulation_report(
                 train,

@@ -99,3 +99,23 @@ def test_alpha_and_ridge_chosen_from_held_out_observations(data):
     assert model.alpha_ in (0.5, 5.0) and set(model.alpha_errors_) == {0.5, 5.0}
     assert model.ridge_ in (0.01, 1.0) and set(model.ridge_errors_) == {0.01, 1.0}
     assert model.node_tagger_.alpha == model.alpha_ and model.tagger_.alpha == model.context_alpha
+
+
+def test_context_alpha_descends_from_its_start_to_the_served_alpha(data):
+    sentences, gold, _, tagset = data
+    crowd = simulate_crowd(gold[:400], len(tagset), window=4, tags_per_task=2, random_state=4)
+    model = CountTagger(
+        features=CONFIG,
+        n_em_iter=1,
+        n_context_iter=3,
+        context_alpha=0.3,
+        context_alpha_start=3.0,
+        em_tol=1.0,  # would stop after the first iteration, were it not still descending
+        random_state=0,
+    ).fit(sentences, crowd.observations, tagset)
+    alphas = [h["alpha"] for h in model.history_ if h["model"] == "context"]
+    np.testing.assert_allclose(alphas, [3.0, np.sqrt(0.9), 0.3])
+    assert model.tagger_.alpha == pytest.approx(0.3)
+    plain = CountTagger(features=CONFIG, n_em_iter=1, n_context_iter=2, random_state=0)
+    plain.fit(sentences, crowd.observations, tagset)
+    assert [h["alpha"] for h in plain.history_ if h["model"] == "context"] == [0.3, 0.3]

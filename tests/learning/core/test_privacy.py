@@ -143,7 +143,7 @@ def test_debiased_moments_are_consistent():
 
 def test_count_tagger_learns_from_private_answers_and_flags_spammers():
     from learning.core import CountTagger, FeatureConfig, accuracy, simulate_crowd
-    from tests.learning.core.synthetic import make_corpus
+    from tests.learning.core.synthetic import make_corpus, released_through
 
     rng = np.random.default_rng(23)
     sentences, gold, w_star, tagset = make_corpus(rng, n_sentences=1500, n_words=30)
@@ -151,11 +151,7 @@ def test_count_tagger_learns_from_private_answers_and_flags_spammers():
                            n_annotators=10, spam_fraction=0.2, random_state=0)  # fmt: skip
     obs = crowd.observations
     mechanism = Mechanism("geometric", 3.0, n_tags=4)
-    private = Observations.create(
-        sentence=obs.sentence, start=obs.start, length=obs.length, tag_mask=obs.tag_mask,
-        counts=mechanism.release(obs.counts, obs.tag_mask, obs.length, rng),
-        annotator=obs.annotator, sentence_lengths=[len(s) for s in sentences], released=True,
-    )  # fmt: skip
+    private = released_through(mechanism, obs, sentences, rng)
     model = CountTagger(model="node", features=FeatureConfig(2**12), n_em_iter=5,
                         min_flag_observations=50, random_state=0)  # fmt: skip
     with np.errstate(invalid="raise"):
@@ -170,3 +166,40 @@ def test_count_tagger_learns_from_private_answers_and_flags_spammers():
             counts=[[0, 1, 0, 1]], sentence_lengths=[len(s) for s in sentences], released=True,
         )  # fmt: skip
         CountTagger(model="node").fit(sentences, wide, tagset, mechanism=mechanism)
+
+
+def test_private_em_runs_every_iteration_unless_given_a_tolerance():
+    """A release's likelihood is mostly the mechanism's own noise: a tolerance relative to its
+    size stopped EM early (at α = 1 after 5 of 30 iterations), so private fits run them all."""
+    from learning.core import CountTagger, FeatureConfig, simulate_crowd
+    from tests.learning.core.synthetic import make_corpus, released_through
+
+    rng = np.random.default_rng(29)
+    sentences, gold, _, tagset = make_corpus(rng, n_sentences=400, n_words=30)
+    obs = simulate_crowd(gold, 4, window=4, obs_per_sentence=3, tags_per_task=1,
+                         random_state=0).observations  # fmt: skip
+    mechanism = Mechanism("krr", 1.0, n_tags=4)
+    private = released_through(mechanism, obs, sentences, rng)
+    settings = dict(model="node", features=FeatureConfig(2**10), n_em_iter_private=6,
+                    reliability=False, random_state=0)  # fmt: skip
+    every = CountTagger(**settings).fit(sentences, private, tagset, mechanism=mechanism)
+    assert len(every.history_) == 6
+    early = CountTagger(**settings, em_tol_private=1.0)
+    early.fit(sentences, private, tagset, mechanism=mechanism)
+    assert len(early.history_) == 2
+
+
+def test_annotators_are_judged_after_more_released_answers_the_more_private():
+    """k-ary randomized response, window 5, one tag of 17 per task: 10 answers' worth of evidence
+    takes 11 released answers at α = 8, 30 at α = 3 and about 4,000 at α = 1."""
+    n = 170
+    mask = np.zeros((n, 17), dtype=bool)
+    mask[np.arange(n), np.arange(n) % 17] = True
+    obs = Observations.create(
+        sentence=np.arange(n), start=np.zeros(n, int), length=np.full(n, 5), tag_mask=mask,
+        counts=np.zeros((n, 17), int), sentence_lengths=[5] * n, released=True,
+    )  # fmt: skip
+    needed = [Mechanism("krr", alpha, 17).min_judged_answers(10, obs) for alpha in (8, 3, 1)]
+    assert needed[0] == 11 and needed[1] == 30
+    assert 3000 < needed[2] < 5000
+    assert Mechanism("krr", 3.0, 17).min_judged_answers(10, obs.subset(np.zeros(n, bool))) == 10
