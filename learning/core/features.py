@@ -15,7 +15,14 @@ from dataclasses import asdict, dataclass
 import numpy as np
 import scipy.sparse as sp
 
-__all__ = ["FeatureConfig", "feature_strings", "featurize"]
+__all__ = [
+    "ContextConfig",
+    "FeatureConfig",
+    "feature_strings",
+    "featurize",
+    "featurize_tokens",
+    "neighbour_tag_features",
+]
 
 _REPEATS = re.compile(r"(.)\1+")
 
@@ -123,12 +130,18 @@ def _crc(strings) -> np.ndarray:
     )
 
 
+_OFFSET_FIELDS = ("offsets", "neighbour_suffixes", "class_offsets", "tag_offsets")
+
+
 @dataclass(frozen=True)
 class ContextConfig:
     """Features of a token in its sentence: its own word features (:class:`FeatureConfig`, in the
     same hashed space, so a node-only model's weights carry over), its neighbours' lower case,
     suffixes and shape at ``offsets``, the word bigrams with both neighbours, and the word
-    classes (:mod:`.wordclasses`) of the tokens at ``class_offsets``. Stored in model files."""
+    classes (:mod:`.wordclasses`) of the tokens at ``class_offsets``. With ``tag_offsets`` the
+    tagger has a second stage that also reads its neighbours' likely tags there
+    (:func:`neighbour_tag_features`; ``tag_pairs``: and the pairs of them). Stored in model
+    files."""
 
     word: FeatureConfig = FeatureConfig()
     offsets: tuple[int, ...] = (-2, -1, 1, 2)
@@ -137,13 +150,15 @@ class ContextConfig:
     neighbour_shape: bool = True
     bigrams: bool = True
     class_offsets: tuple[int, ...] = (-1, 0, 1)
+    tag_offsets: tuple[int, ...] = (-2, -1, 1, 2)
+    tag_pairs: bool = True
 
     def __post_init__(self) -> None:
         if isinstance(self.word, dict):
             object.__setattr__(self, "word", FeatureConfig.from_dict(self.word))
-        for name in ("offsets", "neighbour_suffixes", "class_offsets"):
+        for name in _OFFSET_FIELDS:
             object.__setattr__(self, name, tuple(int(k) for k in getattr(self, name)))
-        if 0 in self.offsets:
+        if 0 in self.offsets or 0 in self.tag_offsets:
             raise ValueError("offsets are the neighbours' positions: 0 is the token itself")
 
     @property
@@ -153,7 +168,7 @@ class ContextConfig:
     def to_dict(self) -> dict:
         data = asdict(self)
         data["word"] = self.word.to_dict()
-        for name in ("offsets", "neighbour_suffixes", "class_offsets"):
+        for name in _OFFSET_FIELDS:
             data[name] = list(getattr(self, name))
         return data
 
@@ -246,4 +261,73 @@ def featurize_tokens(
     matrix = (own + extra).tocsr()
     matrix.sum_duplicates()
     matrix.data[:] = 1.0
+    return matrix
+
+
+# Pairs of neighbours whose likely tags are read together (both offsets in ``tag_offsets``).
+_TAG_PAIRS = ((-1, 1), (-2, -1), (1, 2))
+
+
+def neighbour_tag_features(
+    probs: np.ndarray,
+    lengths: np.ndarray,
+    tagset: Sequence[str],
+    config: ContextConfig,
+) -> sp.csr_matrix:
+    """(n_tokens × n_features) features of each token's neighbours' tags, from ``probs``
+    (n_tokens, K): a first-stage model's tag probabilities of every token of sentences of
+    ``lengths``, in order. For each offset ``d`` in ``config.tag_offsets`` and tag ``b``, the
+    feature ``"t{d}={b}"`` has the value ``probs[j + d, b]`` (0 past the sentence's ends; values
+    under 1e-3 are left out, they would only fill the matrix); with ``tag_pairs``, the most
+    likely tags of the neighbours at ``(−1, +1)``, ``(−2, −1)`` and ``(+1, +2)`` are one binary
+    feature each (``<s>``/``</s>`` past the ends). Hashed by tag name into the word features'
+    space, so models with other tag sets or orders keep their meaning."""
+    n_tokens, n_tags = probs.shape
+    n_features = config.n_features
+    lengths = np.asarray(lengths, dtype=np.int64)
+    if int(lengths.sum()) != n_tokens:
+        raise ValueError("lengths must add up to the number of rows of probs")
+    position = np.arange(n_tokens) - np.repeat(
+        np.concatenate([[0], np.cumsum(lengths)[:-1]]), lengths
+    )
+    length_of = np.repeat(lengths, lengths)
+
+    def at(d: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Row of the token at offset ``d``, whether it exists, and whether it is before."""
+        where = position + d
+        inside = (where >= 0) & (where < length_of)
+        return np.clip(np.arange(n_tokens) + d, 0, max(n_tokens - 1, 0)), inside, where < 0
+
+    rows, cols, values = [], [], []
+    for d in config.tag_offsets:
+        source, inside, _ = at(d)
+        neighbour = np.where(inside[:, None], probs[source], 0.0)
+        token, tag = np.nonzero(neighbour >= 1e-3)
+        columns = _crc([f"t{d}={name}" for name in tagset]) % np.uint64(n_features)
+        rows.append(token)
+        cols.append(columns[tag].astype(np.int64))
+        values.append(neighbour[token, tag])
+    if config.tag_pairs:
+        best = probs.argmax(axis=1) if n_tokens else np.zeros(0, dtype=np.int64)
+        names = _crc([*tagset, "<s>", "</s>"])
+        for first, second in _TAG_PAIRS:
+            if first not in config.tag_offsets or second not in config.tag_offsets:
+                continue
+            pair = []
+            for d in (first, second):
+                source, inside, before = at(d)
+                edge = np.where(before, n_tags, n_tags + 1)
+                pair.append(names[np.where(inside, best[source], edge)])
+            salt = 300 + 10 * first + second
+            hashed = _mix(_mix(pair[0], salt) ^ pair[1], salt + 1) % np.uint64(n_features)
+            rows.append(np.arange(n_tokens))
+            cols.append(hashed.astype(np.int64))
+            values.append(np.ones(n_tokens))
+    if not rows:
+        return sp.csr_matrix((n_tokens, n_features))
+    matrix = sp.csr_matrix(
+        (np.concatenate(values), (np.concatenate(rows), np.concatenate(cols))),
+        shape=(n_tokens, n_features),
+    )
+    matrix.sum_duplicates()
     return matrix

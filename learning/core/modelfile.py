@@ -1,19 +1,22 @@
 """Model files: plain arrays in an ``.npz`` archive plus a JSON header — never pickle.
 
-Layout (format version 2)::
+Layout (format version 3)::
 
-    header      uint8 array: UTF-8 JSON {"format": "tally-tagger", "format_version": 2,
+    header      uint8 array: UTF-8 JSON {"format": "tally-tagger", "format_version": 3,
                 "kind": "node" | "context", "tagset": [...],
                 "features": {...FeatureConfig (node) or ContextConfig (context)...},
                 "alpha": ..., "word_classes": {"sizes": [...]} or null, "metadata": {...}}
     coef_rows   int64 (r,): the non-zero rows of coef_ (features that occur)
     coef_values float64 (r, K)
     intercept   float64 (K,)
+    tag_coef_rows, tag_coef_values, tag_intercept    only for a contextual model whose features
+                have ``tag_offsets``: its second stage, stored as the first
     class_forms, class_form_ends, class_ids    only with word classes: the lower-case forms
                 (UTF-8 bytes, uint8, with the end offset of each form, int64) and their class at
                 each level (int32, n_forms × n_levels)
 
-Format version 1 (node-only models, no ``kind``, no word classes) is still read. Loading uses
+Format version 2 (contextual models of one stage: their features have no ``tag_offsets``) and
+version 1 (node-only models, no ``kind``, no word classes) are still read. Loading uses
 ``np.load(allow_pickle=False)``: object arrays and pickled data are refused, so a model file can
 never run code. Every field is checked and a bad file raises :class:`ModelFileError` (a
 ``ValueError``).
@@ -36,8 +39,9 @@ from .wordclasses import WordClasses
 __all__ = ["FORMAT_VERSION", "ModelFileError", "save_tagger", "load_tagger"]
 
 FORMAT_NAME = "tally-tagger"
-FORMAT_VERSION = 2
+FORMAT_VERSION = 3
 _ARRAYS = {"header", "coef_rows", "coef_values", "intercept"}
+_STAGE2_ARRAYS = {"tag_coef_rows", "tag_coef_values", "tag_intercept"}
 _CLASS_ARRAYS = {"class_forms", "class_form_ends", "class_ids"}
 
 
@@ -63,13 +67,12 @@ def save_tagger(
         "word_classes": {"sizes": list(classes.sizes)} if classes is not None else None,
         "metadata": metadata or {},
     }
-    rows = np.flatnonzero(np.any(tagger.coef_ != 0, axis=1)).astype(np.int64)
     arrays = {
         "header": np.frombuffer(json.dumps(header).encode("utf-8"), dtype=np.uint8),
-        "coef_rows": rows,
-        "coef_values": np.ascontiguousarray(tagger.coef_[rows], dtype=np.float64),
-        "intercept": np.asarray(tagger.intercept_, dtype=np.float64),
+        **_stage_arrays("", tagger.coef_, tagger.intercept_),
     }
+    if getattr(tagger, "tag_coef_", None) is not None:
+        arrays |= _stage_arrays("tag_", tagger.tag_coef_, tagger.tag_intercept_)
     if classes is not None:
         encoded = [form.encode("utf-8") for form in classes.forms]
         arrays["class_forms"] = np.frombuffer(b"".join(encoded), dtype=np.uint8)
@@ -85,7 +88,9 @@ def load_tagger(file: str | Path | IO[bytes]) -> tuple[NodeTagger | ContextTagge
             if not isinstance(archive, np.lib.npyio.NpzFile):
                 raise ModelFileError("not a model file: expected an .npz archive")
             names = set(archive.files)
-            if names != _ARRAYS and names != _ARRAYS | _CLASS_ARRAYS:
+            if names - _STAGE2_ARRAYS not in (_ARRAYS, _ARRAYS | _CLASS_ARRAYS) or (
+                names & _STAGE2_ARRAYS not in (set(), _STAGE2_ARRAYS)
+            ):
                 raise ModelFileError(f"unexpected arrays in model file: {sorted(names)}")
             arrays = {name: archive[name] for name in names}
     except ModelFileError:
@@ -104,39 +109,68 @@ def load_tagger(file: str | Path | IO[bytes]) -> tuple[NodeTagger | ContextTagge
     if not isinstance(tagset, list) or not tagset or not all(isinstance(t, str) for t in tagset):
         raise ModelFileError("malformed tag set")
     try:
-        config_class = FeatureConfig if kind == "node" else ContextConfig
-        config = config_class.from_dict(header["features"])
+        if kind == "node":
+            config = FeatureConfig.from_dict(header["features"])
+        else:
+            settings = dict(header["features"])
+            if version == 2:  # one stage: no neighbours' tags
+                settings.setdefault("tag_offsets", [])
+                settings.setdefault("tag_pairs", False)
+            config = ContextConfig.from_dict(settings)
         alpha = float(header["alpha"])
     except (KeyError, TypeError, ValueError) as exc:
         raise ModelFileError(f"malformed feature configuration: {exc}") from exc
+    stacked = kind == "context" and bool(config.tag_offsets)
+    if stacked != (set(arrays) >= _STAGE2_ARRAYS):
+        raise ModelFileError(
+            "a second stage's arrays must be there exactly when the features read neighbours' tags"
+        )
     metadata = header.get("metadata", {})
     classes = _word_classes(header.get("word_classes"), arrays)
     if kind == "node" and classes is not None:
         raise ModelFileError("a node-only model has no word classes")
 
-    n_tags = len(tagset)
-    rows, values, intercept = arrays["coef_rows"], arrays["coef_values"], arrays["intercept"]
-    if rows.dtype.kind not in "iu" or rows.ndim != 1:
-        raise ModelFileError("coef_rows must be a 1-D integer array")
-    if values.dtype != np.float64 or values.shape != (rows.shape[0], n_tags):
-        raise ModelFileError("coef_values has the wrong type or shape")
-    if intercept.dtype != np.float64 or intercept.shape != (n_tags,):
-        raise ModelFileError("intercept has the wrong type or shape")
-    if rows.size and (rows.min() < 0 or rows.max() >= config.n_features):
-        raise ModelFileError("coef_rows outside the feature range")
-    if not (np.all(np.isfinite(values)) and np.all(np.isfinite(intercept))):
-        raise ModelFileError("non-finite parameters")
-
     if kind == "node":
         tagger = NodeTagger(alpha=alpha, features=config)
     else:
         tagger = ContextTagger(alpha=alpha, features=config, word_classes=classes)
-    coef = np.zeros((config.n_features, n_tags))
-    coef[rows] = values
+        tagger.tag_coef_ = tagger.tag_intercept_ = None
     tagger.tagset_ = tuple(tagset)
-    tagger.coef_ = coef
-    tagger.intercept_ = intercept.copy()
+    tagger.coef_, tagger.intercept_ = _read_stage("", arrays, len(tagset), config.n_features)
+    if stacked:
+        tagger.tag_coef_, tagger.tag_intercept_ = _read_stage(
+            "tag_", arrays, len(tagset), config.n_features
+        )
     return tagger, metadata
+
+
+def _stage_arrays(prefix: str, coef: np.ndarray, intercept: np.ndarray) -> dict:
+    rows = np.flatnonzero(np.any(coef != 0, axis=1)).astype(np.int64)
+    return {
+        f"{prefix}coef_rows": rows,
+        f"{prefix}coef_values": np.ascontiguousarray(coef[rows], dtype=np.float64),
+        f"{prefix}intercept": np.asarray(intercept, dtype=np.float64),
+    }
+
+
+def _read_stage(prefix: str, arrays: dict, n_tags: int, n_features: int):
+    """``(coef, intercept)`` of one stage, checked."""
+    rows = arrays[f"{prefix}coef_rows"]
+    values = arrays[f"{prefix}coef_values"]
+    intercept = arrays[f"{prefix}intercept"]
+    if rows.dtype.kind not in "iu" or rows.ndim != 1:
+        raise ModelFileError(f"{prefix}coef_rows must be a 1-D integer array")
+    if values.dtype != np.float64 or values.shape != (rows.shape[0], n_tags):
+        raise ModelFileError(f"{prefix}coef_values has the wrong type or shape")
+    if intercept.dtype != np.float64 or intercept.shape != (n_tags,):
+        raise ModelFileError(f"{prefix}intercept has the wrong type or shape")
+    if rows.size and (rows.min() < 0 or rows.max() >= n_features):
+        raise ModelFileError(f"{prefix}coef_rows outside the feature range")
+    if not (np.all(np.isfinite(values)) and np.all(np.isfinite(intercept))):
+        raise ModelFileError("non-finite parameters")
+    coef = np.zeros((n_features, n_tags))
+    coef[rows] = values
+    return coef, intercept.copy()
 
 
 def _header(header_bytes: np.ndarray) -> dict:
@@ -148,10 +182,10 @@ def _header(header_bytes: np.ndarray) -> dict:
         raise ModelFileError(f"malformed header: {exc}") from exc
     if not isinstance(header, dict) or header.get("format") != FORMAT_NAME:
         raise ModelFileError("not a Tally tagger file")
-    if header.get("format_version") not in (1, FORMAT_VERSION):
+    if header.get("format_version") not in (1, 2, FORMAT_VERSION):
         raise ModelFileError(
             f"unsupported format version {header.get('format_version')!r} "
-            f"(this version reads 1 and {FORMAT_VERSION})"
+            f"(this version reads 1 to {FORMAT_VERSION})"
         )
     return header
 

@@ -74,7 +74,25 @@ class _Problem:
     mechanism: Mechanism | None
     verification: VerificationEvidence | None  # likewise
     node_features: NodeFeatures  # of the covered tokens (one row per covered type)
-    context_features: sp.csr_matrix | None  # of the covered tokens, read in their sentences
+    context: _SentenceTokens | None  # the contextual model's view of the covered tokens
+
+
+@dataclass
+class _SentenceTokens:
+    """Every token of the sentences that hold a window, for the contextual model (which reads a
+    token's neighbours, covered or not): stage-1 features of each (``features``), the sentences'
+    ``lengths``, and the row of each covered token (``rows``, in the order of ``_Problem.tokens``).
+    """
+
+    features: sp.csr_matrix
+    lengths: np.ndarray
+    rows: np.ndarray
+
+    def labels(self, covered_labels: np.ndarray) -> np.ndarray:
+        """Soft labels of every token: the covered tokens' ``covered_labels``, zero elsewhere."""
+        out = np.zeros((self.features.shape[0], covered_labels.shape[1]))
+        out[self.rows] = covered_labels
+        return out
 
 
 class CountTagger:
@@ -346,16 +364,19 @@ class CountTagger:
             type_ids=column_of_type[corpus.type_ids[tokens]],
             x=featurize(forms, word),
         )
-        context_features = None
+        context = None
         if self.model == "context":
-            # Only sentences holding a window are read; their covered tokens' rows are kept.
+            # Only sentences holding a window are read.
             sentence_of = np.repeat(np.arange(len(sentences)), corpus.lengths)[tokens]
             used, local = np.unique(sentence_of, return_inverse=True)
             starts = np.concatenate([[0], np.cumsum(corpus.lengths[used])[:-1]])
-            local_tokens = starts[local.ravel()] + (tokens - corpus.offsets[sentence_of])
-            context_features = ContextTagger(
-                features=self._context_config(), word_classes=self.word_classes_
-            ).featurize([sentences[s] for s in used], tokens=local_tokens)
+            context = _SentenceTokens(
+                features=ContextTagger(
+                    features=self._context_config(), word_classes=self.word_classes_
+                ).featurize([sentences[s] for s in used]),
+                lengths=corpus.lengths[used],
+                rows=starts[local.ravel()] + (tokens - corpus.offsets[sentence_of]),
+            )
         watch.stop("fit", tic)
         return _Problem(
             corpus=corpus,
@@ -381,7 +402,7 @@ class CountTagger:
                 else None
             ),
             node_features=node_features,
-            context_features=context_features,
+            context=context,
         )
 
     def _context_config(self) -> ContextConfig:
@@ -405,7 +426,10 @@ class CountTagger:
         """The tagger's priors of every covered token."""
         if tagger.kind == "node":
             return tagger.token_proba(None, features=problem.node_features)
-        return tagger.token_proba(None, features=problem.context_features)
+        context = problem.context
+        return tagger.token_proba(
+            None, features=context.features, lengths=context.lengths, rows=context.rows
+        )
 
     # -------------------------------------------------------------- steps 1-3: moments
     def _choose_ridge(self, problem, holdout, weights, watch) -> None:
@@ -562,7 +586,6 @@ class CountTagger:
         re-estimated after every iteration when ``reliability`` is on) and which count
         observations were feasible at the last E-step."""
         obs = problem.observations
-        features = problem.node_features if kind == "node" else problem.context_features
         evidence = [problem.evidence]
         if problem.verification is not None:
             evidence.append(problem.verification)
@@ -588,12 +611,11 @@ class CountTagger:
                 mass += float(w[used].sum())
             ll = total / max(mass, 1.0)
             alpha = self._context_alpha_at(iteration, n_iter) if kind == "context" else None
-            tagger = self._new_tagger(fit_iter[min(iteration, 1)], kind, alpha).fit(
-                None,
+            tagger = self._fit_beliefs(
+                problem,
+                self._new_tagger(fit_iter[min(iteration, 1)], kind, alpha),
                 e_step.beliefs * e_step.token_weight[:, None],
-                self.tagset_,
-                warm_start=warm if iteration == 0 else tagger,
-                features=features,
+                warm if iteration == 0 else tagger,
             )
             watch.stop("refine", tic)
             self.history_.append(
@@ -617,6 +639,18 @@ class CountTagger:
                 break
             previous_ll = ll
         return tagger, weights, reliability, feasible
+
+    def _fit_beliefs(self, problem: _Problem, tagger, labels: np.ndarray, warm):
+        """M-step: ``tagger`` fitted to the covered tokens' weighted beliefs ``labels``."""
+        if tagger.kind == "node":
+            return tagger.fit(
+                None, labels, self.tagset_, warm_start=warm, features=problem.node_features
+            )
+        context = problem.context
+        return tagger.fit(
+            None, context.labels(labels), self.tagset_, warm_start=warm,
+            features=context.features, lengths=context.lengths,
+        )  # fmt: skip
 
     def _context_alpha_at(self, iteration: int, n_iter: int) -> float:
         """α of the contextual M-step ``iteration`` (0-based) of ``n_iter``: ``context_alpha``,

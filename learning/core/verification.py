@@ -30,6 +30,14 @@ tags are right, an annotator's expected answer is linear in ``μ_i``:
 So the least-squares slope of their answers on ``μ``, ``J = Cov(a, μ) / Var(μ)``, estimates their
 *skill* without knowing the truth: 1 for truthful answers, about 0 for answers that do not depend
 on the window (a yes-sayer has ``α = 1, β = 0``; a coin ``α = β = ½``), whatever their rate of Yes.
+
+That needs ``μ`` calibrated. Where the model is surer of itself than ``μ`` says (it is right on
+every window shown, though ``μ`` ranges from 0.6 to 1), truthful answers are all Yes and their
+slope is 0 like a yes-sayer's: the windows cannot tell them apart, and neither may be flagged.
+A model off by a factor shrinks every annotator's slope by it, so an annotator is flagged when
+their skill is below ``flag_threshold`` times the skill of the crowd's good annotators (the 75th
+percentile of the skills of those with enough answers, at most 1): with a calibrated model that
+is the threshold itself; where nobody's answers follow ``μ``, nobody is flagged.
 """
 
 from __future__ import annotations
@@ -235,7 +243,9 @@ def verification_reliability(
     min_observations: int = 10,
 ) -> dict[int, dict]:
     """Per annotator (module docstring): ``{id: {n_observations, skill, yes_rate, flagged}}``.
-    An annotator whose windows' ``μ`` hardly vary cannot be judged: skill is None, no flag."""
+    An annotator whose windows' ``μ`` hardly vary cannot be judged: skill is None, no flag.
+    Flagged: skill below ``flag_threshold`` times the crowd's reference skill, over at least
+    ``min_observations`` answers."""
     annotators, which = np.unique(annotator, return_inverse=True)
     which = which.ravel()
     m = annotators.shape[0]
@@ -249,7 +259,9 @@ def verification_reliability(
     covariance = np.bincount(which, centred * (yes - rate[which]), m)
     judged = spread > 1e-3 * np.maximum(n, 1)  # Var(μ) of at least 0.001
     skill = np.where(judged, covariance / np.where(judged, spread, 1.0), np.nan)
-    flagged = judged & (n >= min_observations) & (skill < flag_threshold)
+    enough = judged & (n >= min_observations)
+    reference = float(np.clip(np.percentile(skill[enough], 75), 0.0, 1.0)) if enough.any() else 1.0
+    flagged = enough & (skill < flag_threshold * reference)
     return {
         int(k): {
             "n_observations": int(c),

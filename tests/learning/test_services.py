@@ -117,6 +117,7 @@ def test_model_file_round_trips_without_pickle(project, crowd):
     with np.load(io.BytesIO(data), allow_pickle=False) as archive:
         assert set(archive.files) == {
             "header", "coef_rows", "coef_values", "intercept",
+            "tag_coef_rows", "tag_coef_values", "tag_intercept",
             "class_forms", "class_form_ends", "class_ids",
         }  # fmt: skip
     assert tagger.kind == "context" and version.hyperparameters["model_kind"] == "context"

@@ -79,7 +79,9 @@ def test_adapter_reads_verification_answers_and_the_fit_uses_them(project, crowd
 
 def test_a_yes_sayer_is_flagged_and_truthful_verifiers_are_not(project, crowd):
     yes_sayer = add_annotators(project, 1, prefix="yes")[0]
-    answer_tasks(project, crowd, 120)
+    # Few enough count answers that the first model still shows wrong tags on some windows: with
+    # 120 it was right on every window shown, and a yes-sayer cannot be told from the truthful.
+    answer_tasks(project, crowd, 40)
     retrain(project)
     Project.objects.filter(pk=project.pk).update(verification_share=1.0, redundancy=5)
     Task.objects.filter(project=project, kind="verify").update(open_slots=5)

@@ -1,3 +1,5 @@
+import zlib
+
 import numpy as np
 import pytest
 
@@ -11,6 +13,7 @@ from learning.core import (
     featurize_tokens,
     simulate_crowd,
 )
+from learning.core.features import neighbour_tag_features
 from learning.core.softmax import compact_columns, soft_label_objective
 
 WORD = FeatureConfig(n_features=2**14)
@@ -131,3 +134,72 @@ def test_bad_soft_labels_are_refused():
         tagger.fit(sentences, np.array([[1.0, -1.0], [0.0, 1.0]]), ["X", "Y"])
     with pytest.raises(ValueError, match="all soft labels are zero"):
         tagger.fit(sentences, np.zeros((2, 2)), ["X", "Y"])
+
+
+def test_neighbour_tag_features_read_the_neighbours_tags_and_nothing_else():
+    config = ContextConfig(word=WORD, tag_offsets=(-1, 2), tag_pairs=False)
+    tagset = ["A", "B"]
+    probs = np.array([[0.9, 0.1], [0.2, 0.8], [0.5, 0.5], [1.0, 0.0], [0.3, 0.7]])
+    x = neighbour_tag_features(probs, [3, 2], tagset, config).toarray()
+    column = {
+        (d, tag): int(zlib.crc32(f"t{d}={tag}".encode()) % WORD.n_features)
+        for d in (-1, 2)
+        for tag in tagset
+    }
+    # Token 1 (second of the first sentence): its left neighbour is token 0; no token 3 ahead.
+    assert x[1, column[(-1, "A")]] == 0.9 and x[1, column[(-1, "B")]] == pytest.approx(0.1)
+    assert x[1, column[(2, "A")]] == 0 and x[1, column[(2, "B")]] == 0
+    # Token 0 reads token 2 at +2; token 3 (first of the second sentence) has no left neighbour.
+    assert x[0, column[(2, "A")]] == 0.5 and x[0, column[(-1, "A")]] == 0
+    assert x[3].sum() == 0 and x[4, column[(-1, "A")]] == 1.0
+    assert x[4, column[(-1, "B")]] == 0  # under 1e-3: left out
+    # A change of token 2's probabilities reaches only the token that reads it (token 0, at +2):
+    # not token 3, the next row but in another sentence.
+    changed = probs.copy()
+    changed[2] = [0.1, 0.9]
+    y = neighbour_tag_features(changed, [3, 2], tagset, config).toarray()
+    assert [bool((x[j] != y[j]).any()) for j in range(5)] == [True, False, False, False, False]
+
+
+def _distant_corpus(rng, n_sentences):
+    """The tag of the last word depends on a marker three words back: "m1 f f z" tags z as X,
+    "m2 f f z" as Y. The first filler's tag says which marker came (F1 after m1, F2 after m2),
+    so a tagger reading the words within two and the likely tags of the tokens two back can
+    tag z; one reading words alone, within two, is right half the time at best."""
+    sentences, tags = [], []
+    for _ in range(n_sentences):
+        mark = int(rng.integers(2))
+        sentences.append([f"m{mark + 1}", "f", "f", "z"])
+        tags.append(["M", f"F{mark + 1}", "G", "X" if mark == 0 else "Y"])
+    return sentences, tags
+
+
+def test_the_second_stage_reads_what_the_first_cannot_see():
+    rng = np.random.default_rng(5)
+    sentences, tags = _distant_corpus(rng, 300)
+    test_sentences, test_tags = _distant_corpus(rng, 100)
+    tagset = sorted({t for labels in tags for t in labels})
+    labels = np.eye(len(tagset))[[tagset.index(t) for labels_ in tags for t in labels_]]
+    one_stage = ContextConfig(word=WORD, class_offsets=(), tag_offsets=(), tag_pairs=False)
+    two_stages = ContextConfig(word=WORD, class_offsets=())
+    first = ContextTagger(alpha=0.1, features=one_stage).fit(sentences, labels, tagset)
+    both = ContextTagger(alpha=0.1, features=two_stages).fit(sentences, labels, tagset)
+
+    def last_word_accuracy(tagger):
+        predicted = tagger.predict(test_sentences)
+        return np.mean([p[3] == g[3] for p, g in zip(predicted, test_tags, strict=True)])
+
+    assert first.tag_coef_ is None and both.tag_coef_ is not None
+    assert last_word_accuracy(first) < 0.65
+    assert last_word_accuracy(both) == 1.0
+    # Tagging a token needs its whole sentence: the rows of a batch come back for those rows.
+    rows = np.array([3, 7])
+    np.testing.assert_allclose(
+        both.token_proba(test_sentences[:2])[rows],
+        both.token_proba(
+            None,
+            features=both.featurize(test_sentences[:2]),
+            lengths=np.array([4, 4]),
+            rows=rows,
+        ),
+    )

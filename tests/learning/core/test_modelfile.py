@@ -7,7 +7,7 @@ import pytest
 
 from learning.core.context_tagger import ContextTagger
 from learning.core.features import ContextConfig, FeatureConfig
-from learning.core.modelfile import ModelFileError, load_tagger, save_tagger
+from learning.core.modelfile import FORMAT_VERSION, ModelFileError, load_tagger, save_tagger
 from learning.core.node_tagger import NodeTagger
 from learning.core.wordclasses import learn_word_classes
 
@@ -42,6 +42,10 @@ def test_round_trip(tmp_path, kind, request):
     assert loaded.feature_config_ == tagger.feature_config_
     np.testing.assert_array_equal(loaded.coef_, tagger.coef_)
     np.testing.assert_array_equal(loaded.intercept_, tagger.intercept_)
+    if tagger.kind == "context":  # the second stage, which reads the neighbours' tags
+        assert tagger.tag_coef_ is not None and np.any(tagger.tag_coef_ != tagger.coef_)
+        np.testing.assert_array_equal(loaded.tag_coef_, tagger.tag_coef_)
+        np.testing.assert_array_equal(loaded.tag_intercept_, tagger.tag_intercept_)
     sentences = [["dog", "the", "unseen"], ["a", "cat"]]
     np.testing.assert_array_equal(loaded.token_proba(sentences), tagger.token_proba(sentences))
     if tagger.kind == "context":
@@ -75,6 +79,69 @@ def test_format_1_files_still_load_and_predict(tmp_path, tagger):
     loaded, metadata = load_tagger(path)
     assert metadata == {"version": 7} and loaded.kind == "node"
     assert loaded.predict(SENTENCES) == tagger.predict(SENTENCES)
+
+
+def _format_2_file(path, tagger):
+    """A contextual model file as format version 2 wrote it (one stage, no tag_offsets)."""
+    features = tagger.feature_config_.to_dict()
+    del features["tag_offsets"], features["tag_pairs"]
+    header = {
+        "format": "tally-tagger",
+        "format_version": 2,
+        "kind": "context",
+        "tagset": list(tagger.tagset_),
+        "features": features,
+        "alpha": tagger.alpha,
+        "word_classes": {"sizes": list(tagger.word_classes.sizes)},
+        "metadata": {"version": 8},
+    }
+    rows = np.flatnonzero(np.any(tagger.coef_ != 0, axis=1))
+    encoded = [form.encode() for form in tagger.word_classes.forms]
+    np.savez_compressed(
+        path,
+        header=np.frombuffer(json.dumps(header).encode(), dtype=np.uint8),
+        coef_rows=rows,
+        coef_values=tagger.coef_[rows],
+        intercept=tagger.intercept_,
+        class_forms=np.frombuffer(b"".join(encoded), dtype=np.uint8),
+        class_form_ends=np.cumsum([len(b) for b in encoded], dtype=np.int64),
+        class_ids=tagger.word_classes.classes.astype(np.int32),
+    )
+
+
+def test_format_2_contextual_files_still_load_and_predict(tmp_path, context_tagger):
+    one_stage = ContextTagger(
+        alpha=0.5,
+        features=ContextConfig(word=WORD, offsets=(-1, 1), tag_offsets=(), tag_pairs=False),
+        word_classes=context_tagger.word_classes,
+    ).fit(SENTENCES, LABELS, TAGSET)
+    path = tmp_path / "v2.npz"
+    _format_2_file(path, one_stage)
+    loaded, metadata = load_tagger(path)
+    assert metadata == {"version": 8} and loaded.kind == "context" and loaded.tag_coef_ is None
+    assert loaded.feature_config_ == one_stage.feature_config_
+    sentences = [["dog", "the", "unseen"], ["a", "cat"]]
+    np.testing.assert_array_equal(loaded.token_proba(sentences), one_stage.token_proba(sentences))
+
+
+def test_a_second_stage_without_its_setting_or_the_reverse_is_refused(tmp_path, context_tagger):
+    buffer = io.BytesIO()
+    save_tagger(context_tagger, buffer)
+    buffer.seek(0)
+    with np.load(buffer) as archive:
+        arrays = {name: archive[name] for name in archive.files}
+    without = {k: v for k, v in arrays.items() if not k.startswith("tag_")}
+    np.savez(tmp_path / "without.npz", **without)
+    with pytest.raises(ModelFileError, match="second stage"):
+        load_tagger(tmp_path / "without.npz")
+    partial = {k: v for k, v in arrays.items() if k != "tag_intercept"}
+    np.savez(tmp_path / "partial.npz", **partial)
+    with pytest.raises(ModelFileError, match="unexpected arrays"):
+        load_tagger(tmp_path / "partial.npz")
+    wide = dict(arrays, tag_coef_rows=arrays["tag_coef_rows"] + WORD.n_features)
+    np.savez(tmp_path / "wide.npz", **wide)
+    with pytest.raises(ModelFileError, match="tag_coef_rows outside"):
+        load_tagger(tmp_path / "wide.npz")
 
 
 def test_inconsistent_word_classes_are_refused(tmp_path, context_tagger):
@@ -124,7 +191,8 @@ def test_wrong_version_and_garbage_are_refused(tmp_path, tagger):
     buffer.seek(0)
     with np.load(buffer) as archive:
         arrays = {name: archive[name] for name in archive.files}
-    header = arrays["header"].tobytes().replace(b'"format_version": 2', b'"format_version": 99')
+    current = f'"format_version": {FORMAT_VERSION}'.encode()
+    header = arrays["header"].tobytes().replace(current, b'"format_version": 99')
     arrays["header"] = np.frombuffer(header, dtype=np.uint8)
     path = tmp_path / "future.npz"
     np.savez(path, **arrays)

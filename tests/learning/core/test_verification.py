@@ -88,6 +88,11 @@ def test_yes_sayers_and_random_answerers_have_no_skill():
     assert table[3]["skill"] == pytest.approx(0.8, abs=0.2) and not table[3]["flagged"]
     assert table[1]["skill"] == 0.0 and table[1]["flagged"] and table[1]["yes_rate"] == 1.0
     assert table[2]["skill"] == pytest.approx(0.0, abs=0.25) and table[2]["flagged"]
+    # A model less sure than it should be (right on every window, μ from 0.3 to 0.99): truthful
+    # answers are all Yes, like a yes-sayer's; nobody can be told apart, nobody is flagged.
+    right = verification_reliability(annotator[annotator != 2], np.ones(n * 3 // 4, bool),
+                                     mu[annotator != 2])  # fmt: skip
+    assert all(row["skill"] == 0.0 and not row["flagged"] for row in right.values())
     # Windows the model is equally sure of say nothing about an annotator: no judgement.
     flat = verification_reliability(np.zeros(50, int), np.ones(50, bool), np.full(50, 0.8))
     assert flat[0]["skill"] is None and not flat[0]["flagged"]
