@@ -5,6 +5,8 @@ import numpy as np
 import pytest
 
 from learning.core import CountTagger, FeatureConfig, Observations, accuracy, simulate_crowd
+from learning.core.pipeline import _Stopwatch
+from learning.core.privacy import Mechanism
 from tests.learning.core.synthetic import make_corpus
 
 CONFIG = FeatureConfig(n_features=2**12)
@@ -119,3 +121,51 @@ def test_context_alpha_descends_from_its_start_to_the_served_alpha(data):
     plain = CountTagger(features=CONFIG, n_em_iter=1, n_context_iter=2, random_state=0)
     plain.fit(sentences, crowd.observations, tagset)
     assert [h["alpha"] for h in plain.history_ if h["model"] == "context"] == [0.3, 0.3]
+
+
+def test_schedule_follows_the_share_of_tags_asked(data):
+    _, gold, _, tagset = data
+    few = simulate_crowd(gold, len(tagset), window=4, tags_per_task=1, random_state=5)
+    every = simulate_crowd(gold, len(tagset), window=4, random_state=5)
+    model = CountTagger()
+    model._schedule(few.observations, None)  # 1 of 4 tags asked: weak answers
+    assert (model.weak_answers_, model.n_em_iter_, model.n_context_iter_, model.cross_fit_) == (
+        True, 40, 10, 2,
+    )  # fmt: skip
+    model._schedule(every.observations, None)
+    assert (model.weak_answers_, model.n_em_iter_, model.n_context_iter_, model.cross_fit_) == (
+        False, 10, 2, 0,
+    )  # fmt: skip
+    released = Mechanism("krr", 3.0, n_tags=len(tagset))
+    model._schedule(few.observations, released)  # private: n_em_iter_private rules instead
+    assert not model.weak_answers_ and model.cross_fit_ == 0
+    fixed = CountTagger(n_em_iter=3, n_context_iter=4, cross_fit=3)
+    fixed._schedule(few.observations, None)
+    assert (fixed.n_em_iter_, fixed.n_context_iter_, fixed.cross_fit_) == (3, 4, 3)
+
+
+def test_cross_fitted_priors_do_not_see_their_own_tokens(data):
+    """The prior of a token in fold f comes from a model fitted without fold f's beliefs: changing
+    those beliefs leaves fold f's priors unchanged and moves the other fold's."""
+    sentences, gold, _, tagset = data
+    crowd = simulate_crowd(gold[:300], len(tagset), window=4, tags_per_task=1, random_state=6)
+    model = CountTagger(features=CONFIG, n_em_iter=1, n_context_iter=3, random_state=0)
+    model.fit(sentences[:300], crowd.observations, tagset)
+    assert model.cross_fit_ == 2
+    assert [h["cross_fitted"] for h in model.history_ if h["model"] == "context"] == [
+        True, True, False,
+    ]  # fmt: skip
+    problem = model._problem(sentences[:300], crowd.observations, None, None, _Stopwatch())
+    folds = model._folds(problem)
+    sentence = np.searchsorted(problem.corpus.offsets, problem.tokens, side="right") - 1
+    np.testing.assert_array_equal(folds, sentence % 2)
+    rng = np.random.default_rng(7)
+    labels = rng.dirichlet(np.ones(len(tagset)), size=problem.tokens.shape[0])
+    start = [model.node_tagger_] * 2
+    _, probs = model._out_of_fold(problem, labels, folds, start, 30)
+    changed = labels.copy()
+    changed[folds == 0] = np.eye(len(tagset))[0]  # fold 0's beliefs all say T0
+    _, probs_changed = model._out_of_fold(problem, changed, folds, start, 30)
+    np.testing.assert_allclose(probs_changed[folds == 0], probs[folds == 0])
+    assert np.abs(probs_changed[folds == 1] - probs[folds == 1]).max() > 0.05
+    assert model.tagger_.alpha == model.context_alpha  # the served model: every token's beliefs
