@@ -38,6 +38,14 @@ A model off by a factor shrinks every annotator's slope by it, so an annotator i
 their skill is below ``flag_threshold`` times the skill of the crowd's good annotators (the 75th
 percentile of the skills of those with enough answers, at most 1): with a calibrated model that
 is the threshold itself; where nobody's answers follow ``μ``, nobody is flagged.
+
+A slope from a few answers is a noisy estimate, and a run of answers that are all alike has
+slope 0 whatever its cause: a truthful annotator whose 14 windows were all wrong answers No 14
+times, like a no-sayer (Alpino, 0.1 count and 1 verification task per sentence: four exact
+annotators flagged so). So a skill below the mark is also tested: flagged only when it is below
+the crowd's reference by more than ``z`` standard errors, the error computed as if the annotator
+answered like the crowd (their own rate of Yes, the reference slope; binomial variance per
+answer), which is what the flag says they do not.
 """
 
 from __future__ import annotations
@@ -241,11 +249,12 @@ def verification_reliability(
     *,
     flag_threshold: float = 0.5,
     min_observations: int = 10,
+    z: float = 2.0,
 ) -> dict[int, dict]:
     """Per annotator (module docstring): ``{id: {n_observations, skill, yes_rate, flagged}}``.
     An annotator whose windows' ``μ`` hardly vary cannot be judged: skill is None, no flag.
-    Flagged: skill below ``flag_threshold`` times the crowd's reference skill, over at least
-    ``min_observations`` answers."""
+    Flagged: over at least ``min_observations`` answers, skill below ``flag_threshold`` times
+    the crowd's reference skill, and below the reference by more than ``z`` standard errors."""
     annotators, which = np.unique(annotator, return_inverse=True)
     which = which.ravel()
     m = annotators.shape[0]
@@ -261,7 +270,11 @@ def verification_reliability(
     skill = np.where(judged, covariance / np.where(judged, spread, 1.0), np.nan)
     enough = judged & (n >= min_observations)
     reference = float(np.clip(np.percentile(skill[enough], 75), 0.0, 1.0)) if enough.any() else 1.0
-    flagged = enough & (skill < flag_threshold * reference)
+    # The slope's standard error were the annotator to answer like the crowd.
+    like_crowd = np.clip(rate[which] + reference * centred, 0.01, 0.99)
+    variance = np.bincount(which, centred**2 * like_crowd * (1.0 - like_crowd), m)
+    error = np.sqrt(variance) / np.where(judged, spread, 1.0)
+    flagged = enough & (skill < flag_threshold * reference) & (reference - skill > z * error)
     return {
         int(k): {
             "n_observations": int(c),

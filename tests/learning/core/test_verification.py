@@ -93,6 +93,16 @@ def test_yes_sayers_and_random_answerers_have_no_skill():
     right = verification_reliability(annotator[annotator != 2], np.ones(n * 3 // 4, bool),
                                      mu[annotator != 2])  # fmt: skip
     assert all(row["skill"] == 0.0 and not row["flagged"] for row in right.values())
+    # A truthful annotator whose 14 windows all happened to be right (all Yes, slope 0, like a
+    # yes-sayer's) or all wrong (all No) is not flagged on so little; a yes-sayer answering 60
+    # windows of the same spread is.
+    for size, said_yes, flagged in ((14, True, False), (14, False, False), (60, True, True)):
+        one = verification_reliability(
+            np.concatenate([annotator, np.full(size, 9)]),
+            np.concatenate([answer, np.full(size, said_yes)]),
+            np.concatenate([mu, np.linspace(0.6, 0.95, size)]),
+        )[9]
+        assert one["skill"] == 0.0 and one["flagged"] == flagged, (size, said_yes)
     # Windows the model is equally sure of say nothing about an annotator: no judgement.
     flat = verification_reliability(np.zeros(50, int), np.ones(50, bool), np.full(50, 0.8))
     assert flat[0]["skill"] is None and not flat[0]["flagged"]
