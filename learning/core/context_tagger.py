@@ -32,8 +32,8 @@ import numpy as np
 import scipy.sparse as sp
 
 from .features import ContextConfig, FeatureConfig, featurize_tokens, neighbour_tag_features
-from .softmax import compact_columns, fit_soft_labels, softmax_rows
-from .tagger_base import LinearTagger, check_soft_labels, prior_intercept, warm_start_params
+from .softmax import softmax_rows
+from .tagger_base import LinearTagger, check_soft_labels
 from .wordclasses import WordClasses
 
 __all__ = ["ContextTagger"]
@@ -178,20 +178,10 @@ class ContextTagger(LinearTagger):
 
     def _fit_stage(self, x, token_counts, labelled, tagset, warm_start, max_iter):
         """One stage's fit on the labelled rows: (coef, intercept, objective, iterations)."""
-        q = token_counts[labelled]
-        compact, active = compact_columns(x[labelled])
-        n_features = self.word_features_.n_features
-        if warm_start is not None:
-            w0, c0 = warm_start_params(warm_start, self.word_features_, n_features, tagset, active)
-        else:
-            w0, c0 = np.zeros((active.shape[0], len(tagset))), prior_intercept(q)
-        coef_active, intercept, value, n_iter = fit_soft_labels(
-            compact, q, self.alpha, w0, c0, max_iter=max_iter, tol=self.tol, ftol=self.ftol,
-            memory=self.memory, dtype=np.float32,
+        return self._fit_linear(
+            x[labelled], token_counts[labelled], tagset, warm_start, max_iter=max_iter,
+            dtype=np.float32,
         )  # fmt: skip
-        coef = np.zeros((n_features, len(tagset)))
-        coef[active] = coef_active
-        return coef, intercept, value, n_iter
 
 
 class _Stage2:

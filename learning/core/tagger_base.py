@@ -45,6 +45,29 @@ class LinearTagger:
         dtype=np.float64,
     ) -> None:
         """Fit the rows ``x`` (labelled ones only) to soft labels ``q``; set the attributes."""
+        coef, intercept, value, n_iter = self._fit_linear(
+            x, q, tagset, warm_start, max_iter=self.max_iter, stop_below=stop_below, dtype=dtype
+        )
+        self.tagset_ = tagset
+        self.coef_ = coef
+        self.intercept_ = intercept
+        self.n_iter_ = int(n_iter)
+        self.objective_ = value
+
+    def _fit_linear(
+        self,
+        x: sp.csr_matrix,
+        q: np.ndarray,
+        tagset: tuple[str, ...],
+        warm_start,
+        *,
+        max_iter: int,
+        stop_below: float | None = None,
+        dtype=np.float64,
+    ) -> tuple[np.ndarray, np.ndarray, float, int]:
+        """``(coef, intercept, objective, iterations)`` of the rows ``x`` fitted to soft labels
+        ``q``, started from ``warm_start`` (a fitted tagger, or None: zero weights and the tag
+        frequencies as intercept)."""
         x, active = compact_columns(x)
         n_features = self.word_features_.n_features
         if warm_start is not None:
@@ -52,16 +75,12 @@ class LinearTagger:
         else:
             w0, c0 = np.zeros((active.shape[0], len(tagset))), prior_intercept(q)
         coef_active, intercept, value, n_iter = fit_soft_labels(
-            x, q, self.alpha, w0, c0, max_iter=self.max_iter, tol=self.tol, ftol=self.ftol,
+            x, q, self.alpha, w0, c0, max_iter=max_iter, tol=self.tol, ftol=self.ftol,
             memory=self.memory, stop_below=stop_below, dtype=dtype,
         )  # fmt: skip
         coef = np.zeros((n_features, len(tagset)))
         coef[active] = coef_active
-        self.tagset_ = tagset
-        self.coef_ = coef
-        self.intercept_ = intercept
-        self.n_iter_ = int(n_iter)
-        self.objective_ = value
+        return coef, intercept, value, n_iter
 
 
 def check_soft_labels(soft_counts: np.ndarray, alpha: float) -> None:

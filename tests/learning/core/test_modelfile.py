@@ -53,16 +53,10 @@ def test_round_trip(tmp_path, kind, request):
         np.testing.assert_array_equal(loaded.word_classes.classes, tagger.word_classes.classes)
 
 
-def _format_1_file(path, tagger):
-    """A model file as format version 1 wrote it (before contextual models)."""
-    header = {
-        "format": "tally-tagger",
-        "format_version": 1,
-        "tagset": list(tagger.tagset_),
-        "features": tagger.feature_config_.to_dict(),
-        "alpha": tagger.alpha,
-        "metadata": {"version": 7},
-    }
+def _old_file(path, tagger, header: dict, **arrays):
+    """A model file as an earlier format version wrote it: ``header`` and one stage's arrays."""
+    header = {"format": "tally-tagger", "tagset": list(tagger.tagset_), "alpha": tagger.alpha,
+              **header}  # fmt: skip
     rows = np.flatnonzero(np.any(tagger.coef_ != 0, axis=1))
     np.savez_compressed(
         path,
@@ -70,7 +64,15 @@ def _format_1_file(path, tagger):
         coef_rows=rows,
         coef_values=tagger.coef_[rows],
         intercept=tagger.intercept_,
+        **arrays,
     )
+
+
+def _format_1_file(path, tagger):
+    """A model file as format version 1 wrote it (before contextual models)."""
+    header = {"format_version": 1, "features": tagger.feature_config_.to_dict(),
+              "metadata": {"version": 7}}  # fmt: skip
+    _old_file(path, tagger, header)
 
 
 def test_format_1_files_still_load_and_predict(tmp_path, tagger):
@@ -85,28 +87,16 @@ def _format_2_file(path, tagger):
     """A contextual model file as format version 2 wrote it (one stage, no tag_offsets)."""
     features = tagger.feature_config_.to_dict()
     del features["tag_offsets"], features["tag_pairs"]
-    header = {
-        "format": "tally-tagger",
-        "format_version": 2,
-        "kind": "context",
-        "tagset": list(tagger.tagset_),
-        "features": features,
-        "alpha": tagger.alpha,
-        "word_classes": {"sizes": list(tagger.word_classes.sizes)},
-        "metadata": {"version": 8},
-    }
-    rows = np.flatnonzero(np.any(tagger.coef_ != 0, axis=1))
+    header = {"format_version": 2, "kind": "context", "features": features,
+              "word_classes": {"sizes": list(tagger.word_classes.sizes)},
+              "metadata": {"version": 8}}  # fmt: skip
     encoded = [form.encode() for form in tagger.word_classes.forms]
-    np.savez_compressed(
-        path,
-        header=np.frombuffer(json.dumps(header).encode(), dtype=np.uint8),
-        coef_rows=rows,
-        coef_values=tagger.coef_[rows],
-        intercept=tagger.intercept_,
+    _old_file(
+        path, tagger, header,
         class_forms=np.frombuffer(b"".join(encoded), dtype=np.uint8),
         class_form_ends=np.cumsum([len(b) for b in encoded], dtype=np.int64),
         class_ids=tagger.word_classes.classes.astype(np.int32),
-    )
+    )  # fmt: skip
 
 
 def test_format_2_contextual_files_still_load_and_predict(tmp_path, context_tagger):
