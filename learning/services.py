@@ -54,6 +54,7 @@ HYPERPARAMETERS = {
     "alpha": 1.0,
     "n_em_iter": 3,
     "n_em_iter_private": 30,  # privatized counts: EM converges more slowly (CountTagger)
+    "n_context_iter_private": 6,
     "n_bp_rounds": 1,
     "reliability": True,
     "flag_threshold": 0.5,
@@ -68,6 +69,7 @@ WARM_HYPERPARAMETERS = {
     **HYPERPARAMETERS,
     "n_em_iter": 2,
     "n_em_iter_private": 10,
+    "n_context_iter_private": 1,
     "max_fit_iter": 20,
     "em_fit_iter": 5,
     "n_context_iter": 1,

@@ -152,6 +152,13 @@ class CountTagger:
     n_context_iter : EM iterations of the contextual model, after the node-only ones (with
         ``model="context"``; 0 serves the node-only model), or ``"auto"``: 2 when the answers
         are informative, 10 when they are weak.
+    n_context_iter_private : the same for releases of a privacy mechanism (not cross-fitted by
+        the ``"auto"`` schedule).
+        With ``context_alpha_private`` the contextual model no longer copies the releases' noise
+        from its beliefs, and further iterations keep improving it: krr, window 5, 1 tag per task,
+        10 tasks per sentence, α = 3, 2 → 6 → 10 iterations: EWT 89.3 → 90.9 %, Sequoia 89.0 →
+        90.2 → 90.4 %, Alpino 73.9 → 73.7 → 73.3 % (cross-fitted instead, 10 iterations: EWT
+        90.4, Sequoia 89.8, Alpino 72.8 %, at more CPU).
     cross_fit : sentence folds of the contextual E-step's priors (0 or 1: none), or ``"auto"``:
         2 when the answers are weak, none otherwise. With ``F`` folds every contextual iteration
         but the last fits ``F`` models, model ``f`` on the beliefs of the tokens outside fold
@@ -223,6 +230,7 @@ class CountTagger:
         n_em_iter: int | str = "auto",
         n_em_iter_private: int = 30,
         n_context_iter: int | str = "auto",
+        n_context_iter_private: int = 6,
         cross_fit: int | str = "auto",
         cross_fit_alpha: float = 0.9,
         weak_share: float = 0.5,
@@ -254,6 +262,7 @@ class CountTagger:
         self.n_em_iter = n_em_iter
         self.n_em_iter_private = n_em_iter_private
         self.n_context_iter = n_context_iter
+        self.n_context_iter_private = n_context_iter_private
         self.cross_fit = cross_fit
         self.cross_fit_alpha = cross_fit_alpha
         self.weak_share = weak_share
@@ -633,11 +642,13 @@ class CountTagger:
         )  # fmt: skip
         self.node_tagger_ = node
         tagger = node
-        if self.model == "context" and self.n_context_iter_ > 0:
+        private = problem.mechanism is not None
+        n_context_iter = self.n_context_iter_private if private else self.n_context_iter_
+        if self.model == "context" and n_context_iter > 0:
             warm = previous if getattr(previous, "kind", None) == "context" else node
             tagger, weights, reliability, feasible = self._em(
                 problem, node, warm, weights, reliability, "context",
-                self.n_context_iter_, (self.context_fit_iter, self.context_refit_iter), watch,
+                n_context_iter, (self.context_fit_iter, self.context_refit_iter), watch,
             )  # fmt: skip
         self.skipped_observations_ = np.flatnonzero(~feasible)
         return tagger, weights, reliability

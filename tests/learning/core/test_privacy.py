@@ -204,7 +204,8 @@ def test_released_counts_fit_the_contextual_model_with_their_own_l2_strength():
     mechanism = Mechanism("krr", 3.0, n_tags=4)
     private = released_through(mechanism, obs, sentences, rng)
     settings = dict(features=FeatureConfig(2**10), word_classes=False, n_em_iter=1,
-                    n_em_iter_private=1, n_context_iter=3, cross_fit=0, context_alpha=0.3,
+                    n_em_iter_private=1, n_context_iter=3, n_context_iter_private=3,
+                    cross_fit=0, context_alpha=0.3,
                     context_alpha_private=7.0, reliability=False, random_state=0)  # fmt: skip
 
     def context_alphas(model):
@@ -220,6 +221,10 @@ def test_released_counts_fit_the_contextual_model_with_their_own_l2_strength():
     below = CountTagger(**settings, context_alpha_start=3.0)  # no ascent to the served α
     below.fit(sentences, private, tagset, mechanism=mechanism)
     assert context_alphas(below) == [7.0, 7.0, 7.0]
+    # Released counts run their own number of contextual iterations.
+    longer = CountTagger(**{**settings, "n_context_iter_private": 5})
+    longer.fit(sentences, private, tagset, mechanism=mechanism)
+    assert context_alphas(longer) == [7.0] * 5
 
 
 def test_annotators_are_judged_after_more_released_answers_the_more_private():
