@@ -13,6 +13,7 @@ to this kind of answer, next to the data (:mod:`.observations`).
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -20,7 +21,7 @@ import numpy as np
 from .observations import Observations
 from .posterior import WindowPosteriors, window_posteriors
 
-__all__ = ["CountEvidence", "expected_counts"]
+__all__ = ["CountEvidence", "count_distribution", "expected_counts"]
 
 
 def expected_counts(
@@ -31,6 +32,23 @@ def expected_counts(
     inside = (window_tokens >= 0)[:, :, None]
     p = np.where(inside, token_probs[np.maximum(window_tokens, 0)], 0.0)
     return p.sum(axis=1), (p * (1.0 - p)).sum(axis=1)
+
+
+def count_distribution(tags: Sequence[Sequence[int]], window: int, n_tags: int) -> np.ndarray:
+    """The distribution of a count task's true answer when it asks one tag, uniformly among the
+    ``n_tags``, about a window of ``window`` tokens placed anywhere a whole window fits in a
+    sentence of ``tags`` (tag indices): shape (window + 1,). Shorter sentences are left out."""
+    histogram = np.zeros(window + 1)
+    for sentence in tags:
+        if len(sentence) < window:
+            continue
+        one_hot = np.eye(n_tags, dtype=np.int64)[np.asarray(sentence, dtype=np.int64)]
+        running = np.vstack([np.zeros((1, n_tags), dtype=np.int64), one_hot.cumsum(axis=0)])
+        counts = running[window:] - running[:-window]  # (windows, n_tags)
+        histogram += np.bincount(counts.ravel(), minlength=window + 1)
+    if histogram.sum() == 0:
+        raise ValueError(f"no sentence has {window} tokens")
+    return histogram / histogram.sum()
 
 
 @dataclass(frozen=True)

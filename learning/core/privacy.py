@@ -89,6 +89,23 @@ class Mechanism:
         beta = self.debias(window, n_asked)
         return c.T @ beta**2 - np.arange(window + 1) ** 2
 
+    def information_share(self, count_probs: np.ndarray, n_asked: int = 1) -> float:
+        """The share of a true count's information that its release keeps, ``I(N; o) / H(N)``,
+        for one asked tag whose true counts ``N`` in a window of ``len(count_probs) − 1``
+        tokens follow ``count_probs``. An answer worth this share of a plain one: a private
+        project needs about its inverse times the answers for the same accuracy."""
+        p = np.asarray(count_probs, dtype=np.float64)
+        if p.ndim != 1 or p.shape[0] < 2 or (p < 0).any() or not np.isclose(p.sum(), 1.0):
+            raise ValueError("count_probs must be a distribution over the counts 0..w")
+        entropy = -float((p[p > 0] * np.log(p[p > 0])).sum())
+        if entropy == 0.0:
+            raise ValueError("a count that never varies carries no information to keep")
+        joint = self.channel(p.shape[0] - 1, n_asked) * p[None, :]  # P(o, N)
+        independent = joint.sum(axis=1, keepdims=True) * p[None, :]  # P(o) P(N)
+        inside = joint > 0
+        mutual = float((joint[inside] * np.log(joint[inside] / independent[inside])).sum())
+        return mutual / entropy
+
     def release(
         self, counts: np.ndarray, tag_mask: np.ndarray, length: np.ndarray, rng
     ) -> np.ndarray:

@@ -8,7 +8,9 @@ pipeline, printed as one JSON object and drawn as an SVG chart.
   one verification task per sentence, at 0.1, 0.25, 0.5 and 1 count task per sentence (each run
   also scores the count-only model given the verification answers' number as more count tasks).
 - ``privacy``: accuracy of the moments and of the refined model against the privacy level α per
-  answer (1, 3, 8; ∞ is the same tasks answered without privacy), 10 tasks per sentence of one tag.
+  answer (1, 3, 8; ∞ is the same tasks answered without privacy), 10 tasks per sentence of one tag,
+  and the share of a count's information a release keeps at each α (for the training corpus'
+  counts: :meth:`.privacy.Mechanism.information_share`).
 """
 
 from __future__ import annotations
@@ -20,8 +22,9 @@ from pathlib import Path
 from django.core.management.base import BaseCommand, CommandParser
 
 from devtools.svgchart import Series, line_chart
+from learning.core.counts import count_distribution
 from learning.core.experiment import simulation_report
-from learning.core.privacy import DEFAULT_MECHANISM, MECHANISMS
+from learning.core.privacy import DEFAULT_MECHANISM, MECHANISMS, Mechanism
 from learning.management.commands.simulate_crowd import read_corpus
 
 COUNT_SHARES = (0.1, 0.25, 0.5, 1.0)
@@ -110,9 +113,12 @@ def _privacy(train, test, common: dict, mechanism: str, log) -> dict:
         log.write(f"alpha {alpha}: refined {report['accuracy_refined']:.2f}\n")
         points.append(report)
     public = points[0]
+    shares = information_shares(train, common["window"], mechanism)
+    log.write("information kept: " + ", ".join(f"α {a:g} {s:.3f}" for a, s in shares) + "\n")
     result = {
         "study": "privacy",
         "mechanism": mechanism,
+        "information_share": shares + [["inf", 1.0]],
         "refined": [[p["privacy_alpha"], 100 * p["accuracy_refined"]] for p in points]
         + [["inf", 100 * public["accuracy_refined_without_privacy"]]],
         "moments": [[p["privacy_alpha"], 100 * p["accuracy_moments"]] for p in points]
@@ -120,6 +126,20 @@ def _privacy(train, test, common: dict, mechanism: str, log) -> dict:
         "reports": points,
     }
     return result | {"svg": privacy_chart(result)}
+
+
+def information_shares(train, window: int, mechanism: str) -> list[list[float]]:
+    """[α, share of a count's information its release keeps] for each α of the study, for one
+    asked tag's counts in ``window`` tokens of the ``train`` corpus (UPOS)."""
+    tagset = sorted({t for s in train for t in s.tags("upos")})
+    index = {t: k for k, t in enumerate(tagset)}
+    counts = count_distribution(
+        [[index[t] for t in s.tags("upos")] for s in train], window, len(tagset)
+    )
+    return [
+        [alpha, Mechanism(mechanism, alpha, n_tags=len(tagset)).information_share(counts)]
+        for alpha in ALPHAS
+    ]
 
 
 def privacy_chart(result: dict) -> str:

@@ -1,6 +1,7 @@
 import numpy as np
+import pytest
 
-from learning.core.counts import CountEvidence
+from learning.core.counts import CountEvidence, count_distribution
 from learning.core.design import encode_corpus
 from learning.core.em import expected_labels, window_token_index
 from learning.core.node_tagger import aggregate_by_type
@@ -49,3 +50,12 @@ def test_overlapping_windows_and_zero_weights():
         assert not covered[only_ignored].any()
     q = aggregate_by_type(corpus.type_ids, corpus.n_types, result.beliefs, result.token_weight)
     np.testing.assert_allclose(q.sum(), result.token_weight.sum())
+
+
+def test_count_distribution_counts_every_whole_window_and_every_tag():
+    # Tags 0 1 0 0 in windows of 3: windows (0 1 0) and (1 0 0); tag 0 counts 2, 2; tag 1
+    # counts 1, 1; tag 2 counts 0, 0. The 2-token sentence holds no whole window.
+    distribution = count_distribution([[0, 1, 0, 0], [2, 2]], window=3, n_tags=3)
+    np.testing.assert_allclose(distribution, [2 / 6, 2 / 6, 2 / 6, 0.0])
+    with pytest.raises(ValueError):
+        count_distribution([[0, 1]], window=3, n_tags=3)

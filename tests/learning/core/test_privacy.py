@@ -241,3 +241,30 @@ def test_annotators_are_judged_after_more_released_answers_the_more_private():
     assert needed[0] == 11 and needed[1] == 30
     assert 3000 < needed[2] < 5000
     assert Mechanism("krr", 3.0, 17).min_judged_answers(10, obs.subset(np.zeros(n, bool))) == 10
+
+
+def test_information_share_is_mutual_information_over_entropy():
+    """I(N; o) / H(N) computed as H(o) − H(o | N) over H(N), from the channel's columns; it
+    grows with α from nothing to everything, and the budget split across tags costs each one."""
+    counts = np.array([0.74, 0.22, 0.035, 0.004, 0.0009, 0.0001])
+    for name in MECHANISMS:
+        mechanism = Mechanism(name, 3.0, n_tags=17)
+        c = mechanism.channel(5, 1)
+        released = c @ counts
+        h_release = -(released * np.log2(released)).sum()
+        h_given = -(counts * (c * np.log2(c)).sum(axis=0)).sum()
+        h_count = -(counts * np.log2(counts)).sum()
+        expected = (h_release - h_given) / h_count
+        assert mechanism.information_share(counts) == pytest.approx(expected, rel=1e-9)
+    shares = [Mechanism("krr", a, n_tags=17).information_share(counts) for a in (0.1, 1, 3, 8, 40)]
+    assert shares[0] < 0.01 and shares[-1] > 0.999
+    assert np.all(np.diff(shares) > 0)
+    krr = Mechanism("krr", 3.0, n_tags=17)
+    assert krr.information_share(counts, n_asked=2) < krr.information_share(counts) / 2
+
+
+def test_information_share_refuses_what_is_not_a_count_distribution():
+    krr = Mechanism("krr", 3.0, n_tags=17)
+    for bad in ([0.5, 0.6], [1.0], [-0.1, 1.1], [1.0, 0.0, 0.0]):
+        with pytest.raises(ValueError):
+            krr.information_share(np.array(bad))
