@@ -23,7 +23,6 @@ from .design import coverage, encode_corpus
 from .em import window_token_index
 from .evaluate import MostFrequentTagger, accuracy
 from .node_tagger import NodeTagger
-from .observations import Observations
 from .pipeline import STAGES, CountTagger
 from .privacy import DEFAULT_MECHANISM, Mechanism
 from .simulate import simulate_crowd, simulate_verifications
@@ -114,18 +113,7 @@ def simulation_report(
     if privacy_alpha is not None:
         private = Mechanism(mechanism, privacy_alpha, n_tags=len(tagset))
         public = CountTagger(**params).fit(sentences, observations, tagset)
-        observations = Observations.create(
-            sentence=observations.sentence,
-            start=observations.start,
-            length=observations.length,
-            tag_mask=observations.tag_mask,
-            counts=private.release(
-                observations.counts, observations.tag_mask, observations.length, seed + 2
-            ),
-            annotator=observations.annotator,
-            sentence_lengths=[len(s) for s in sentences],
-            released=True,
-        )
+        observations = private.released(observations, seed + 2)
         privacy_report = {"privacy_alpha": privacy_alpha, "mechanism": mechanism}
         # As a private project's retrain: an annotator is judged after as many released answers
         # as carry the evidence of min_flag_observations true ones.

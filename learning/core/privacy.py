@@ -34,6 +34,7 @@ Learning stays consistent and exact:
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 from dataclasses import dataclass
 from functools import lru_cache
@@ -117,6 +118,13 @@ class Mechanism:
             column = self.channel(int(length[i]), int(n_asked[i]))[:, counts[i, j]]
             released[i, j] = rng.choice(column.shape[0], p=column)
         return released
+
+    def released(self, observations: Observations, rng) -> Observations:
+        """The same answers as a private project stores them (simulations): each asked tag's
+        count randomized by :meth:`release`, windows and annotators kept. A release lies in
+        ``0..w`` like the count it replaces, so the observations stay valid."""
+        counts = self.release(observations.counts, observations.tag_mask, observations.length, rng)
+        return dataclasses.replace(observations, counts=counts)
 
     def debiased_counts(self, observations: Observations) -> np.ndarray:
         """``β(o)`` of every asked tag's release (n, K), 0 off the asked tags."""

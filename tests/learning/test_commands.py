@@ -123,3 +123,18 @@ def test_malformed_corpus_names_the_line(corpora, tmp_path):
     bad.write_text("1\tword\tword\tNOUN\n", encoding="utf-8")
     with pytest.raises(CommandError, match="line 1: expected 10 tab-separated columns, found 4"):
         call_command("simulate_crowd", "--train", str(bad), "--test", str(test))
+
+
+def test_simulate_crowd_learns_from_released_answers(corpora):
+    """--privacy-alpha releases every count on the simulated phones (krr by default) and reports
+    the same tasks learned without privacy beside them."""
+    train, test = corpora
+    args = ["--train", str(train), "--test", str(test), "--obs-per-sentence", "2",
+            "--tags-per-task", "1", "--em-iterations", "2", "--context-iterations", "1",
+            "--no-references", "--json"]  # fmt: skip
+    private = _run(*args, "--privacy-alpha", "3")
+    assert private["mechanism"] == "krr" and private["privacy_alpha"] == 3.0
+    assert private["n_observations"] == 1200
+    assert 0 < private["accuracy_refined"] <= private["accuracy_refined_without_privacy"] + 0.05
+    plain = _run(*args)
+    assert private["accuracy_refined_without_privacy"] == pytest.approx(plain["accuracy_refined"])

@@ -29,19 +29,3 @@ def make_corpus(
     gold = [t.tolist() for t in np.split(tags, bounds)]
     tagset = [f"T{k}" for k in range(n_tags)]
     return sentences, gold, w_star, tagset
-
-
-def released_through(mechanism, observations, sentences, rng):
-    """The same answers as a private project stores them: each count released by `mechanism`,
-    annotators kept."""
-    from learning.core.observations import Observations
-
-    return Observations.create(
-        sentence=observations.sentence, start=observations.start, length=observations.length,
-        tag_mask=observations.tag_mask,
-        counts=mechanism.release(
-            observations.counts, observations.tag_mask, observations.length, rng
-        ),
-        annotator=observations.annotator, sentence_lengths=[len(s) for s in sentences],
-        released=True,
-    )  # fmt: skip

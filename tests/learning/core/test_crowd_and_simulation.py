@@ -2,7 +2,7 @@ import numpy as np
 
 from learning.core.crowd import chance_squared_error, estimate_reliability
 from learning.core.simulate import simulate_crowd
-from tests.learning.core.synthetic import make_corpus, released_through
+from tests.learning.core.synthetic import make_corpus
 
 
 def test_simulation_is_seeded_and_exact_annotators_tell_the_truth():
@@ -96,7 +96,7 @@ def test_a_private_crowd_of_honest_annotators_keeps_full_weight():
                            n_annotators=20, random_state=3)  # fmt: skip
     obs = crowd.observations
     mechanism = Mechanism("krr", 3.0, n_tags=4)
-    private = released_through(mechanism, obs, sentences, rng)
+    private = mechanism.released(obs, rng)
     mean, var = _true_expectations(sentences, private, w_star)
     with np.errstate(invalid="raise"):
         result = estimate_reliability(

@@ -126,12 +126,7 @@ def test_debiased_moments_are_consistent():
     for per_sentence in (1, 4, 16):
         crowd = simulate_crowd(gold, 4, window=4, obs_per_sentence=per_sentence,
                                tags_per_task=1, random_state=per_sentence)  # fmt: skip
-        obs = crowd.observations
-        released = mechanism.release(obs.counts, obs.tag_mask, obs.length, rng)
-        private = Observations.create(
-            sentence=obs.sentence, start=obs.start, length=obs.length, tag_mask=obs.tag_mask,
-            counts=released, sentence_lengths=corpus.lengths, released=True,
-        )  # fmt: skip
+        private = mechanism.released(crowd.observations, rng)
         solution = solve_word_tag_probs(
             design_matrix(corpus, private), mechanism.debiased_counts(private),
             private.tag_mask * 1.0, private.length, 1e-3,
@@ -143,7 +138,7 @@ def test_debiased_moments_are_consistent():
 
 def test_count_tagger_learns_from_private_answers_and_flags_spammers():
     from learning.core import CountTagger, FeatureConfig, accuracy, simulate_crowd
-    from tests.learning.core.synthetic import make_corpus, released_through
+    from tests.learning.core.synthetic import make_corpus
 
     rng = np.random.default_rng(23)
     sentences, gold, w_star, tagset = make_corpus(rng, n_sentences=1500, n_words=30)
@@ -151,7 +146,7 @@ def test_count_tagger_learns_from_private_answers_and_flags_spammers():
                            n_annotators=10, spam_fraction=0.2, random_state=0)  # fmt: skip
     obs = crowd.observations
     mechanism = Mechanism("geometric", 3.0, n_tags=4)
-    private = released_through(mechanism, obs, sentences, rng)
+    private = mechanism.released(obs, rng)
     model = CountTagger(model="node", features=FeatureConfig(2**12), n_em_iter=5,
                         min_flag_observations=50, random_state=0)  # fmt: skip
     with np.errstate(invalid="raise"):
@@ -168,18 +163,27 @@ def test_count_tagger_learns_from_private_answers_and_flags_spammers():
         CountTagger(model="node").fit(sentences, wide, tagset, mechanism=mechanism)
 
 
+def _private_crowd(seed: int, *, n_sentences: int, alpha: float):
+    """A synthetic corpus of 4 tags answered by 3 one-tag tasks of 4 words per sentence, and
+    the same answers released through krr at ``alpha``: (sentences, tagset, exact answers,
+    mechanism, released answers)."""
+    from learning.core import simulate_crowd
+    from tests.learning.core.synthetic import make_corpus
+
+    rng = np.random.default_rng(seed)
+    sentences, gold, _, tagset = make_corpus(rng, n_sentences=n_sentences, n_words=30)
+    exact = simulate_crowd(gold, 4, window=4, obs_per_sentence=3, tags_per_task=1,
+                           random_state=0).observations  # fmt: skip
+    mechanism = Mechanism("krr", alpha, n_tags=4)
+    return sentences, tagset, exact, mechanism, mechanism.released(exact, rng)
+
+
 def test_private_em_runs_every_iteration_unless_given_a_tolerance():
     """A release's likelihood is mostly the mechanism's own noise: a tolerance relative to its
     size stopped EM early (at α = 1 after 5 of 30 iterations), so private fits run them all."""
-    from learning.core import CountTagger, FeatureConfig, simulate_crowd
-    from tests.learning.core.synthetic import make_corpus, released_through
+    from learning.core import CountTagger, FeatureConfig
 
-    rng = np.random.default_rng(29)
-    sentences, gold, _, tagset = make_corpus(rng, n_sentences=400, n_words=30)
-    obs = simulate_crowd(gold, 4, window=4, obs_per_sentence=3, tags_per_task=1,
-                         random_state=0).observations  # fmt: skip
-    mechanism = Mechanism("krr", 1.0, n_tags=4)
-    private = released_through(mechanism, obs, sentences, rng)
+    sentences, tagset, _, mechanism, private = _private_crowd(29, n_sentences=400, alpha=1.0)
     settings = dict(model="node", features=FeatureConfig(2**10), n_em_iter_private=6,
                     reliability=False, random_state=0)  # fmt: skip
     every = CountTagger(**settings).fit(sentences, private, tagset, mechanism=mechanism)
@@ -194,15 +198,9 @@ def test_released_counts_fit_the_contextual_model_with_their_own_l2_strength():
     α (Alpino at α = 3: 71.1 % with 0.3, 74.0 % with 10): private fits use
     context_alpha_private in every contextual M-step, exact counts keep context_alpha, and an
     annealing start descends to the α of the kind of answer."""
-    from learning.core import CountTagger, FeatureConfig, simulate_crowd
-    from tests.learning.core.synthetic import make_corpus, released_through
+    from learning.core import CountTagger, FeatureConfig
 
-    rng = np.random.default_rng(31)
-    sentences, gold, _, tagset = make_corpus(rng, n_sentences=300, n_words=30)
-    obs = simulate_crowd(gold, 4, window=4, obs_per_sentence=3, tags_per_task=1,
-                         random_state=0).observations  # fmt: skip
-    mechanism = Mechanism("krr", 3.0, n_tags=4)
-    private = released_through(mechanism, obs, sentences, rng)
+    sentences, tagset, obs, mechanism, private = _private_crowd(31, n_sentences=300, alpha=3.0)
     settings = dict(features=FeatureConfig(2**10), word_classes=False, n_em_iter=1,
                     n_em_iter_private=1, n_context_iter=3, n_context_iter_private=3,
                     cross_fit=0, context_alpha=0.3,
@@ -268,3 +266,18 @@ def test_information_share_refuses_what_is_not_a_count_distribution():
     for bad in ([0.5, 0.6], [1.0], [-0.1, 1.1], [1.0, 0.0, 0.0]):
         with pytest.raises(ValueError):
             krr.information_share(np.array(bad))
+
+
+def test_released_observations_keep_everything_but_the_counts():
+    from learning.core import simulate_crowd
+
+    obs = simulate_crowd([[0, 1, 2, 3, 0, 1]] * 50, 4, window=4, obs_per_sentence=3,
+                         tags_per_task=2, n_annotators=5, random_state=0).observations  # fmt: skip
+    mechanism = Mechanism("krr", 3.0, n_tags=4)
+    released = mechanism.released(obs, 7)
+    expected = mechanism.release(obs.counts, obs.tag_mask, obs.length, 7)
+    np.testing.assert_array_equal(released.counts, expected)
+    assert not np.array_equal(released.counts, obs.counts)
+    for field in ("sentence", "start", "length", "tag_mask", "annotator"):
+        np.testing.assert_array_equal(getattr(released, field), getattr(obs, field))
+    assert ((released.counts >= 0) & (released.counts <= released.length[:, None])).all()
