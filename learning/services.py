@@ -42,39 +42,9 @@ from learning.webhooks.outbox import deliveries_create
 
 logger = logging.getLogger(__name__)
 
-# CountTagger settings. The served model is contextual (the word and its neighbours, with word
-# classes learned from the project's own text); the node-only moment model is its first stage.
-# Full fit: λ chosen on each project's own held-out answers (by squared count error, see
-# `learning.core.solver.select_ridge`; a constant picked on one corpus would not carry over to
-# another) and 3 exact-count EM iterations. Warm-started fit: the previous version's models are a
-# good start, so fewer L-BFGS iterations per fit reach the same accuracy (see benchmark_retrain).
-HYPERPARAMETERS = {
-    "model": "context",
-    "ridge": "auto",
-    "alpha": 1.0,
-    "n_em_iter": 3,
-    "n_em_iter_private": 30,  # privatized counts: EM converges more slowly (CountTagger)
-    "n_context_iter_private": 6,
-    "n_bp_rounds": 1,
-    "reliability": True,
-    "flag_threshold": 0.5,
-    "min_flag_observations": 10,
-    "max_fit_iter": 100,
-    "em_fit_iter": 10,
-    "n_context_iter": 2,
-    "context_fit_iter": 60,
-    "context_refit_iter": 20,
-}
-WARM_HYPERPARAMETERS = {
-    **HYPERPARAMETERS,
-    "n_em_iter": 2,
-    "n_em_iter_private": 10,
-    "n_context_iter_private": 1,
-    "max_fit_iter": 20,
-    "em_fit_iter": 5,
-    "n_context_iter": 1,
-    "context_fit_iter": 20,
-}
+# The retrain passes CountTagger nothing but the project's facts (its answers, a privacy
+# mechanism, the previous version to warm-start from): the schedule is the one CountTagger's
+# "auto" picks, the same as simulate_crowd measures (learning.core.schedule).
 RANDOM_STATE = 0
 
 
@@ -166,16 +136,7 @@ def _fit_and_store(
     timings["read"] = time.perf_counter() - tic
     if len(data.fit) == 0:
         raise RetrainError("No observations to fit: every answer is held out or flagged.")
-    params = WARM_HYPERPARAMETERS if warm is not None else HYPERPARAMETERS
-    if data.mechanism is not None:
-        params = {
-            **params,
-            "min_flag_observations": data.mechanism.min_judged_answers(
-                params["min_flag_observations"], data.judged
-            ),
-        }
     estimator = CountTagger(
-        **params,
         word_classes=_reusable_word_classes(current, warm, data),
         random_state=RANDOM_STATE,
     )
@@ -201,8 +162,8 @@ def _fit_and_store(
         annotators=data.answers.annotators,
         answers=data.answers.answers,
         median_seconds=data.answers.median_seconds,
-        flag_threshold=params["flag_threshold"],
-        min_observations=params["min_flag_observations"],
+        flag_threshold=estimator.flag_threshold,
+        min_observations=estimator.min_flag_observations_,
         mechanism=data.mechanism,
     )
     verification.table_add_verification(
@@ -210,8 +171,8 @@ def _fit_and_store(
         probs=probs,
         judged=data.verifications_judged,
         fitted=estimator.verification_reliability_,
-        flag_threshold=params["flag_threshold"],
-        min_observations=params["min_flag_observations"],
+        flag_threshold=estimator.flag_threshold,
+        min_observations=estimator.min_flag_observations_,
     )
     names = _usernames(row["annotator"] for row in table)
     for row in table:
@@ -247,7 +208,11 @@ def _fit_and_store(
                 observations_count=data.observations_total,
                 newest_observation=data.newest_observation,
                 hyperparameters={
-                    **params,
+                    "model": estimator.model,
+                    "schedule": estimator.schedule_.as_dict(),
+                    "ridge": estimator.ridge_,
+                    "alpha": estimator.alpha_,
+                    "min_flag_observations": estimator.min_flag_observations_,
                     "random_state": RANDOM_STATE,
                     "fitted_observations": len(data.fit),
                     "excluded_observations": data.excluded_observations,

@@ -25,6 +25,7 @@ from .node_tagger import NodeTagger
 from .observations import Observations
 from .pipeline import CountTagger
 from .posterior import window_posteriors
+from .schedule import EMSchedule, choose_schedule
 from .simplex import project_rows_to_simplex
 from .simulate import SimulatedCrowd, simulate_crowd
 from .solver import select_ridge, solve_word_tag_probs
@@ -39,6 +40,7 @@ __all__ = [
     "CountEvidence",
     "Corpus",
     "CountTagger",
+    "EMSchedule",
     "FeatureConfig",
     "NodeTagger",
     "ModelFileError",
@@ -48,6 +50,7 @@ __all__ = [
     "SimulatedCrowd",
     "WordClasses",
     "accuracy",
+    "choose_schedule",
     "confusion_matrix",
     "count_consistency",
     "design_matrix",

@@ -27,7 +27,7 @@ from .pipeline import STAGES, CountTagger
 from .privacy import DEFAULT_MECHANISM, Mechanism
 from .simulate import simulate_crowd, simulate_verifications
 
-__all__ = ["simulation_report", "supervised_tagger"]
+__all__ = ["gold_indices", "simulation_report", "supervised_tagger"]
 
 
 def supervised_tagger(
@@ -43,6 +43,19 @@ def supervised_tagger(
     if token_weight is not None:
         labels *= (np.asarray(token_weight) > 0)[:, None]
     return tagger.fit(sentences, labels, tagset)
+
+
+def gold_indices(
+    corpus: Sequence[ConlluSentence], tag_column: str = "upos"
+) -> tuple[list[str], list[list[int]]]:
+    """The sorted tag set of ``corpus`` and each sentence's gold tags as indices into it: the
+    tag columns of the answers :func:`simulation_report` simulates."""
+    tags = [s.tags(tag_column) for s in corpus]
+    tagset = sorted({t for sentence in tags for t in sentence})
+    if not tagset:
+        raise ValueError("the training corpus has no tags")
+    index = {t: k for k, t in enumerate(tagset)}
+    return tagset, [[index[t] for t in sentence] for sentence in tags]
 
 
 def simulation_report(
@@ -81,15 +94,11 @@ def simulation_report(
     project's retrain, annotators are judged only after
     :meth:`.privacy.Mechanism.min_judged_answers` answers. ``references=False``
     skips the supervised references (for studies that need only the learned models)."""
-    train_tags = [s.tags(tag_column) for s in train]
-    tagset = sorted({t for tags in train_tags for t in tags})
-    if not tagset:
-        raise ValueError("the training corpus has no tags")
-    index = {t: k for k, t in enumerate(tagset)}
-    gold = [[index[t] for t in tags] for tags in train_tags]
+    tagset, gold = gold_indices(train, tag_column)
     sentences = [s.tokens for s in train]
     test_sentences = [s.tokens for s in test]
     test_tags = [s.tags(tag_column) for s in test]
+    train_tags = [s.tags(tag_column) for s in train]
 
     def crowd_for(tasks_per_sentence):
         return simulate_crowd(
@@ -115,15 +124,11 @@ def simulation_report(
         public = CountTagger(**params).fit(sentences, observations, tagset)
         observations = private.released(observations, seed + 2)
         privacy_report = {"privacy_alpha": privacy_alpha, "mechanism": mechanism}
-        # As a private project's retrain: an annotator is judged after as many released answers
-        # as carry the evidence of min_flag_observations true ones.
-        base = CountTagger(**params).min_flag_observations
-        judged_after = private.min_judged_answers(base, observations)
-        fit_params = {**params, "min_flag_observations": judged_after}
-        privacy_report["min_flag_observations"] = judged_after
-    else:
-        fit_params = params
-    model = CountTagger(**fit_params).fit(sentences, observations, tagset, mechanism=private)
+    model = CountTagger(**params).fit(sentences, observations, tagset, mechanism=private)
+    if private is not None:
+        # As in a private project's retrain: an annotator is judged after as many released
+        # answers as carry the evidence of min_flag_observations true ones.
+        privacy_report["min_flag_observations"] = model.min_flag_observations_
     verification_report: dict = {}
     verifications = None
     if verify_per_sentence > 0:
@@ -138,7 +143,7 @@ def simulation_report(
             tap=verify_tap,
             random_state=seed + 1,
         )
-        model = CountTagger(**fit_params).fit(
+        model = CountTagger(**params).fit(
             sentences, observations, tagset, verifications=verifications, mechanism=private
         )
         same_answers = CountTagger(**params).fit(
@@ -178,7 +183,7 @@ def simulation_report(
     scores, seconds = {}, {}
     for name, (like, weight) in supervised.items() if references else ():
         tic = time.perf_counter()
-        unfitted = _unfitted_like(like, max_iter=model.max_fit_iter * 3)
+        unfitted = _unfitted_like(like, max_iter=model.schedule_.moment_fit_iter * 3)
         scores[name] = score(supervised_tagger(unfitted, sentences, gold, tagset, weight))
         seconds[name] = time.perf_counter() - tic
     most_frequent = MostFrequentTagger().fit(sentences, train_tags)
@@ -208,6 +213,7 @@ def simulation_report(
         "ridge": model.ridge_,
         "alpha": model.alpha_,
         "alpha_errors": model.alpha_errors_,
+        "schedule": model.schedule_.name,
         "em_iterations": len(model.history_),
         "skipped_observations": int(model.skipped_observations_.shape[0]),
         "simulated_spammers": [int(a) for a in spammers],

@@ -63,7 +63,7 @@ def test_retrain_only_when_there_is_something_new(project, crowd):
     second = retrain(project)
     assert second.status == "succeeded"
     assert second.version.number == 2 and second.version.warm_started_from == 1
-    assert second.version.hyperparameters["n_em_iter"] == services.WARM_HYPERPARAMETERS["n_em_iter"]
+    assert second.version.hyperparameters["schedule"]["name"].endswith("warm")
 
 
 def test_no_observations_is_skipped_not_failed(project):
@@ -281,3 +281,32 @@ def test_the_report_gives_minutes_by_kind_and_accuracy_gained_per_minute(project
     assert second.effort["minutes_added"] == pytest.approx(added, abs=0.02)
     gain = (second.accuracy - first.accuracy) / sum(added.values())
     assert second.effort["accuracy_gain_per_minute"] == pytest.approx(gain, rel=1e-3, abs=1e-5)
+
+
+def test_the_retrain_fits_what_simulate_crowd_fits(project, crowd, monkeypatch, tmp_path):
+    """The job passes CountTagger only the project's facts: on the same answers, the settings
+    simulate_crowd passes give the same preset and the same coefficients as the stored version."""
+    from django.core.management import call_command
+
+    from learning.core import CountTagger
+    from learning.management.commands import simulate_crowd
+
+    answer_tasks(project, crowd, 150)
+    version = retrain(project).version
+    seen = {}
+    monkeypatch.setattr(
+        simulate_crowd,
+        "simulation_report",
+        lambda train, test, **kwargs: (seen.update(kwargs) or {}, None),
+    )
+    corpus = tmp_path / "one.conllu"
+    corpus.write_text("1\tDogs\tdog\tNOUN\t_\t_\t0\troot\t_\t_\n\n", encoding="utf-8")
+    call_command("simulate_crowd", "--train", corpus, "--test", corpus, stdout=io.StringIO())
+    data = adapter.training_data_load(project_id=project.pk, excluded_annotators=set())
+    simulated = CountTagger(random_state=seen["seed"], **seen["model_params"]).fit(
+        data.sentences, data.fit, data.tagset, text=data.text, mechanism=data.mechanism,
+        verifications=data.verifications,
+    )  # fmt: skip
+    assert version.hyperparameters["schedule"] == simulated.schedule_.as_dict()
+    stored = adapter.model_load(version.file.name)
+    np.testing.assert_allclose(stored.coef_, simulated.tagger_.coef_, rtol=1e-6, atol=1e-9)

@@ -1,19 +1,24 @@
 """Benchmark the retrain job on the full UD English EWT training split.
 
     python manage.py benchmark_retrain --json
+    python manage.py benchmark_retrain --obs-per-sentence 3 --tags-per-task 2 --json
 
 It creates a scratch PostgreSQL database (dropped at the end), migrates it, and in a child process
 (whose DATABASE_URL is the scratch database):
 
 1. seeds a project with the 17 UPOS tags: the EWT train split (12,544 sentences) as training
    sentences and the EWT dev split as the evaluation set, imported through the annotation service;
-2. stores one window-5, all-tag observation per training sentence from the learning core's
-   simulated crowd (exact annotators) — bulk-created here, a fast path for the benchmark only;
+2. stores the answers ``simulate_crowd --seed 0`` gives for the setting (window 5, exact
+   annotators; 1 all-tag task per sentence by default) — bulk-created here, a fast path for the
+   benchmark only;
 3. times a full retrain as the worker runs it (read, learn, write, push: `retrain_and_push`);
-4. stores 500 new observations and times a warm-started retrain.
+4. stores 10 % more answers (simulated with seed 1) and times a warm-started retrain;
+5. fits the same answers through simulate_crowd's own path (`simulation_report`, same run).
 
-It prints one JSON object: `seconds_full_retrain`, `seconds_warm_retrain`, a per-stage breakdown
-of both, the accuracy on EWT dev and the count-consistency. Only 127.0.0.1 is touched.
+It prints one JSON object: `seconds_full_retrain`, `seconds_warm_retrain`, `accuracy_test` (the
+served model of the full retrain on EWT test), `accuracy_simulate_crowd` (simulate_crowd's model
+of the same answers on EWT test), the schedules that ran, a per-stage breakdown of both retrains,
+the accuracy on EWT dev and the count-consistency. Only 127.0.0.1 is touched.
 """
 
 from __future__ import annotations
@@ -35,14 +40,26 @@ from django.db import connection, transaction
 from django.utils import timezone
 
 from annotation import services
-from annotation.models import Assignment, Membership, Observation, Project, Sentence, Task
-from learning import tasks
+from annotation.models import (
+    Assignment,
+    Membership,
+    Observation,
+    Project,
+    Sentence,
+    Tag,
+    Task,
+    TaskKind,
+)
+from learning import adapter, tasks
+from learning.core.evaluate import accuracy
+from learning.core.experiment import gold_indices, simulation_report
 from learning.core.simulate import simulate_crowd
+from learning.management.commands.simulate_crowd import parse_tags_per_task, read_corpus
 
 ADMIN_URL_DEFAULT = "postgres://postgres@127.0.0.1:5432/postgres"
 EWT = Path(settings.BASE_DIR) / "data" / "ud-english-ewt"
 N_ANNOTATORS = 20
-NEW_OBSERVATIONS = 500
+WARM_SHARE = 0.1  # the warm retrain sees this share more answers
 
 
 class Command(BaseCommand):
@@ -55,6 +72,12 @@ class Command(BaseCommand):
             help="PostgreSQL URL of a database to connect to while creating the scratch one",
         )
         parser.add_argument("--data", default=str(EWT), help="folder of en_ewt-ud-*.conllu.gz")
+        parser.add_argument(
+            "--obs-per-sentence", type=float, default=1.0, help="count tasks per sentence"
+        )
+        parser.add_argument(
+            "--tags-per-task", default="all", help="tags asked per task: a number or 'all'"
+        )
         parser.add_argument("--json", action="store_true", help="print only the JSON result")
         parser.add_argument("--inner", action="store_true", help="(internal) run in the child")
 
@@ -84,10 +107,11 @@ class Command(BaseCommand):
                 env=env,
                 check=True,
             )
-            log("seeding EWT and 12,544 observations, then retraining twice…")
+            log("seeding EWT and its simulated answers, then retraining twice…")
             child = subprocess.run(
                 [sys.executable, "manage.py", "benchmark_retrain", "--inner", "--data",
-                 options["data"]],
+                 options["data"], "--obs-per-sentence", str(options["obs_per_sentence"]),
+                 "--tags-per-task", options["tags_per_task"]],
                 cwd=settings.BASE_DIR,
                 env=env,
                 check=True,
@@ -110,25 +134,50 @@ class Command(BaseCommand):
         if connection.vendor != "postgresql":
             raise CommandError("the benchmark runs on PostgreSQL only")
         data = Path(options["data"])
+        per_sentence = options["obs_per_sentence"]
+        tags_per_task = parse_tags_per_task(options["tags_per_task"])
+        train = read_corpus(str(data / "en_ewt-ud-train.conllu.gz"), "train")
+        test = read_corpus(str(data / "en_ewt-ud-test.conllu.gz"), "test")
         tic = time.perf_counter()
-        project, manager, train_ids, gold = _seed_corpus(data)
+        project, train_ids = _seed_corpus(data)
         annotators = _annotators(project, N_ANNOTATORS)
-        _store_simulated(project, annotators, train_ids, gold, seed=0, sentences=None)
+        setting = {"window": 5, "tags_per_task": tags_per_task, "n_annotators": N_ANNOTATORS}
+        stored, skipped = _store_simulated(
+            project, annotators, train_ids, train, obs_per_sentence=per_sentence, seed=0,
+            **setting,
+        )  # fmt: skip
         seed_seconds = time.perf_counter() - tic
 
-        full = _timed_retrain(project)
-        rng = np.random.default_rng(1)
-        longer = np.flatnonzero(np.array([len(tags) for tags in gold]) > 5)
-        extra = rng.choice(longer, size=NEW_OBSERVATIONS, replace=False)
-        _store_simulated(project, annotators, train_ids, gold, seed=1, sentences=extra)
-        warm = _timed_retrain(project)
+        full = _timed_retrain(project, test)
+        more, more_skipped = _store_simulated(
+            project, annotators, train_ids, train, obs_per_sentence=per_sentence * WARM_SHARE,
+            seed=1, **setting,
+        )  # fmt: skip
+        warm = _timed_retrain(project, test)
         if warm["warm_started_from"] != full["version"]:
             raise CommandError("the second retrain was not warm-started")
+        tic = time.perf_counter()
+        simulated, model = simulation_report(
+            train, test, obs_per_sentence=per_sentence, references=False, seed=0, **setting
+        )
+        simulate_seconds = time.perf_counter() - tic
         result = {
+            "obs_per_sentence": per_sentence,
+            "tags_per_task": options["tags_per_task"],
             "seconds_full_retrain": full["seconds"],
             "seconds_warm_retrain": warm["seconds"],
+            "accuracy_test": full["accuracy_ewt_test"],
+            "accuracy_simulate_crowd": simulated["accuracy_refined"],
+            "accuracy_warm_test": warm["accuracy_ewt_test"],
+            "schedule_full": full["schedule"],
+            "schedule_warm": warm["schedule"],
+            "schedule_simulate_crowd": model.schedule_.name,
+            "seconds_simulate_crowd": round(simulate_seconds, 3),
             "full": full,
             "warm": warm,
+            "answers_stored": stored,
+            "answers_added_for_warm": more,
+            "answers_not_stored": skipped + more_skipped,
             "observations_full": full["observations"],
             "observations_warm": warm["observations"],
             "training_sentences": len(train_ids),
@@ -140,7 +189,7 @@ class Command(BaseCommand):
         self.stdout.write(json.dumps(result))
 
 
-def _seed_corpus(data: Path) -> tuple[Project, object, list[int], list[list[int]]]:
+def _seed_corpus(data: Path) -> tuple[Project, list[int]]:
     """The project: EWT train as training sentences, EWT dev as the evaluation set."""
     manager = get_user_model().objects.create_user(username="bench-manager")
     project = services.project_create(
@@ -165,12 +214,12 @@ def _seed_corpus(data: Path) -> tuple[Project, object, list[int], list[list[int]
                 seed=0,
             )
     Task.objects.filter(project=project).delete()  # the benchmark stores its own regions
-    rows = list(
+    train_ids = list(
         Sentence.objects.filter(project=project, split=Sentence.Split.TRAIN)
         .order_by("position")
-        .values_list("id", "gold_tags")
+        .values_list("id", flat=True)
     )
-    return project, manager, [r[0] for r in rows], [r[1] for r in rows]
+    return project, train_ids
 
 
 def _annotators(project: Project, n: int) -> list[int]:
@@ -183,74 +232,77 @@ def _annotators(project: Project, n: int) -> list[int]:
     return [user.pk for user in users]
 
 
-def _store_simulated(project, annotators, train_ids, gold, *, seed: int, sentences) -> int:
-    """Store the simulated crowd's answers (exact annotators, one window-5 all-tag observation
-    per chosen sentence) as tasks, submitted assignments and observations, in bulk."""
-    chosen = np.arange(len(train_ids)) if sentences is None else np.asarray(sentences)
-    n_tags = Project.objects.get(pk=project.pk).tags.count()
+def _store_simulated(
+    project, annotators, train_ids, train, *, obs_per_sentence: float, seed: int, **setting
+) -> tuple[int, int]:
+    """Store the answers simulate_crowd gives with ``seed`` (its own tag columns mapped to the
+    project's) as tasks, submitted assignments and observations, in bulk. An answer whose
+    annotator already answered the same region (one assignment per task and annotator) is not
+    stored. Returns (stored, not stored)."""
+    tagset, gold = gold_indices(train)
     crowd = simulate_crowd(
-        [gold[i] for i in chosen],
-        n_tags,
-        window=5,
-        n_annotators=len(annotators),
-        random_state=seed,
+        gold, len(tagset), obs_per_sentence=obs_per_sentence, random_state=seed, **setting
     )
     obs = crowd.observations
-    taken = set(Task.objects.filter(project=project).values_list("sentence_id", "start", "length"))
-    rows = []
+    position = dict(Tag.objects.filter(project=project).values_list("name", "position"))
+    column = np.array([position[name] for name in tagset])
+    tasks = {
+        (t.sentence_id, t.start, t.length, tuple(t.tags)): t
+        for t in Task.objects.filter(project=project, kind=TaskKind.COUNT)
+    }
+    answered = set(
+        Assignment.objects.filter(project=project).values_list("task_id", "annotator_id")
+    )
+    new_tasks, rows = {}, []
     for i in range(len(obs)):
-        sentence_id = train_ids[chosen[obs.sentence[i]]]
-        tags = gold[chosen[obs.sentence[i]]]
-        start, length = int(obs.start[i]), int(obs.length[i])
-        n_starts = len(tags) - length + 1
-        free = [
-            (start + k) % n_starts
-            for k in range(n_starts)
-            if (sentence_id, (start + k) % n_starts, length) not in taken
-        ]
-        if not free:  # every window of this sentence was asked already
-            continue
-        start = free[0]
-        taken.add((sentence_id, start, length))
-        counts = np.bincount(tags[start : start + length], minlength=n_tags)
-        rows.append((sentence_id, start, length, counts.tolist(), annotators[obs.annotator[i]]))
+        asked = np.flatnonzero(obs.tag_mask[i])
+        order = np.argsort(column[asked])
+        tags = tuple(int(t) for t in column[asked][order])
+        counts = [int(c) for c in obs.counts[i, asked][order]]
+        region = (train_ids[obs.sentence[i]], int(obs.start[i]), int(obs.length[i]), tags)
+        if region not in tasks and region not in new_tasks:
+            new_tasks[region] = Task(
+                project=project, sentence_id=region[0], start=region[1], length=region[2],
+                tags=list(tags), open_slots=0, round=seed + 1,
+            )  # fmt: skip
+        rows.append((region, counts, annotators[obs.annotator[i]]))
     now = timezone.now()
-    all_tags = list(range(n_tags))
     rng = np.random.default_rng(seed)
     with transaction.atomic():
-        task_rows = Task.objects.bulk_create(
-            (
-                Task(project=project, sentence_id=s, start=a, length=w, tags=all_tags,
-                     open_slots=0, round=seed + 1)
-                for s, a, w, _, _ in rows
-            ),
-            batch_size=2000,
-        )  # fmt: skip
+        Task.objects.bulk_create(new_tasks.values(), batch_size=2000)
+        tasks.update(new_tasks)
+        kept = []
+        for region, counts, annotator in rows:
+            key = (tasks[region].pk, annotator)
+            if key not in answered:
+                answered.add(key)
+                kept.append((region, counts, annotator))
         assignments = Assignment.objects.bulk_create(
             (
-                Assignment(project=project, task=task, annotator_id=row[4],
+                Assignment(project=project, task=tasks[region], annotator_id=annotator,
                            status=Assignment.Status.SUBMITTED, leased_at=now, expires_at=now,
                            submitted_at=now)
-                for task, row in zip(task_rows, rows, strict=True)
+                for region, _, annotator in kept
             ),
             batch_size=2000,
         )  # fmt: skip
         Observation.objects.bulk_create(
             (
-                Observation(project=project, annotator_id=row[4], assignment=assignment,
-                            sentence_id=row[0], start=row[1], length=row[2], tags=all_tags,
-                            counts=row[3], seconds_on_device=float(rng.uniform(2, 8)),
+                Observation(project=project, annotator_id=annotator, assignment=assignment,
+                            sentence_id=region[0], start=region[1], length=region[2],
+                            tags=list(region[3]), counts=counts,
+                            seconds_on_device=float(rng.uniform(2, 8)),
                             idempotency_key=secrets.token_hex(16), submitted_at=now)
-                for assignment, row in zip(assignments, rows, strict=True)
+                for assignment, (region, counts, annotator) in zip(assignments, kept, strict=True)
             ),
             batch_size=2000,
         )  # fmt: skip
     with connection.cursor() as cursor:
         cursor.execute("ANALYZE")
-    return len(rows)
+    return len(kept), len(rows) - len(kept)
 
 
-def _timed_retrain(project: Project) -> dict:
+def _timed_retrain(project: Project, test) -> dict:
     tic = time.perf_counter()
     outcome = tasks.retrain_and_push(project_id=project.pk, trigger="manual")
     seconds = time.perf_counter() - tic
@@ -267,6 +319,11 @@ def _timed_retrain(project: Project) -> dict:
         "fitted_observations": version.hyperparameters["fitted_observations"],
         "em_iterations": version.hyperparameters["em_iterations"],
         "accuracy_ewt_dev": version.report.accuracy,
+        "accuracy_ewt_test": accuracy(
+            [s.tags("upos") for s in test],
+            adapter.model_load(version.file.name).predict([s.tokens for s in test]),
+        ),
+        "schedule": version.hyperparameters["schedule"]["name"],
         "count_consistency": version.report.count_consistency,
         "breakdown": timings,
         "cpu_seconds": {

@@ -6,6 +6,7 @@ from scipy.stats import chisquare
 
 from learning.core.observations import Observations
 from learning.core.privacy import MECHANISMS, Mechanism, PrivateCountEvidence
+from learning.core.schedule import choose_schedule
 
 
 @pytest.mark.parametrize("name", MECHANISMS)
@@ -147,7 +148,7 @@ def test_count_tagger_learns_from_private_answers_and_flags_spammers():
     obs = crowd.observations
     mechanism = Mechanism("geometric", 3.0, n_tags=4)
     private = mechanism.released(obs, rng)
-    model = CountTagger(model="node", features=FeatureConfig(2**12), n_em_iter=5,
+    model = CountTagger(model="node", features=FeatureConfig(2**12),
                         min_flag_observations=50, random_state=0)  # fmt: skip
     with np.errstate(invalid="raise"):
         model.fit(sentences, private, tagset, mechanism=mechanism)
@@ -184,13 +185,31 @@ def test_private_em_runs_every_iteration_unless_given_a_tolerance():
     from learning.core import CountTagger, FeatureConfig
 
     sentences, tagset, _, mechanism, private = _private_crowd(29, n_sentences=400, alpha=1.0)
-    settings = dict(model="node", features=FeatureConfig(2**10), n_em_iter_private=6,
-                    reliability=False, random_state=0)  # fmt: skip
-    every = CountTagger(**settings).fit(sentences, private, tagset, mechanism=mechanism)
+    settings = dict(model="node", features=FeatureConfig(2**10), reliability=False,
+                    random_state=0)  # fmt: skip
+    six = choose_schedule(private, private=True).replace(n_em_iter=6)
+    every = CountTagger(**settings, schedule=six).fit(sentences, private, tagset,
+                                                      mechanism=mechanism)  # fmt: skip
     assert len(every.history_) == 6
-    early = CountTagger(**settings, em_tol_private=1.0)
+    early = CountTagger(**settings, schedule=six.replace(em_tol=1.0))
     early.fit(sentences, private, tagset, mechanism=mechanism)
     assert len(early.history_) == 2
+
+
+def test_a_private_fit_reports_the_schedule_that_ran():
+    """The "auto" schedule of released counts is the private preset, and the fitted attributes
+    say so: ``schedule_`` holds as many node-only iterations as ``history_`` ran."""
+    from learning.core import CountTagger, FeatureConfig
+
+    sentences, tagset, exact, mechanism, private = _private_crowd(37, n_sentences=300, alpha=3.0)
+    model = CountTagger(model="node", features=FeatureConfig(2**10), random_state=0)
+    model.fit(sentences, private, tagset, mechanism=mechanism)
+    assert model.schedule_.name == "private"
+    assert len(model.history_) == model.schedule_.n_em_iter == 30
+    assert model.min_flag_observations_ == mechanism.min_judged_answers(10, private) > 10
+    plain = CountTagger(model="node", features=FeatureConfig(2**10), random_state=0)
+    plain.fit(sentences, exact, tagset)
+    assert plain.schedule_.name == "weak" and plain.min_flag_observations_ == 10
 
 
 def test_released_counts_fit_the_contextual_model_with_their_own_l2_strength():
@@ -201,28 +220,29 @@ def test_released_counts_fit_the_contextual_model_with_their_own_l2_strength():
     from learning.core import CountTagger, FeatureConfig
 
     sentences, tagset, obs, mechanism, private = _private_crowd(31, n_sentences=300, alpha=3.0)
-    settings = dict(features=FeatureConfig(2**10), word_classes=False, n_em_iter=1,
-                    n_em_iter_private=1, n_context_iter=3, n_context_iter_private=3,
-                    cross_fit=0, context_alpha=0.3,
-                    context_alpha_private=7.0, reliability=False, random_state=0)  # fmt: skip
+    settings = dict(features=FeatureConfig(2**10), word_classes=False, reliability=False,
+                    random_state=0)  # fmt: skip
+    schedule = choose_schedule(private, private=True).replace(n_em_iter=1, n_context_iter=3)
+    exact_schedule = choose_schedule(obs).replace(n_em_iter=1, n_context_iter=3, cross_fit=0)
+    assert schedule.context_alpha == 10.0 and exact_schedule.context_alpha == 0.3
 
     def context_alphas(model):
         return [h["alpha"] for h in model.history_ if h["model"] == "context"]
 
-    released = CountTagger(**settings).fit(sentences, private, tagset, mechanism=mechanism)
-    assert context_alphas(released) == [7.0, 7.0, 7.0] and released.tagger_.alpha == 7.0
-    exact = CountTagger(**settings).fit(sentences, obs, tagset)
+    released = CountTagger(**settings, schedule=schedule)
+    released.fit(sentences, private, tagset, mechanism=mechanism)
+    assert context_alphas(released) == [10.0, 10.0, 10.0] and released.tagger_.alpha == 10.0
+    exact = CountTagger(**settings, schedule=exact_schedule).fit(sentences, obs, tagset)
     assert context_alphas(exact) == [0.3, 0.3, 0.3]
-    annealed = CountTagger(**settings, context_alpha_start=28.0)
+    annealed = CountTagger(**settings, schedule=schedule.replace(context_alpha_start=40.0))
     annealed.fit(sentences, private, tagset, mechanism=mechanism)
-    np.testing.assert_allclose(context_alphas(annealed), [28.0, 14.0, 7.0])
-    below = CountTagger(**settings, context_alpha_start=3.0)  # no ascent to the served α
-    below.fit(sentences, private, tagset, mechanism=mechanism)
-    assert context_alphas(below) == [7.0, 7.0, 7.0]
-    # Released counts run their own number of contextual iterations.
-    longer = CountTagger(**{**settings, "n_context_iter_private": 5})
+    np.testing.assert_allclose(context_alphas(annealed), [40.0, 20.0, 10.0])
+    below = CountTagger(**settings, schedule=schedule.replace(context_alpha_start=3.0))
+    below.fit(sentences, private, tagset, mechanism=mechanism)  # no ascent to the served α
+    assert context_alphas(below) == [10.0, 10.0, 10.0]
+    longer = CountTagger(**settings, schedule=schedule.replace(n_context_iter=5))
     longer.fit(sentences, private, tagset, mechanism=mechanism)
-    assert context_alphas(longer) == [7.0] * 5
+    assert context_alphas(longer) == [10.0] * 5
 
 
 def test_annotators_are_judged_after_more_released_answers_the_more_private():
