@@ -8,7 +8,6 @@ from __future__ import annotations
 
 from datetime import datetime, timedelta
 
-import numpy as np
 from django.db.models import Avg, Count, Q, QuerySet, Sum
 from django.utils import timezone
 
@@ -272,7 +271,7 @@ def _private_check_score(*, project: Project, rows) -> float | None:
     estimates, needed = [], 0.0
     for start, length, tags, counts, gold in rows.iterator(chunk_size=500):
         window = gold[start : start + length]
-        inverse = _channel_inverse(mechanism, length, len(tags))
+        inverse = mechanism.channel_inverse(length, len(tags))
         channel = mechanism.channel(length, len(tags))
         value, spread = 1.0, 1.0
         for tag, released in zip(tags, counts, strict=True):
@@ -284,10 +283,6 @@ def _private_check_score(*, project: Project, rows) -> float | None:
     if not estimates or len(estimates) < needed / len(estimates):
         return None
     return round(min(max(sum(estimates) / len(estimates), 0.0), 1.0), 2)
-
-
-def _channel_inverse(mechanism: Mechanism, window: int, n_asked: int):
-    return np.linalg.inv(mechanism.channel(window, n_asked))
 
 
 def annotator_stats(*, project: Project, user, now: datetime | None = None) -> dict:

@@ -24,6 +24,7 @@ from .node_tagger import NodeTagger
 from .pipeline import CountTagger
 from .simulate import simulate_crowd
 from .softmax import soft_label_objective
+from .solver import soft_counts
 
 __all__ = ["benchmark"]
 
@@ -113,7 +114,7 @@ def benchmark(
     )
     seconds_simulate = time.perf_counter() - tic
     model = CountTagger(model="node", random_state=seed).fit(sentences, crowd.observations, tagset)
-    soft = model.coverage_[:, None] * model.word_tag_probs_
+    soft = soft_counts(model.coverage_, model.word_tag_probs_)
     comparison = compare_fit_with_sklearn(
         model.vocabulary_, soft, tagset, model.alpha_, model.tagger_.feature_config_
     )

@@ -40,7 +40,7 @@ from .observations import Observations
 from .privacy import MAX_PRIVATE_TAGS, Mechanism, PrivateCountEvidence
 from .schedule import EMSchedule, choose_schedule, schedule_named
 from .softmax import blas_one_thread
-from .solver import RidgeSolution, select_ridge, solve_word_tag_probs
+from .solver import RidgeSolution, select_ridge, soft_counts, solve_word_tag_probs
 from .verification import VerificationAnswers, VerificationEvidence, verification_reliability
 from .wordclasses import WordClasses, learn_word_classes
 
@@ -439,7 +439,7 @@ class CountTagger:
         self.tag_prior_ = solution.prior
         tagger = self._new_tagger(self.schedule_.moment_fit_iter, "node").fit_types(
             problem.forms,
-            self.coverage_[:, None] * solution.probs,
+            soft_counts(self.coverage_, solution.probs),
             self.tagset_,
             warm_start=warm,
             x=problem.node_features.x,
@@ -467,7 +467,7 @@ class CountTagger:
             self.ridge_,
         )  # fmt: skip
         n_a, _ = coverage(problem.corpus, fit_obs)
-        soft = n_a[problem.covered][:, None] * solution.probs
+        soft = soft_counts(n_a[problem.covered], solution.probs)
         held_windows = problem.evidence.windows[holdout]
         errors: dict[float, float] = {}
         tagger = None

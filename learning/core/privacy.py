@@ -80,6 +80,11 @@ class Mechanism:
         """``C[o, N] = P(release o | true count N)`` for one asked tag, (w+1, w+1)."""
         return _channel(self.name, float(self.alpha) / n_asked, int(window), self.n_tags)
 
+    def channel_inverse(self, window: int, n_asked: int) -> np.ndarray:
+        """``G = C⁻¹``: ``E[G[n, o] | N] = [N = n]``, an unbiased indicator of each true count
+        from one release (gold checks of private answers)."""
+        return _channel_inverse(self.name, float(self.alpha) / n_asked, int(window), self.n_tags)
+
     def debias(self, window: int, n_asked: int) -> np.ndarray:
         """``β(o)`` for ``o = 0..w``: ``E[β(o) | N] = N`` (module docstring)."""
         return _debias(self.name, float(self.alpha) / n_asked, int(window), self.n_tags)
@@ -195,6 +200,13 @@ def _channel(name: str, a: float, w: int, n_tags: int) -> np.ndarray:
         c = eps * np.eye(w + 1) + (1.0 - eps) * u[:, None]
     c.setflags(write=False)
     return c
+
+
+@lru_cache(maxsize=256)
+def _channel_inverse(name: str, a: float, w: int, n_tags: int) -> np.ndarray:
+    inverse = np.linalg.inv(_channel(name, a, w, n_tags))
+    inverse.setflags(write=False)
+    return inverse
 
 
 @lru_cache(maxsize=256)

@@ -29,7 +29,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .observations import Observations
-from .verification import VerificationAnswers
+from .verification import VerificationAnswers, log_sure_by_start
 
 __all__ = [
     "ANNOTATOR_KINDS",
@@ -225,7 +225,6 @@ def simulate_verifications(
         [np.asarray(t, dtype=np.int64) for t in gold_tags] + [np.zeros(0, int)]
     )
     guess = token_probs.argmax(axis=1)
-    log_sure = np.log(np.maximum(token_probs.max(axis=1), 1e-300))
     sentences, starts = [], []
     for s in np.flatnonzero(lengths > 0):
         w = min(window, int(lengths[s]))
@@ -233,10 +232,7 @@ def simulate_verifications(
         if choice == "random":
             chosen = rng.integers(0, n_starts, size=per_sentence)
         else:
-            cumulative = np.concatenate(
-                [[0.0], np.cumsum(log_sure[offsets[s] : offsets[s] + lengths[s]])]
-            )
-            sure = cumulative[w:] - cumulative[:-w]  # log P(all right) of each start
+            sure = log_sure_by_start(token_probs[offsets[s] : offsets[s] + lengths[s]], w)
             chosen = []
             for start in np.argsort(sure, kind="stable"):
                 if all(abs(int(start) - c) >= w for c in chosen):

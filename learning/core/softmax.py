@@ -22,12 +22,19 @@ from scipy.linalg.blas import get_blas_funcs
 
 __all__ = [
     "SoftLabelObjective",
+    "safe_log",
     "blas_one_thread",
     "compact_columns",
     "fit_soft_labels",
     "soft_label_objective",
     "softmax_rows",
 ]
+
+
+def safe_log(p: np.ndarray | float) -> np.ndarray:
+    """``log p`` with zeros floored at ``log 1e-300``: "impossible" without ``-inf`` arithmetic
+    (``0 · log 0`` stays 0 and differences stay finite)."""
+    return np.log(np.maximum(p, 1e-300))
 
 
 def softmax_rows(scores: np.ndarray) -> np.ndarray:

@@ -301,3 +301,11 @@ def test_released_observations_keep_everything_but_the_counts():
     for field in ("sentence", "start", "length", "tag_mask", "annotator"):
         np.testing.assert_array_equal(getattr(released, field), getattr(obs, field))
     assert ((released.counts >= 0) & (released.counts <= released.length[:, None])).all()
+
+
+@pytest.mark.parametrize("name", MECHANISMS)
+def test_the_channel_inverse_gives_unbiased_indicators_of_the_true_count(name):
+    mechanism = Mechanism(name, 3.0, n_tags=17)
+    channel, inverse = mechanism.channel(5, 2), mechanism.channel_inverse(5, 2)
+    # E[G[n, o] | N] = Σ_o G[n, o] C[o, N] = [N = n]
+    np.testing.assert_allclose(inverse @ channel, np.eye(6), atol=1e-9)
