@@ -4,9 +4,10 @@ about, and the verification columns of the annotator table. The retrain service 
 **Which windows.** One per served sentence (training and gold-check sentences, at most
 `ROUND_MAX_SENTENCES` training ones a version, drawn at random): the window whose shown tags the
 new model is least sure of (the lowest `P(all right)`, the product of each word's most probable
-tag's probability), as `learning.core.simulate.simulate_verifications` does by default. The choice
-depends on the text and the model only, never on the true tags, so conditioning on the shown tags
-keeps the E-step exact (`learning.core.verification`); a version's tasks all show that version's
+tag's probability: `learning.core.verification.log_sure_by_start`), as
+`learning.experiments.simulate.simulate_verifications` does by default. The choice depends on
+the text and the model only, never on the true tags, so conditioning on the shown tags keeps the
+E-step exact (`learning.core.verification`); a version's tasks all show that version's
 most likely tags.
 
 **The table.** The fit judges verification answerers against its own beliefs

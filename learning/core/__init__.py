@@ -27,7 +27,6 @@ from .pipeline import CountTagger
 from .posterior import window_posteriors
 from .schedule import EMSchedule, choose_schedule
 from .simplex import project_rows_to_simplex
-from .simulate import SimulatedCrowd, simulate_crowd
 from .solver import select_ridge, solve_word_tag_probs
 from .wordclasses import WordClasses, learn_word_classes
 
@@ -47,7 +46,6 @@ __all__ = [
     "MostFrequentTagger",
     "Observations",
     "Reliability",
-    "SimulatedCrowd",
     "WordClasses",
     "accuracy",
     "choose_schedule",
@@ -68,7 +66,6 @@ __all__ = [
     "read_conllu",
     "save_tagger",
     "select_ridge",
-    "simulate_crowd",
     "solve_word_tag_probs",
     "window_posteriors",
 ]

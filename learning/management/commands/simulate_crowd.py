@@ -9,10 +9,10 @@ import time
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from learning.core.conllu import ConlluError, read_conllu
-from learning.core.experiment import simulation_report
 from learning.core.pipeline import MODEL_KINDS
 from learning.core.privacy import DEFAULT_MECHANISM, MECHANISMS
 from learning.core.schedule import PRESETS
+from learning.experiments.crowd_report import simulation_report
 
 
 def parse_tags_per_task(value: str) -> int | None:

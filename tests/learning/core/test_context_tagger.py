@@ -11,11 +11,11 @@ from learning.core import (
     NodeTagger,
     accuracy,
     featurize_tokens,
-    simulate_crowd,
 )
 from learning.core.features import neighbour_tag_features
 from learning.core.schedule import EMSchedule
 from learning.core.softmax import compact_columns, soft_label_objective
+from learning.experiments.simulate import simulate_crowd
 
 WORD = FeatureConfig(n_features=2**14)
 CONTEXT = ContextConfig(word=WORD)

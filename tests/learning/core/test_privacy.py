@@ -114,8 +114,8 @@ def test_bad_mechanisms_are_refused():
 def test_debiased_moments_are_consistent():
     """ŵ from debiased releases approaches the true w* as answers grow (error falls)."""
     from learning.core.design import design_matrix, encode_corpus
-    from learning.core.simulate import simulate_crowd
     from learning.core.solver import solve_word_tag_probs
+    from learning.experiments.simulate import simulate_crowd
     from tests.learning.core.synthetic import make_corpus
 
     rng = np.random.default_rng(17)
@@ -138,7 +138,8 @@ def test_debiased_moments_are_consistent():
 
 
 def test_count_tagger_learns_from_private_answers_and_flags_spammers():
-    from learning.core import CountTagger, FeatureConfig, accuracy, simulate_crowd
+    from learning.core import CountTagger, FeatureConfig, accuracy
+    from learning.experiments.simulate import simulate_crowd
     from tests.learning.core.synthetic import make_corpus
 
     rng = np.random.default_rng(23)
@@ -168,7 +169,7 @@ def _private_crowd(seed: int, *, n_sentences: int, alpha: float):
     """A synthetic corpus of 4 tags answered by 3 one-tag tasks of 4 words per sentence, and
     the same answers released through krr at ``alpha``: (sentences, tagset, exact answers,
     mechanism, released answers)."""
-    from learning.core import simulate_crowd
+    from learning.experiments.simulate import simulate_crowd
     from tests.learning.core.synthetic import make_corpus
 
     rng = np.random.default_rng(seed)
@@ -289,7 +290,7 @@ def test_information_share_refuses_what_is_not_a_count_distribution():
 
 
 def test_released_observations_keep_everything_but_the_counts():
-    from learning.core import simulate_crowd
+    from learning.experiments.simulate import simulate_crowd
 
     obs = simulate_crowd([[0, 1, 2, 3, 0, 1]] * 50, 4, window=4, obs_per_sentence=3,
                          tags_per_task=2, n_annotators=5, random_state=0).observations  # fmt: skip

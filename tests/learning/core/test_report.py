@@ -1,7 +1,7 @@
 import numpy as np
 import pytest
 
-from learning.core import CountTagger, FeatureConfig, Observations, simulate_crowd
+from learning.core import CountTagger, FeatureConfig, Observations
 from learning.core.report import (
     TokenProbabilities,
     annotator_table,
@@ -9,6 +9,7 @@ from learning.core.report import (
     held_out_consistency,
 )
 from learning.core.schedule import EMSchedule
+from learning.experiments.simulate import simulate_crowd
 from tests.learning.core.synthetic import make_corpus
 
 

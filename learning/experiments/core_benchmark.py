@@ -18,13 +18,14 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from .conllu import ConlluSentence
-from .features import featurize
-from .node_tagger import NodeTagger
-from .pipeline import CountTagger
+from learning.core.conllu import ConlluSentence
+from learning.core.features import featurize
+from learning.core.node_tagger import NodeTagger
+from learning.core.pipeline import CountTagger
+from learning.core.softmax import soft_label_objective
+from learning.core.solver import soft_counts
+
 from .simulate import simulate_crowd
-from .softmax import soft_label_objective
-from .solver import soft_counts
 
 __all__ = ["benchmark"]
 

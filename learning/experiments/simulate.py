@@ -28,8 +28,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .observations import Observations
-from .verification import VerificationAnswers, log_sure_by_start
+from learning.core.observations import Observations
+from learning.core.verification import VerificationAnswers, log_sure_by_start
 
 __all__ = [
     "ANNOTATOR_KINDS",

@@ -9,7 +9,7 @@ from pathlib import Path
 from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from learning.core.benchmark import benchmark
+from learning.experiments.core_benchmark import benchmark
 from learning.management.commands.simulate_crowd import read_corpus
 
 DEFAULT_TRAIN = str(

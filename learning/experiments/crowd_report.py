@@ -17,14 +17,15 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from .conllu import ConlluSentence
-from .context_tagger import ContextTagger
-from .design import coverage, encode_corpus
-from .em import window_token_index
-from .evaluate import MostFrequentTagger, accuracy
-from .node_tagger import NodeTagger
-from .pipeline import STAGES, CountTagger
-from .privacy import DEFAULT_MECHANISM, Mechanism
+from learning.core.conllu import ConlluSentence
+from learning.core.context_tagger import ContextTagger
+from learning.core.design import coverage, encode_corpus
+from learning.core.em import window_token_index
+from learning.core.evaluate import MostFrequentTagger, accuracy
+from learning.core.node_tagger import NodeTagger
+from learning.core.pipeline import STAGES, CountTagger
+from learning.core.privacy import DEFAULT_MECHANISM, Mechanism
+
 from .simulate import simulate_crowd, simulate_verifications
 
 __all__ = ["gold_indices", "simulation_report", "supervised_tagger"]

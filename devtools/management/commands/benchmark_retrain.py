@@ -52,8 +52,8 @@ from annotation.models import (
 )
 from learning import adapter, tasks
 from learning.core.evaluate import accuracy
-from learning.core.experiment import gold_indices, simulation_report
-from learning.core.simulate import simulate_crowd
+from learning.experiments.crowd_report import gold_indices, simulation_report
+from learning.experiments.simulate import simulate_crowd
 from learning.management.commands.simulate_crowd import parse_tags_per_task, read_corpus
 
 ADMIN_URL_DEFAULT = "postgres://postgres@127.0.0.1:5432/postgres"
