@@ -536,9 +536,12 @@ class CountTagger:
         self.node_tagger_ = node
         tagger = node
         if self.model == "context" and schedule.n_context_iter > 0:
-            warm = previous if getattr(previous, "kind", None) == "context" else node
+            contextual = getattr(previous, "kind", None) == "context"
+            warm = previous if contextual else node
+            same_features = contextual and previous.word_classes is self.word_classes_
+            prior = previous if schedule.prior_from_previous and same_features else node
             tagger, weights, reliability, feasible = self._em(
-                problem, node, warm, weights, reliability, "context", schedule.n_context_iter,
+                problem, prior, warm, weights, reliability, "context", schedule.n_context_iter,
                 (schedule.context_fit_iter, schedule.context_refit_iter), watch,
             )  # fmt: skip
         self.skipped_observations_ = np.flatnonzero(~feasible)

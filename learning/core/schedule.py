@@ -42,6 +42,9 @@ class EMSchedule:
     em_fit_iter : L-BFGS iterations of each node-only M-step.
     context_fit_iter, context_refit_iter : L-BFGS iterations of the first contextual M-step and
         of the later ones.
+    prior_from_previous : a warm-started fit's first contextual E-step reads the previous
+        version's priors (when it is a contextual model on the same features) instead of the
+        node-only stage's: EM goes on from where the previous version stopped.
     n_bp_rounds : belief-propagation rounds per E-step where windows overlap (1: each window's
         exact posterior as independent evidence).
     posterior_floor : uniform mixing weight of the E-step's priors (robustness to over-confidence).
@@ -63,6 +66,7 @@ class EMSchedule:
     em_fit_iter: int = 10
     context_fit_iter: int = 60
     context_refit_iter: int = 20
+    prior_from_previous: bool = False
     n_bp_rounds: int = 1
     posterior_floor: float = 1e-6
 

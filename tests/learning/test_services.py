@@ -78,6 +78,10 @@ def test_held_out_slice_is_deterministic_and_not_fitted():
     assert np.array_equal(held, adapter.holdout_mask(ids))
     assert np.array_equal(adapter.holdout_mask(ids[::2]), held[::2])  # per id, not per position
     assert not adapter.holdout_mask(ids[:10]).any()  # small projects hold nothing out
+    many = np.arange(1, 40_001)
+    large = adapter.holdout_mask(many)
+    assert 800 < large.sum() < 1200  # about HOLDOUT_ANSWERS, not a tenth
+    assert not (large[:5000] & ~held).any()  # nested: growing only returns answers to fitting
 
 
 def test_training_data_separates_fit_held_out_and_flagged(project, crowd):
