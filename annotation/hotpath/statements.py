@@ -194,7 +194,22 @@ LEFT JOIN (
 # Shared by both submissions: who sends, their lease, its task and project, membership and
 # whether the idempotency key was used already (`ctx`); then the lease marked answered once the
 # statement's `valid` row exists (`answered`).
+#
+# The project's row is read under FOR KEY SHARE (`locked_project`), the lock the observation's
+# foreign key takes anyway, but taken before the checks: a manager's switch to private (or
+# archiving) holds the row FOR UPDATE until it commits, and this statement then waits and checks
+# the answer against the row as the switch left it. Read from the statement's snapshot instead,
+# an answer racing the switch was stored as a true count in a project that had just become
+# private (issue 24: 6 of 15 tries). The other way round, the switch waits for the answer and
+# then sees it (`project_update` refuses to change privacy once there are answers).
 _SUBMISSION_CONTEXT = """
+    locked_project AS MATERIALIZED (
+        SELECT p.id, p.status, p.updated_at, p.private, p.mechanism, p.alpha
+        FROM annotation_project p
+        WHERE p.id = (SELECT a.project_id FROM annotation_assignment a
+                      WHERE a.id = %(assignment)s::bigint)
+        FOR KEY SHARE
+    ),
     ctx AS (
         SELECT c.user_id, c.is_active, a.annotator_id = c.user_id AS mine, a.status,
                p.id AS project_id, p.status AS project_status,
@@ -211,7 +226,7 @@ _SUBMISSION_CONTEXT = """
         LEFT JOIN (
             annotation_assignment a
             JOIN annotation_task t ON t.id = a.task_id
-            JOIN annotation_project p ON p.id = a.project_id
+            JOIN locked_project p ON p.id = a.project_id
         ) ON a.id = %(assignment)s::bigint
     ),
 """
@@ -299,7 +314,8 @@ FROM ctx LEFT JOIN stored s ON true
 
 # A verification answer (`kind` verify): caller, lease, task, project, membership and replay
 # check as in `SUBMIT`, the answer checked against the task (`services.verification_check`: a
-# Yes names no word; after a No, a wrong word is a position in the window or null), and, when
+# Yes names no word; after a No, a wrong word is a position in the window or null; none in a
+# project that became private after the lease, as a Yes / No is not randomized), and, when
 # all is in order, the lease marked answered and the answer stored with the tags the task showed
 # and the version that chose them. Parameters: user_id, key, assignment, idempotency_key,
 # answer, wrong, seconds, now. As in `SUBMIT`, whatever it does not store goes to the service.
@@ -309,7 +325,7 @@ SUBMIT_VERIFICATION = _statement(
         SELECT ctx.*
         FROM ctx
         WHERE ctx.is_active AND ctx.mine AND ctx.is_member AND NOT ctx.key_used
-          AND ctx.kind = '{verify}'
+          AND ctx.kind = '{verify}' AND NOT ctx.private
           AND ctx.project_status <> '{archived}' AND ctx.status IN ('{leased}', '{expired}')
           AND %(answer)s::boolean IS NOT NULL
           AND (%(wrong)s::smallint IS NULL

@@ -129,7 +129,7 @@ def observation_submit(
     now = now or timezone.now()
     # One read, so that what it says of the lease, the membership and the key holds together.
     assignment = (
-        Assignment.objects.select_related("task", "project")
+        Assignment.objects.select_related("task")
         .annotate(
             is_member=Exists(
                 Membership.objects.filter(project=OuterRef("project"), user=annotator)
@@ -154,41 +154,17 @@ def observation_submit(
         return _replayed(stored, answer=given, seconds_on_device=seconds_on_device), True
     if not assignment.is_member:
         raise LeaseNotYours("No such assignment of yours.")
-    project, task = assignment.project, assignment.task
-    if project.status == Project.Status.ARCHIVED:
-        raise ProjectNotActive("This project is archived; it accepts no answers.")
+    task = assignment.task
     if assignment.status == Assignment.Status.SUBMITTED:
         raise Conflict("This assignment has already been answered.")
-    if task.kind == TaskKind.VERIFY:
-        if counts is not None or released is not None or privacy is not None:
-            raise InvalidInput(
-                "This is a verification task: answer it with `answer` (and optionally `wrong`).",
-                fields={"counts": ["Not for a verification task."]},
-            )
-        values = []
-        (answer, wrong), errors = verification_check(answer, wrong, length=task.length)
-        if errors:
-            raise InvalidInput("The answer is not valid for this task.", fields=errors)
-    else:
-        if answer is not None or wrong is not None:
-            raise InvalidInput(
-                "This is a count task: answer it with `counts`.",
-                fields={"answer": ["Only for a verification task."]},
-            )
-        errors = privacy_check(project, counts_given=counts is not None, privacy=privacy)
-        if errors:
-            raise InvalidInput("The answer does not fit this project's privacy.", fields=errors)
-        all_names = selectors.project_tag_names(project=project)
-        values, errors = counts_check(
-            given.values,
-            names=[all_names[i] for i in task.tags],
-            length=task.length,
-            released=project.private,
-        )
-        if errors:
-            raise InvalidInput("The counts are not valid for this task.", fields=errors)
     try:
         with transaction.atomic():
+            # The project's status and privacy as they stand, its row locked until the answer
+            # is stored: a switch to private committed while this answer was on its way is
+            # seen here, and a switch that comes later waits and then sees the answer (issue
+            # 24; the one statement takes the same row lock).
+            project = _project_locked(assignment.project_id)
+            values, answer, wrong = _answer_checked(project, task, given)
             answered = Assignment.objects.filter(
                 pk=assignment_id,
                 status__in=[Assignment.Status.LEASED, Assignment.Status.EXPIRED],
@@ -207,8 +183,8 @@ def observation_submit(
                 counts=values,
                 shown_tags=task.shown_tags,
                 model_version=task.model_version,
-                answer=answer if task.kind == TaskKind.VERIFY else None,
-                wrong=wrong if task.kind == TaskKind.VERIFY else None,
+                answer=answer,
+                wrong=wrong,
                 is_gold=task.is_gold,
                 seconds_on_device=seconds_on_device,
                 idempotency_key=idempotency_key,
@@ -223,6 +199,55 @@ def observation_submit(
             return _replayed(stored, answer=given, seconds_on_device=seconds_on_device), True
         raise Conflict("This assignment has already been answered.") from exc
     return observation, False
+
+
+def _project_locked(project_id: int) -> Project:
+    """The project, its row locked against a concurrent change of its settings (FOR NO KEY
+    UPDATE: `project_update` waits for it; the one statement's FOR KEY SHARE does not)."""
+    return Project.objects.select_for_update(no_key=True).get(pk=project_id)
+
+
+def _answer_checked(
+    project: Project, task, given: Answer
+) -> tuple[list[int], bool | None, int | None]:
+    """(count values, answer, wrong) of `given` for `task`, checked against the task's kind and
+    the project as it stands; `InvalidInput` or `ProjectNotActive` says what is wrong."""
+    if project.status == Project.Status.ARCHIVED:
+        raise ProjectNotActive("This project is archived; it accepts no answers.")
+    if task.kind == TaskKind.VERIFY:
+        if project.private:  # a Yes / No is not released through the project's mechanism
+            raise InvalidInput(
+                "This project became private after this task was given: a verification "
+                "answer would not be randomized, so it is not taken. Take a new task.",
+                fields={"answer": ["Not in a private project."]},
+            )
+        if given.values is not None or given.privacy is not None:
+            raise InvalidInput(
+                "This is a verification task: answer it with `answer` (and optionally `wrong`).",
+                fields={"counts": ["Not for a verification task."]},
+            )
+        (answer, wrong), errors = verification_check(given.answer, given.wrong, length=task.length)
+        if errors:
+            raise InvalidInput("The answer is not valid for this task.", fields=errors)
+        return [], answer, wrong
+    if given.answer is not None or given.wrong is not None:
+        raise InvalidInput(
+            "This is a count task: answer it with `counts`.",
+            fields={"answer": ["Only for a verification task."]},
+        )
+    errors = privacy_check(project, counts_given=given.counts is not None, privacy=given.privacy)
+    if errors:
+        raise InvalidInput("The answer does not fit this project's privacy.", fields=errors)
+    all_names = selectors.project_tag_names(project=project)
+    values, errors = counts_check(
+        given.values,
+        names=[all_names[i] for i in task.tags],
+        length=task.length,
+        released=project.private,
+    )
+    if errors:
+        raise InvalidInput("The counts are not valid for this task.", fields=errors)
+    return values, None, None
 
 
 _KEY_OTHER_ASSIGNMENT = (

@@ -200,7 +200,7 @@ def test_the_statements_name_the_models_tables():
         + hotpath.statements.SUBMIT
         + hotpath.statements.SUBMIT_VERIFICATION
     )
-    ctes = set(re.findall(r"(\w+) AS ?\(", text))
+    ctes = set(re.findall(r"(\w+) AS ?(?:MATERIALIZED ?)?\(", text))
     named = set(re.findall(r"\b(?:FROM|JOIN|UPDATE|INTO)\s+([a-z_]+)\b(?!\s*\()", text)) - ctes
     models = (get_user_model(), Token, Membership, Project, Assignment, Task, Sentence, Tag)
     assert named == {model._meta.db_table for model in (*models, Observation)}
@@ -294,6 +294,28 @@ def test_the_verification_statement_stores_exactly_what_the_service_accepts(
         idempotency_key="y", names=[], counts=[], seconds_on_device=None, now=timezone.now(),
     )  # fmt: skip
     assert row.id is None
+
+
+def test_a_verification_answer_is_refused_once_the_project_is_private(project, corpus, annotator):
+    """A verification lease given before the project became private: its Yes / No would not be
+    randomized, so neither the statement nor the service takes it."""
+    _verification_round(project)
+    lease = scheduler.task_lease_next(project=project, annotator=annotator, kind_draw=0.0)
+    assert lease.kind == "verify"
+    Project.objects.filter(pk=project.pk).update(private=True, mechanism="krr", alpha=3.0)
+    row = hotpath.verification_submit(
+        key=annotator.auth_token.key, user_id=None, assignment_id=lease.assignment_id,
+        idempotency_key="v", answer=True, wrong=None, seconds_on_device=None, now=timezone.now(),
+    )  # fmt: skip
+    assert row.id is None
+    response = client_for(annotator).post(
+        "/api/observations/",
+        {"assignment": lease.assignment_id, "answer": True, "idempotency_key": "v"},
+        format="json",
+    )
+    assert response.status_code == 400
+    assert response.json()["error"]["fields"] == {"answer": ["Not in a private project."]}
+    assert not Observation.objects.exists()
 
 
 def test_a_used_up_round_leases_a_count_task_in_the_same_statement(
