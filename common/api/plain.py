@@ -30,15 +30,7 @@ from rest_framework.views import APIView
 from common import inputs
 from common.api.errors import domain_error, error_body
 from common.api.parsers import JsonParser
-from common.exceptions import DomainError
-
-
-class Unauthenticated(Exception):
-    """401 with `WWW-Authenticate: Token`."""
-
-    def __init__(self, code: str, message: str) -> None:
-        super().__init__(message)
-        self.code, self.message = code, message
+from common.exceptions import AuthenticationFailed, DomainError, NotAuthenticated
 
 
 class _Refused(Exception):
@@ -46,10 +38,6 @@ class _Refused(Exception):
 
     def __init__(self, response: HttpResponse) -> None:
         self.response = response
-
-
-def invalid_token() -> Unauthenticated:
-    return Unauthenticated("authentication_failed", "Invalid token.")
 
 
 @dataclass(frozen=True, slots=True)
@@ -69,7 +57,7 @@ class Caller:
             return self.session_user
         token = Token.objects.select_related("user").filter(key=self.key).first()
         if token is None or not token.user.is_active:
-            raise invalid_token()
+            raise AuthenticationFailed("Invalid token.")
         return token.user
 
 
@@ -82,11 +70,11 @@ def _caller(request: HttpRequest) -> Caller:
     header = get_authorization_header(request).split()
     if header and header[0].lower() == b"token":
         if len(header) != 2:
-            raise Unauthenticated("authentication_failed", "Invalid token header.")
+            raise AuthenticationFailed("Invalid token header.")
         return Caller(key=header[1].decode("latin-1"))
     user = getattr(request, "user", None)
     if user is None or not user.is_authenticated:
-        raise Unauthenticated("not_authenticated", "Authentication credentials were not provided.")
+        raise NotAuthenticated("Authentication credentials were not provided.")
     check = _CsrfCheck(lambda r: None)
     check.process_request(request)
     reason = check.process_view(request, None, (), {})
@@ -157,7 +145,7 @@ def plain_view(*, method: str = "post", **schema):
                 )
             try:
                 return view(request, _caller(request), **kwargs)
-            except Unauthenticated as exc:
+            except NotAuthenticated as exc:
                 response = error_response(401, exc.code, exc.message)
                 response["WWW-Authenticate"] = "Token"
                 return response

@@ -186,6 +186,21 @@ def test_a_lease_and_an_answer_are_one_statement_each(project, corpus, annotator
     assert stored.seconds_on_device == 1.5
 
 
+def test_an_answer_with_its_next_task_is_two_statements(project, corpus, annotator, statements_run):
+    """Issue 29: one request for the answer and the next task, and no statement more than the
+    two requests it replaces."""
+    client = client_for(annotator)
+    scheduler.assignments_expire(project=project)
+    task = next_task(client, project).json()
+    before = statements_run()
+    response = answer(client, task, next={"holding": []})
+    assert response.status_code == 201
+    assert statements_run() - before == 2
+    following = response.json()["next"]
+    assert following["assignment"] != task["assignment"]
+    assert Assignment.objects.get(pk=following["assignment"]).annotator == annotator
+
+
 @pytest.mark.parametrize("name", ["NEXT_TASK", "SUBMIT", "SUBMIT_VERIFICATION"])
 def test_each_statement_is_short_enough_for_psycopg_to_cache_its_parse(name):
     """Longer than this, psycopg parses the statement's placeholders again on every request (it
