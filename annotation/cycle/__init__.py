@@ -3,10 +3,9 @@
 (`service`), which choose the database path. The views (`annotation.api.cycle`) only translate
 HTTP.
 
-A new task kind is one rules module (its answer's checks, beside `services.counts_check` and
-`services.verification_check`), one statement pair (its SQL in `annotation.hotpath.statements`
-and the tests that feed both the same answers) and one page module (`frontend/static/frontend/js/
-annotate/kinds/`).
+A new task kind is one module of `annotation.kinds` (its answer's rules and the statement that
+mirrors them, tested as a pair) and one page module (frontend/static/frontend/js/annotate/
+kinds/).
 """
 
 from annotation.cycle.service import Offer, Stored, answer_submit, task_next_for_annotator

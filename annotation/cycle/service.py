@@ -2,7 +2,8 @@
 store an answer, leasing the next task with it when the phone asks (`answer_submit`).
 
 They own what the views used to decide: the random draws of a lease, which database path runs
-(on PostgreSQL the plain case is one statement each, `annotation.hotpath`), and the fallback to
+(on PostgreSQL the plain case is one statement each: the lease in `annotation.hotpath`,
+each kind's answer in `annotation.kinds`), and the fallback to
 the scheduler and the submission service, which hold the whole rule and say why when the
 statement did not lease or store. On any other database they are the only path.
 """
@@ -18,6 +19,7 @@ from django.utils import timezone
 
 from annotation import hotpath, scheduler, selectors, services
 from annotation.cycle.submission import NextTaskRequest, Submission
+from annotation.kinds import KINDS
 from annotation.scheduler import Lease
 from common.exceptions import AuthenticationFailed, DomainError, NotFound
 from learning.core.privacy import Mechanism
@@ -150,36 +152,12 @@ def _answer_store(*, caller: Caller, submission: Submission, now: datetime) -> S
 
 
 def _stored_by_statement(*, caller: Caller, submission: Submission, now: datetime):
-    """The row of the answer the one statement of its kind stored; None when the statement
-    left it to the service (or the answer is not one a statement checks)."""
-    if submission.fits_verification_statement():
-        row = hotpath.verification_submit(
-            key=caller.key,
-            user_id=caller.user_id,
-            assignment_id=submission.assignment_id,
-            idempotency_key=submission.idempotency_key,
-            answer=submission.answer,
-            wrong=submission.wrong,
-            seconds_on_device=submission.seconds_on_device,
-            now=now,
-        )
-    elif submission.fits_count_statement():
-        values, privacy = submission.values, submission.privacy or {}
-        row = hotpath.observation_submit(
-            key=caller.key,
-            user_id=caller.user_id,
-            assignment_id=submission.assignment_id,
-            idempotency_key=submission.idempotency_key,
-            names=list(values),
-            counts=list(values.values()),
-            released=submission.released is not None,
-            mechanism=privacy.get("mechanism"),
-            alpha=privacy.get("alpha"),
-            seconds_on_device=submission.seconds_on_device,
-            now=now,
-        )
-    else:
+    """The row of the answer the statement of its kind stored; None when the statement left it
+    to the service (or the answer is not one the statement checks)."""
+    kind = KINDS[submission.kind]
+    if not kind.fits_statement(submission):
         return None
+    row = kind.submit_plain(key=caller.key, user_id=caller.user_id, submission=submission, now=now)
     if row is None or not row.is_active:
         raise AuthenticationFailed("Invalid token.")
     return row if row.id is not None else None

@@ -3,8 +3,8 @@ an answer (`Submission`), each checked for its shape here and nowhere else, with
 serializer that documents it built beside it from the same limits.
 
 The shape only: whether the answer fits its task (the task's tags, the window, the project's
-privacy) is the rule set of the task's kind (`services.counts_check`, `services.privacy_check`,
-`services.verification_check`), which the statements of `annotation.hotpath` mirror.
+privacy) is the rule set of the task's kind, beside the statement that mirrors it
+(`annotation.kinds`).
 """
 
 from __future__ import annotations
@@ -14,14 +14,13 @@ from typing import Any
 
 from rest_framework import serializers
 
-from annotation import services
+from annotation.models import TaskKind
 from annotation.scheduler import MAX_LEASES
 from common.exceptions import InvalidInput
 from config.converters import MAX_ID
 
 MAX_KEY = 64
 MAX_SECONDS = 1e7
-_SMALLINT = 2**15
 
 
 def _is_id(value: Any) -> bool:
@@ -168,26 +167,10 @@ class Submission:
         """The counts or released values, whichever was sent."""
         return self.counts if self.released is None else self.released
 
-    def fits_verification_statement(self) -> bool:
-        """A verification answer the one statement can check: Yes or No, a wrong word that fits
-        a smallint or none, and nothing of a count answer."""
-        wrong = self.wrong
-        return (
-            self.is_verification
-            and isinstance(self.answer, bool)
-            and self.privacy is None
-            and (wrong is None or 0 <= wrong < _SMALLINT)
-        )
-
-    def fits_count_statement(self) -> bool:
-        """A count answer the one statement can check: well formed whatever the task
-        (`services.counts_well_formed`); the task's own rules are what the statement mirrors."""
-        values = self.values
-        return (
-            not self.is_verification
-            and isinstance(values, dict)
-            and services.counts_well_formed(values)
-        )
+    @property
+    def kind(self) -> str:
+        """The task kind this answers (`annotation.kinds.KINDS`), by what it says."""
+        return TaskKind.VERIFY.value if self.is_verification else TaskKind.COUNT.value
 
     def service_fields(self) -> dict[str, Any]:
         """The keyword arguments of `services.observation_submit` for this answer."""

@@ -10,7 +10,7 @@ from django.db import connection
 from django.utils import timezone
 from rest_framework.test import APIClient
 
-from annotation import hotpath, scheduler, services
+from annotation import hotpath, kinds, scheduler, services
 from annotation.models import Assignment, Membership, Observation, Project, Task
 from tests.factories import answer, client_for, make_project, member, next_task
 
@@ -90,7 +90,7 @@ def test_a_lease_and_an_answer_both_wait_for_the_wal_flush(project, corpus, anno
     """Neither statement turns synchronous_commit off: a lease lost in a crash made the answer
     a phone gave to it (held ahead, answered offline) a 404, which the phone drops."""
     assert "synchronous_commit" not in hotpath.statements.NEXT_TASK
-    assert "synchronous_commit" not in hotpath.statements.SUBMIT
+    assert "synchronous_commit" not in kinds.count.SUBMIT
     client = client_for(annotator)
     task = next_task(client, project).json()
     with connection.cursor() as cursor:
