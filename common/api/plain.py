@@ -1,8 +1,9 @@
 """JSON endpoints as plain Django views, for requests that every annotator repeats all day.
 
 They skip DRF's per-request machinery (request wrapping, content negotiation, renderers) and keep
-its contract: the caller is authenticated by `Authorization: Token <key>` or by the session with
-the same CSRF check DRF applies; errors have the API's body (`common.api.errors`); the OpenAPI
+its contract with DRF's own parts: the caller is `Authorization: Token <key>` (looked up by the
+statement that serves the request, or by `Caller.user`) or the session, with DRF's CSRF check;
+errors are the domain errors every view maps (`common.api.errors.domain_error`); the OpenAPI
 schema documents them like the DRF views (`plain_view` attaches a description class that
 drf-spectacular reads; it is never called).
 """
@@ -17,7 +18,6 @@ from typing import Any
 from django.conf import settings
 from django.core.exceptions import RequestDataTooBig
 from django.http import HttpRequest, HttpResponse
-from django.middleware.csrf import CsrfViewMiddleware
 from drf_spectacular.utils import extend_schema
 from rest_framework.authentication import (
     SessionAuthentication,
@@ -25,12 +25,18 @@ from rest_framework.authentication import (
     get_authorization_header,
 )
 from rest_framework.authtoken.models import Token
+from rest_framework.exceptions import PermissionDenied
 from rest_framework.views import APIView
 
 from common import inputs
 from common.api.errors import domain_error, error_body
 from common.api.parsers import JsonParser
-from common.exceptions import AuthenticationFailed, DomainError, NotAuthenticated
+from common.exceptions import (
+    AuthenticationFailed,
+    DomainError,
+    NotAuthenticated,
+    PayloadTooLarge,
+)
 
 
 class _Refused(Exception):
@@ -61,9 +67,7 @@ class Caller:
         return token.user
 
 
-class _CsrfCheck(CsrfViewMiddleware):
-    def _reject(self, request, reason):
-        return reason  # returned, not rendered: the view answers with the API's error body
+_SESSION = SessionAuthentication()
 
 
 def _caller(request: HttpRequest) -> Caller:
@@ -75,11 +79,10 @@ def _caller(request: HttpRequest) -> Caller:
     user = getattr(request, "user", None)
     if user is None or not user.is_authenticated:
         raise NotAuthenticated("Authentication credentials were not provided.")
-    check = _CsrfCheck(lambda r: None)
-    check.process_request(request)
-    reason = check.process_view(request, None, (), {})
-    if reason:
-        raise _Refused(error_response(403, "permission_denied", f"CSRF Failed: {reason}"))
+    try:
+        _SESSION.enforce_csrf(request)  # DRF's own check, as its session authentication makes it
+    except PermissionDenied as exc:
+        raise _Refused(error_response(403, "permission_denied", str(exc.detail))) from exc
     return Caller(key=None, session_user=user)
 
 
@@ -102,7 +105,7 @@ def json_body(request: HttpRequest, *, optional: bool = False):
         body = request.body
     except RequestDataTooBig as exc:
         message = f"A JSON body is at most {settings.DATA_UPLOAD_MAX_MEMORY_SIZE} bytes."
-        raise _Refused(error_response(413, "payload_too_large", message)) from exc
+        raise PayloadTooLarge(message) from exc
     if optional and not body:
         return None
     if request.content_type != "application/json":

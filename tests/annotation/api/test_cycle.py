@@ -84,6 +84,18 @@ def test_session_user_with_csrf_gets_and_answers_tasks(project, corpus, annotato
     assert response.json()["replayed"] is False
 
 
+def test_session_user_without_csrf_token_is_refused_as_drf_refuses_it(project, corpus, annotator):
+    client = APIClient(enforce_csrf_checks=True)
+    client.force_login(annotator)
+    for url in (f"/api/projects/{project.pk}/tasks/next/", "/api/observations/"):
+        response = client.post(url, {}, format="json")
+        assert response.status_code == 403
+        error = response.json()["error"]
+        assert error["code"] == "permission_denied"
+        assert error["message"].startswith("CSRF Failed: CSRF cookie not set")
+    assert not Assignment.objects.exists()
+
+
 @pytest.mark.postgres
 @pytest.mark.django_db(transaction=True)
 def test_a_lease_and_an_answer_both_wait_for_the_wal_flush(project, corpus, annotator):
