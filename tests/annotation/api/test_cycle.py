@@ -10,7 +10,7 @@ from django.db import connection
 from django.utils import timezone
 from rest_framework.test import APIClient
 
-from annotation import hotpath, kinds, scheduler, services
+from annotation import cycle, hotpath, kinds, scheduler, services
 from annotation.models import Assignment, Membership, Observation, Project, Task
 from tests.factories import answer, client_for, make_project, member, next_task
 
@@ -359,3 +359,16 @@ def test_a_bad_next_is_refused_and_nothing_is_stored(project, corpus, annotator,
     assert response.status_code == 400
     assert list(response.json()["error"]["fields"]) == ["next"]
     assert not Observation.objects.exists()
+
+
+def test_the_schema_documents_the_submission_as_it_is_parsed(manager):
+    """The submission's limits in the schema are those `Submission.parse` applies, `next`
+    included (issue 29), so a generated client sends what the server takes."""
+    document = client_for(manager).get("/api/schema/?format=json").json()
+    body = document["components"]["schemas"]["ObservationSubmit"]["properties"]
+    assert body["idempotency_key"]["maxLength"] == cycle.MAX_KEY
+    assert body["seconds_on_device"]["maximum"] == cycle.submission.MAX_SECONDS
+    following = document["components"]["schemas"]["NextTask"]
+    assert body["next"]["allOf"] == [{"$ref": "#/components/schemas/NextTask"}]
+    assert body["next"]["nullable"] is True
+    assert following["properties"]["holding"]["maxItems"] == scheduler.MAX_LEASES
