@@ -19,12 +19,9 @@ from django.conf import settings
 from django.core.exceptions import RequestDataTooBig
 from django.http import HttpRequest, HttpResponse
 from drf_spectacular.utils import extend_schema
-from rest_framework.authentication import (
-    SessionAuthentication,
-    TokenAuthentication,
-    get_authorization_header,
-)
+from rest_framework.authentication import SessionAuthentication, TokenAuthentication
 from rest_framework.authtoken.models import Token
+from rest_framework.exceptions import AuthenticationFailed as DrfAuthenticationFailed
 from rest_framework.exceptions import PermissionDenied
 from rest_framework.views import APIView
 
@@ -67,15 +64,24 @@ class Caller:
         return token.user
 
 
-_SESSION = SessionAuthentication()
+class _TokenNotLookedUp(TokenAuthentication):
+    """DRF's token authentication, reading the header by its rules and with its messages, but
+    leaving the key's lookup to the statement that serves the request (`Caller.user` else)."""
+
+    def authenticate_credentials(self, key):
+        return None, key
+
+
+_TOKEN, _SESSION = _TokenNotLookedUp(), SessionAuthentication()
 
 
 def _caller(request: HttpRequest) -> Caller:
-    header = get_authorization_header(request).split()
-    if header and header[0].lower() == b"token":
-        if len(header) != 2:
-            raise AuthenticationFailed("Invalid token header.")
-        return Caller(key=header[1].decode("latin-1"))
+    try:
+        credentials = _TOKEN.authenticate(request)
+    except DrfAuthenticationFailed as exc:
+        raise AuthenticationFailed(str(exc.detail)) from exc
+    if credentials is not None:
+        return Caller(key=credentials[1])
     user = getattr(request, "user", None)
     if user is None or not user.is_authenticated:
         raise NotAuthenticated("Authentication credentials were not provided.")

@@ -372,3 +372,16 @@ def test_the_schema_documents_the_submission_as_it_is_parsed(manager):
     assert body["next"]["allOf"] == [{"$ref": "#/components/schemas/NextTask"}]
     assert body["next"]["nullable"] is True
     assert following["properties"]["holding"]["maxItems"] == scheduler.MAX_LEASES
+
+
+@pytest.mark.parametrize("header", ["Token", "Token a b", "token " + "0" * 40])
+def test_a_bad_token_header_is_answered_as_the_drf_views_answer_it(project, corpus, header):
+    """The plain views read the header with DRF's own token authentication: the same status,
+    code and message as any other API view."""
+    client = APIClient()
+    client.credentials(HTTP_AUTHORIZATION=header)
+    drf_view = client.get("/api/projects/")
+    for response in (next_task(client, project), answer(client, {"assignment": 1, "tags": []})):
+        assert response.status_code == drf_view.status_code == 401
+        assert response.json() == drf_view.json()
+        assert response["WWW-Authenticate"] == "Token"
