@@ -188,7 +188,7 @@ def observation_out(observation, names: list[str], *, replayed: bool) -> dict:
     """A stored answer as its submitter sees it: `counts` by tag name, in the task's order (in a
     private project `released` and `privacy` instead); for a verification task the `answer`,
     the `wrong` word and the tags it was `shown`. `observation`: an `Observation`, or the row
-    the hot path stored (`hotpath.SubmitRow`, a count answer)."""
+    the statement of its kind stored (`annotation.kinds.count.Row`, `kinds.verify.Row`)."""
     kind = getattr(observation, "kind", TaskKind.COUNT.value)
     data = {"id": observation.id, "assignment": observation.assignment_id, "kind": kind}
     if kind == TaskKind.VERIFY:

@@ -1,10 +1,10 @@
 """Every write of the annotation app: typed, keyword-only `<thing>_<action>` functions, by
 subject: `projects` (projects, tag sets, members), `corpus` (corpus import), `observations`
-(answers and the rule set of their counts), `verification` (verification rounds and the rule
-set of a yes/no answer). Callers use them from here.
+(answers, on the ORM), `verification` (verification rounds). The rules of an answer are its task
+kind's (`annotation.kinds`, re-exported here). Callers use them from here.
 
-Task leasing lives in `annotation.scheduler`; reading in `annotation.selectors`; accounts in
-`accounts.services`.
+Task leasing lives in `annotation.scheduler`, the annotator's cycle in `annotation.cycle`;
+reading in `annotation.selectors`; accounts in `accounts.services`.
 """
 
 from annotation.services.corpus import corpus_import, project_create_with_corpus

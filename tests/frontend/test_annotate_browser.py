@@ -133,6 +133,36 @@ def test_three_answers_made_offline_are_stored_exactly_once(new_context, project
     assert page.inner_text("#today") == "3"
 
 
+def test_each_answer_brings_the_next_task_in_one_round_trip(new_context, project, annotator):
+    """Issue 29: with three tasks held, each answer asks for the next task in its own request
+    (`next`), so the page sends one request per answer and still holds three."""
+    context = new_context(annotator, **PHONE)
+    page = context.new_page()
+    page.goto(f"/annotate/{project.pk}/")
+    wait_for_lookahead(page, annotator, project)
+    sent = []
+    page.on(
+        "requestfinished",
+        lambda request: (
+            "/api/" in request.url
+            and request.method == "POST"
+            and sent.append((urlsplit(request.url).path, request.post_data_json))
+        ),
+    )
+    lease = shown_lease(page)
+    for i in range(4):
+        answer_by_taps(page, gold_counts(lease))
+        page.wait_for_function(f"document.getElementById('today').textContent === '{i + 1}'")
+        lease = wait_for_new_task(page, lease.pk)
+    wait_for_lookahead(page, annotator, project)
+
+    assert [path for path, _ in sent] == ["/api/observations/"] * 4, sent
+    assert all(len(body["next"]["holding"]) == 2 for _, body in sent)
+    assert Observation.objects.filter(annotator=annotator).count() == 4
+    held = set(live_leases(annotator, project).values_list("pk", flat=True))
+    assert lease.pk in held and len(held) == 3
+
+
 def test_unsent_answers_survive_a_closed_page_and_lost_responses(new_context, project, annotator):
     """Answers that did not reach the server at first: one made with the network cut (the page
     is even closed before the network comes back), two whose responses were lost after the

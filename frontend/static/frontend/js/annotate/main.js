@@ -123,9 +123,19 @@ function setOnline(value) {
   showPending(outbox.size(), online);
 }
 
+// The last answer waiting asks for the next task: one round trip per answer.
+async function postAnswer(body, item) {
+  const holding = item.project === PROJECT && outbox.size() === 1 && lookahead.holdingForNext(task);
+  const reply = await api("POST", "/api/observations/", holding ? { ...body, next: { holding } } : body);
+  const next = reply?.next;
+  if (next) await loadKind(next).then(() => lookahead.offer(next, { current: task, isAnswered: answered }), () => {});
+  return reply;
+}
+const answered = (assignment) => outbox.has(assignment);
+
 const sender = createSender({
   outbox,
-  post: (body) => api("POST", "/api/observations/", body),
+  post: postAnswer,
   on: {
     reached: () => setOnline(true),
     offline: () => setOnline(false),
@@ -151,7 +161,7 @@ function fillLookahead() {
   return lookahead.fill({
     current: () => task,
     canLease: () => online && outbox.size() === 0,
-    isAnswered: (assignment) => outbox.has(assignment),
+    isAnswered: answered,
   });
 }
 
@@ -180,6 +190,7 @@ async function nextTask() {
     waiting();
     return;
   }
+  if (lookahead.size) return nextTask(); // the answer brought it
   try {
     const next = await lease();
     setOnline(true);
