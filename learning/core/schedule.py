@@ -109,8 +109,9 @@ WEAK = EMSchedule(name="weak", n_em_iter=40, n_context_iter=10, cross_fit=2)
 PRIVATE = EMSchedule(
     name="private", n_em_iter=30, n_context_iter=6, em_tol=None, context_alpha=10.0
 )
-# Warm retrains start from the previous version (fitted on most of the same answers): fewer
-# iterations and shorter L-BFGS runs reach the full fit's accuracy.
+# Warm retrains go on from the previous version (fitted on most of the same answers): its priors
+# start the contextual EM, and fewer iterations and shorter L-BFGS runs reach the full fit's
+# accuracy (docs/learning-notes.md).
 WARM = EMSchedule(
     name="warm",
     n_em_iter=2,
@@ -118,14 +119,7 @@ WARM = EMSchedule(
     moment_fit_iter=20,
     em_fit_iter=5,
     context_fit_iter=20,
-)
-WEAK_WARM = EMSchedule(
-    name="weak-warm",
-    n_em_iter=4,
-    n_context_iter=2,
-    moment_fit_iter=20,
-    em_fit_iter=5,
-    context_fit_iter=20,
+    prior_from_previous=True,
 )
 PRIVATE_WARM = PRIVATE.replace(
     name="private-warm",
@@ -136,7 +130,7 @@ PRIVATE_WARM = PRIVATE.replace(
     context_fit_iter=20,
 )
 PRESETS: dict[str, EMSchedule] = {
-    s.name: s for s in (INFORMATIVE, WEAK, PRIVATE, WARM, WEAK_WARM, PRIVATE_WARM)
+    s.name: s for s in (INFORMATIVE, WEAK, PRIVATE, WARM, PRIVATE_WARM)
 }
 
 
@@ -160,10 +154,11 @@ def choose_schedule(
     observations: Observations, *, private: bool = False, warm: bool = False
 ) -> EMSchedule:
     """The preset for a fit: releases of a privacy mechanism (``private``) get their own, weak
-    answers (:func:`answers_are_weak`) the long cross-fitted one, the rest the informative one;
-    each has a shorter twin for a fit ``warm``-started from the previous version."""
+    answers (:func:`answers_are_weak`) the long cross-fitted one, the rest the informative one.
+    A fit ``warm``-started from the previous version goes on from it: the short ``warm`` preset
+    (``private-warm`` for releases)."""
     if private:
         return PRIVATE_WARM if warm else PRIVATE
-    if answers_are_weak(observations):
-        return WEAK_WARM if warm else WEAK
-    return WARM if warm else INFORMATIVE
+    if warm:
+        return WARM
+    return WEAK if answers_are_weak(observations) else INFORMATIVE

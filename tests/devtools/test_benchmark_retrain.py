@@ -34,7 +34,7 @@ def test_benchmark_retrain_seeds_simulate_crowds_answers_and_prints_both_accurac
     )
     result = json.loads(done.stdout)
     assert result["schedule_full"] == result["schedule_simulate_crowd"] == "weak"
-    assert result["schedule_warm"] == "weak-warm"
+    assert result["schedule_warm"] == "warm"
     assert result["answers_stored"] + result["answers_not_stored"] >= 900
     assert result["answers_added_for_warm"] > 0
     assert 0.3 < result["accuracy_test"] <= 1 and 0.3 < result["accuracy_simulate_crowd"] <= 1

@@ -42,8 +42,8 @@ def test_simulate_crowd_passes_the_em_schedule(corpora, monkeypatch):
     train, test = corpora
     _run("--train", str(train), "--test", str(test), "--json")
     assert seen == {"model": "context", "schedule": "auto"}  # as a retrain: CountTagger's own
-    _run("--train", str(train), "--test", str(test), "--schedule", "weak-warm", "--json")
-    assert seen["schedule"] == "weak-warm"
+    _run("--train", str(train), "--test", str(test), "--schedule", "warm", "--json")
+    assert seen["schedule"] == "warm"
     with pytest.raises(CommandError, match="--schedule must be 'auto' or one of informative"):
         _run("--train", str(train), "--test", str(test), "--schedule", "fast", "--json")
 

@@ -63,7 +63,7 @@ def test_retrain_only_when_there_is_something_new(project, crowd):
     second = retrain(project)
     assert second.status == "succeeded"
     assert second.version.number == 2 and second.version.warm_started_from == 1
-    assert second.version.hyperparameters["schedule"]["name"].endswith("warm")
+    assert second.version.hyperparameters["schedule"]["name"] == "warm"
 
 
 def test_no_observations_is_skipped_not_failed(project):

@@ -144,7 +144,7 @@ def test_schedule_follows_the_share_of_tags_asked(data):
     )  # fmt: skip
     private = choose_schedule(few.observations, private=True)  # releases: their own preset
     assert private.name == "private" and private.cross_fit == 0 and private.em_tol is None
-    assert choose_schedule(few.observations, warm=True).name == "weak-warm"
+    assert choose_schedule(few.observations, warm=True).name == "warm"
     assert choose_schedule(every.observations, warm=True).name == "warm"
     assert choose_schedule(few.observations, private=True, warm=True).name == "private-warm"
 

@@ -42,11 +42,12 @@ def test_releases_and_warm_starts_have_their_own_presets():
     assert choose_schedule(weak, private=True).name == "private"
     assert choose_schedule(every, private=True).name == "private"  # whatever the tags asked
     assert choose_schedule(every, private=True, warm=True).name == "private-warm"
-    assert choose_schedule(weak, warm=True).name == "weak-warm"
+    assert choose_schedule(weak, warm=True).name == "warm"
     assert choose_schedule(every, warm=True).name == "warm"
     private = PRESETS["private"]
     assert private.em_tol is None and private.context_alpha > PRESETS["informative"].context_alpha
-    for warm, full in (("warm", "informative"), ("weak-warm", "weak"), ("private-warm", "private")):
+    assert PRESETS["warm"].prior_from_previous and not PRESETS["weak"].prior_from_previous
+    for warm, full in (("warm", "informative"), ("warm", "weak"), ("private-warm", "private")):
         assert PRESETS[warm].n_em_iter < PRESETS[full].n_em_iter
         assert PRESETS[warm].context_alpha == PRESETS[full].context_alpha
 
