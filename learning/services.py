@@ -1,9 +1,10 @@
 """Writes of the learning app: the retrain job, schedules, and the sweep's bookkeeping.
 
-`retrain_project` is the job: claim the project's lock, read through the adapter, fit the core's
-`CountTagger` warm-started from the current version, evaluate, write the model file, then the
-version, its report, the annotator quality rows, the run record and the webhook deliveries in one
-transaction (after re-confirming the lock inside it). A worker killed anywhere before that commit
+`retrain_run` is the job: claim the project's lock; `version_learn` reads through the adapter,
+fits the core's `CountTagger` warm-started from the current version and builds the report
+(writing nothing); `version_store` writes the model file, then the version, its report, the
+annotator quality rows, the run record and the webhook deliveries in one transaction (after
+re-confirming the lock inside it). A worker killed anywhere before that commit
 leaves the previous version current and nothing half-written visible (at worst an orphan model
 file, which is deleted when the job fails in-process). Pushing the result is the caller's job,
 after this returns (the transaction has committed by then): see `learning.tasks`.
@@ -124,10 +125,24 @@ def effort_with_gain(effort: dict | None, accuracy: float | None, previous) -> d
     return out
 
 
-def _fit_and_store(
-    *, project_id: int, run: RetrainRun, owner: str, current: ModelVersion | None
-) -> RetrainOutcome:
-    started = time.perf_counter()
+@dataclass
+class Learned:
+    """What a retrain learned and what its report says, before anything is stored."""
+
+    data: adapter.TrainingData
+    estimator: CountTagger
+    number: int  # the version it will be
+    warm_started: bool
+    evaluation: dict
+    consistency: float | None
+    table: list[dict]
+    windows: list | None  # the new version's verification windows (None: the project asks none)
+    timings: dict[str, float]
+
+
+def version_learn(*, project_id: int, current: ModelVersion | None) -> Learned:
+    """Read the project's answers, fit the next version from them and build its report; writes
+    nothing."""
     timings: dict[str, float] = {}
     tic = time.perf_counter()
     excluded = selectors.flagged_annotator_ids(project_id)
@@ -184,7 +199,32 @@ def _fit_and_store(
     number = (current.number if current else 0) + 1
     windows = _verification_round(project_id=project_id, tagger=tagger, data=data, number=number)
     timings["verification_round"] = time.perf_counter() - tic
+    return Learned(
+        data=data,
+        estimator=estimator,
+        number=number,
+        warm_started=warm is not None,
+        evaluation=evaluation,
+        consistency=consistency,
+        table=table,
+        windows=windows,
+        timings=timings,
+    )
 
+
+def version_store(
+    *,
+    project_id: int,
+    run: RetrainRun,
+    owner: str,
+    current: ModelVersion | None,
+    learned: Learned,
+    started: float,
+) -> RetrainOutcome:
+    """Write the model file, then the version, its report, the annotator rows, the run and the
+    webhook deliveries in one transaction, after re-confirming the lock inside it."""
+    data, estimator, number, table = learned.data, learned.estimator, learned.number, learned.table
+    tagger, evaluation, timings = estimator.tagger_, learned.evaluation, learned.timings
     tic = time.perf_counter()
     name = default_storage.save(
         f"models/project-{project_id}/v{number}-{owner[:8]}.npz",
@@ -228,11 +268,11 @@ def _fit_and_store(
                 },
                 timings={key: round(value, 3) for key, value in timings.items()},
                 code_version=code_version(),
-                warm_started_from=current.number if warm is not None else None,
+                warm_started_from=current.number if learned.warm_started else None,
             )
             AccuracyReport.objects.create(
                 version=version,
-                count_consistency=consistency,
+                count_consistency=learned.consistency,
                 held_out_observations=len(data.held_out),
                 skipped_observations=len(estimator.skipped_observations_),
                 annotators=table,
@@ -240,9 +280,9 @@ def _fit_and_store(
                 **evaluation,
             )
             _annotator_quality_store(project_id=project_id, number=number, table=table)
-            if windows is not None:
+            if learned.windows is not None:
                 verification_round_create(
-                    project_id=project_id, version_number=number, windows=windows
+                    project_id=project_id, version_number=number, windows=learned.windows
                 )
             memberships_flag_update(
                 project_id=project_id,
@@ -270,7 +310,7 @@ def _fit_and_store(
             "version": number,
             "observations": data.observations_total,
             "accuracy": evaluation["accuracy"],
-            "count_consistency": consistency,
+            "count_consistency": learned.consistency,
             "seconds": round(run.seconds, 3),
         },
     )
@@ -329,7 +369,7 @@ def _run_record(*, project_id: int, trigger: str, task_id: str, status: str, mes
     )
 
 
-def retrain_project(*, project_id: int, trigger: str, task_id: str = "") -> RetrainOutcome:
+def retrain_run(*, project_id: int, trigger: str, task_id: str = "") -> RetrainOutcome:
     """Retrain the project if it has observations newer than its current model (see the module
     docstring). Returns what happened; raises after recording a failed run."""
     if not Project.objects.filter(pk=project_id).exists():
@@ -373,7 +413,12 @@ def retrain_project(*, project_id: int, trigger: str, task_id: str = "") -> Retr
         )
         logger.info("retrain started", extra={"project_id": project_id, "run_id": run.pk})
         try:
-            return _fit_and_store(project_id=project_id, run=run, owner=owner, current=current)
+            started = time.perf_counter()
+            learned = version_learn(project_id=project_id, current=current)
+            return version_store(
+                project_id=project_id, run=run, owner=owner, current=current, learned=learned,
+                started=started,
+            )  # fmt: skip
         except BaseException as exc:
             RetrainRun.objects.filter(pk=run.pk).update(
                 status=RetrainRun.Status.FAILED,

@@ -43,7 +43,7 @@ def retrain_and_push(
     *, project_id: int, trigger: str, task_id: str = ""
 ) -> services.RetrainOutcome:
     """Retrain (one transaction), then push the new report to streams and webhooks."""
-    outcome = services.retrain_project(project_id=project_id, trigger=trigger, task_id=task_id)
+    outcome = services.retrain_run(project_id=project_id, trigger=trigger, task_id=task_id)
     if outcome.version is not None:
         push.report_publish(project_id=project_id, summary=outcome.summary)
         for delivery_id in outcome.delivery_ids:

@@ -280,7 +280,7 @@ def world(settings, tmp_path, monkeypatch, quiet):
         Membership.objects.create(project=project, user=user, role=Membership.Role.ANNOTATOR)
         crowd.append(user)
     answer_tasks(project, crowd, 40)
-    learning_services.retrain_project(project_id=project.pk, trigger="manual")
+    learning_services.retrain_run(project_id=project.pk, trigger="manual")
     annotator = crowd[0]
     # A count task (the bodies below answer one); verification tasks go through the same
     # endpoints, with the same rules of who may call them.

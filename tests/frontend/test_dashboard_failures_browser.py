@@ -124,7 +124,7 @@ def test_failed_retrain_error_and_schedule_on_a_phone(new_context, manager, proj
             project=project, annotator=user, defaults={"flagged": True, "version_number": 1}
         )
     with pytest.raises(learning_services.RetrainError):
-        learning_services.retrain_project(project_id=project.pk, trigger="manual")
+        learning_services.retrain_run(project_id=project.pk, trigger="manual")
 
     page = new_context(manager, **PHONE).new_page()
     page.goto(f"/projects/{project.pk}/")

@@ -12,7 +12,7 @@ pytestmark = pytest.mark.django_db
 
 def test_admin_pages(client, project, crowd, settings):
     answer_tasks(project, crowd, 40)
-    version = services.retrain_project(project_id=project.pk, trigger="manual").version
+    version = services.retrain_run(project_id=project.pk, trigger="manual").version
     settings.TALLY_WEBHOOK_ALLOW_INTERNAL = True
     hook = webhook_services.webhook_create(project=project, url="http://127.0.0.1:9/x")
     services.retrain_schedule_set(project=project, interval_minutes=5)

@@ -25,7 +25,7 @@ pytestmark = pytest.mark.django_db
 
 
 def retrain(project):
-    return services.retrain_project(project_id=project.pk, trigger="manual")
+    return services.retrain_run(project_id=project.pk, trigger="manual")
 
 
 def test_first_retrain_writes_a_complete_version_and_report(project, crowd):
@@ -314,3 +314,12 @@ def test_the_retrain_fits_what_simulate_crowd_fits(project, crowd, monkeypatch, 
     assert version.hyperparameters["schedule"] == simulated.schedule_.as_dict()
     stored = adapter.model_load(version.file.name)
     np.testing.assert_allclose(stored.coef_, simulated.tagger_.coef_, rtol=1e-6, atol=1e-9)
+
+
+def test_learning_a_version_writes_nothing_and_storing_it_writes_it_whole(project, crowd):
+    answer_tasks(project, crowd, 80)
+    learned = services.version_learn(project_id=project.pk, current=None)
+    assert learned.number == 1 and learned.evaluation["accuracy"] is not None
+    assert not ModelVersion.objects.exists() and not RetrainRun.objects.exists()
+    assert not default_storage.exists(f"models/project-{project.pk}")
+    assert services.retrain_run(project_id=project.pk, trigger="manual").version.number == 1

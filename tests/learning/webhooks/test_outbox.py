@@ -125,7 +125,7 @@ def test_overdue_delivery_is_requeued_by_the_sweep(project, crowd, allow_interna
     target = receiver([200])
     webhook_services.webhook_create(project=project, url=target.url, secret=SECRET)
     answer_tasks(project, crowd, 60)
-    services.retrain_project(project_id=project.pk, trigger="manual")  # no push: task "lost"
+    services.retrain_run(project_id=project.pk, trigger="manual")  # no push: task "lost"
     WebhookDelivery.objects.update(next_attempt_at=timezone.now() - timedelta(minutes=5))
     celery_app.conf.update(CELERY_TASK_ALWAYS_EAGER=True)
     try:
