@@ -75,6 +75,7 @@ INSTALLED_APPS = [
     "django_celery_beat",
     "annotation",
     "learning",
+    "delivery",
     "frontend",
     "devtools",
 ]

@@ -27,6 +27,7 @@ from annotation.models import Project
 from annotation.services import memberships_flag_update, verification_round_create
 from common.exceptions import Conflict, InvalidInput
 from config.version import code_version
+from delivery.webhooks.outbox import deliveries_create
 from learning import adapter, locks, selectors, verification
 from learning.core import report
 from learning.core.pipeline import CountTagger
@@ -39,7 +40,6 @@ from learning.models import (
     RetrainRun,
     RetrainSchedule,
 )
-from learning.webhooks.outbox import deliveries_create
 
 logger = logging.getLogger(__name__)
 

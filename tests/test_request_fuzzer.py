@@ -50,9 +50,9 @@ from drf_spectacular.generators import SchemaGenerator
 
 from annotation import scheduler
 from annotation.models import Membership
+from delivery.models import Webhook, WebhookDelivery
 from learning import services as learning_services
 from learning import tasks as learning_tasks
-from learning.models import Webhook, WebhookDelivery
 from tests.factories import UserFactory, make_project
 from tests.learning.crowd import answer_tasks, import_corpus, toy_sentences
 

@@ -9,8 +9,9 @@ tests/learning/test_services.py does it: every answer comes from a flagged annot
 import pytest
 
 from annotation.models import Membership
+from delivery.models import Webhook, WebhookDelivery
 from learning import services as learning_services
-from learning.models import AnnotatorQuality, RetrainSchedule, Webhook, WebhookDelivery
+from learning.models import AnnotatorQuality, RetrainSchedule
 from tests.factories import UserFactory
 from tests.frontend.conftest import DESKTOP, PHONE
 from tests.frontend.test_dashboard_browser import answer_tasks, retrain

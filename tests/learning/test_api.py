@@ -8,9 +8,10 @@ from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
 from common.api.output import iso
+from delivery.models import Webhook, WebhookDelivery
+from delivery.webhooks import services as webhook_services
 from learning import services
-from learning.models import ModelVersion, Webhook, WebhookDelivery
-from learning.webhooks import services as webhook_services
+from learning.models import ModelVersion
 from tests.factories import client_for, make_project
 from tests.learning.crowd import add_annotators, answer_tasks, import_corpus, toy_sentences
 

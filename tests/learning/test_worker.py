@@ -13,9 +13,9 @@ import pytest
 from django.db import connection
 
 from annotation.models import Assignment, Observation
+from delivery.webhooks import services as webhook_services
 from learning import selectors, services
 from learning.models import ModelVersion, RetrainLock, RetrainRun
-from learning.webhooks import services as webhook_services
 from tests.factories import client_for
 from tests.learning.crowd import answer_tasks
 from tests.learning.receivers import start_receiver

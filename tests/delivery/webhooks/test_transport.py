@@ -3,7 +3,7 @@ checked on save (through the API) and by `transport.target_check`."""
 
 import pytest
 
-from learning.webhooks import transport
+from delivery.webhooks import transport
 from tests.factories import client_for
 
 pytestmark = pytest.mark.django_db

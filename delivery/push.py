@@ -10,7 +10,7 @@ If Redis fails mid-stream, the stream falls back to polling.
 
 Two forms of the same stream: `event_stream_async`, served by the ASGI process (production
 routes the events path there), waits on the event loop and holds no thread, sharing one Redis
-subscription per process (learning/push_hub.py); `event_stream` is the synchronous form a WSGI
+subscription per process (delivery/push_hub.py); `event_stream` is the synchronous form a WSGI
 server (the embedded default's runserver) serves, one thread and one subscription per stream.
 """
 
@@ -28,7 +28,8 @@ from asgiref.sync import sync_to_async
 from django.conf import settings
 from django.core.serializers.json import DjangoJSONEncoder
 
-from learning import push_hub, selectors
+from delivery import push_hub
+from learning import selectors
 
 logger = logging.getLogger(__name__)
 

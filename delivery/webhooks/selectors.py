@@ -8,7 +8,7 @@ from datetime import datetime, timedelta
 from django.db.models import OuterRef, QuerySet, Subquery
 from django.db.models.functions import Coalesce
 
-from learning.models import Webhook, WebhookDelivery
+from delivery.models import Webhook, WebhookDelivery
 
 
 def _with_last_delivery(webhooks: QuerySet[Webhook]) -> QuerySet[Webhook]:

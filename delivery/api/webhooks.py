@@ -7,8 +7,8 @@ from rest_framework.response import Response
 
 from common.api.base import ManagerView, paginated
 from common.exceptions import NotFound
+from delivery.webhooks import selectors, services
 from learning.api.shapes import delivery_out, webhook_out
-from learning.webhooks import selectors, services
 
 
 class WebhookSerializer(serializers.Serializer):

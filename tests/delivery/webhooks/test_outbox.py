@@ -11,10 +11,10 @@ import pytest
 from django.utils import timezone
 
 from config.celery import app as celery_app
+from delivery.models import WebhookDelivery
+from delivery.webhooks import outbox, transport
+from delivery.webhooks import services as webhook_services
 from learning import services, tasks
-from learning.models import WebhookDelivery
-from learning.webhooks import outbox, transport
-from learning.webhooks import services as webhook_services
 from tests.factories import client_for
 from tests.learning.crowd import answer_tasks
 

@@ -8,8 +8,8 @@ from django.db import transaction
 
 from annotation.models import Project
 from common.exceptions import Conflict, InvalidInput
-from learning.models import Webhook
-from learning.webhooks.transport import TargetRefused, target_check
+from delivery.models import Webhook
+from delivery.webhooks.transport import TargetRefused, target_check
 
 MAX_WEBHOOKS_PER_PROJECT = 10
 MIN_SECRET, MAX_SECRET = 16, 200

@@ -1,4 +1,4 @@
-"""GET events/: the server-sent event stream of new reports (managers; see learning/push.py).
+"""GET events/: the server-sent event stream of new reports (managers; see delivery/push.py).
 
 Served by whichever server receives the request: under ASGI (the production event server that
 the events path is routed to) the stream is asynchronous and waits without a thread; under WSGI
@@ -17,8 +17,8 @@ from rest_framework.exceptions import APIException
 from rest_framework.renderers import BaseRenderer, JSONRenderer
 
 from common.api.base import ManagerView
-from learning import push
-from learning.stream_slots import stream_slot_acquire, stream_slot_release
+from delivery import push
+from delivery.stream_slots import stream_slot_acquire, stream_slot_release
 
 
 class TooManyStreams(APIException):

@@ -20,8 +20,8 @@ from django.core.serializers.json import DjangoJSONEncoder
 from django.db.models import Q
 from django.utils import timezone
 
-from learning.models import Webhook, WebhookDelivery
-from learning.webhooks import transport
+from delivery.models import Webhook, WebhookDelivery
+from delivery.webhooks import transport
 
 logger = logging.getLogger(__name__)
 

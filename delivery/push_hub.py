@@ -1,6 +1,6 @@
 """One Redis subscription per event-server process, fanned out to its open streams.
 
-The asynchronous event streams (learning/push.py, served by the ASGI process) do not each hold a
+The asynchronous event streams (delivery/push.py, served by the ASGI process) do not each hold a
 Redis connection: the process's hub subscribes once to every project's report channel and hands
 each published version number to the queues of the streams open on that project. If Redis goes
 away, every open stream is told (`LOST`) and polls the database instead; the hub reconnects in

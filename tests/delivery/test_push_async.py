@@ -1,5 +1,5 @@
-"""The asynchronous event stream (learning.push.event_stream_async) and the per-user cap on
-streams (learning.stream_slots), without a server: see test_events_asgi for uvicorn."""
+"""The asynchronous event stream (delivery.push.event_stream_async) and the per-user cap on
+streams (delivery.stream_slots), without a server: see test_events_asgi for uvicorn."""
 
 import asyncio
 import json
@@ -7,7 +7,7 @@ import time
 
 import pytest
 
-from learning import push, push_hub
+from delivery import push, push_hub
 from tests.factories import client_for
 
 
