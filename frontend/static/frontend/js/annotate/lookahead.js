@@ -18,6 +18,12 @@ export function createLookahead({ lease, maxHeld }) {
     forget(assignment) {
       held = held.filter((task) => task.assignment !== assignment);
     },
+    // Drops every held task for which `unfit(task)` is true; returns how many.
+    discard(unfit) {
+      const before = held.length;
+      held = held.filter((task) => !unfit(task));
+      return before - held.length;
+    },
     // Lease until `maxHeld` are held, counting the task on screen. Only with nothing waiting to
     // be sent (`canLease()`): the server hands back live leases the page does not name, and an
     // answered lease stays live there until its answer arrives. Best effort: stops at the first

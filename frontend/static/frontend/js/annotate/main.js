@@ -9,7 +9,7 @@ import { $ } from "../lib/dom.js";
 import { kindOf, loadKind } from "./kinds/index.js";
 import { createLookahead } from "./lookahead.js";
 import { createOutbox, createSender, newKey } from "./outbox.js";
-import { privatize } from "./privacy.js";
+import { PrivacyError, privatize, releaseProblem } from "./privacy.js";
 import { createReach } from "./reach.js";
 import { createProgress, kept, say, setState, showNotice, showPending } from "./screen.js";
 import { renderSentence } from "./sentence.js";
@@ -29,6 +29,47 @@ const outbox = createOutbox(storage, `tally.outbox.${app.dataset.user}`);
 const progress = createProgress();
 let online = navigator.onLine !== false;
 let signedOut = false;
+
+// --- Privacy ----------------------------------------------------------------------------------
+
+// Whether this project is private, as the page was told when it loaded, or learnt since from a
+// task that came with `privacy`. Once private, a plain count of this project never leaves.
+let projectPrivate = app.dataset.private === "1";
+let privacyNote = ""; // what the page deleted for it: shown over the tasks until dismissed
+
+function showPrivacyNote() {
+  showNotice(privacyNote, privacyNote ? { label: "OK", onClick: () => showNotice((privacyNote = "")) } : null);
+}
+
+// The project is private: answers kept from before (true counts) are deleted unsent, and tasks
+// held from before are dropped, so none of them can send a true count.
+function enforcePrivate() {
+  const plain = (item) => item.project === PROJECT && !item.released;
+  const deleted = outbox.discard(plain);
+  lookahead.discard((held) => !held.privacy);
+  if (task && !task.privacy) {
+    task = null; // the one on screen too: the next task replaces it
+    clearTimeout(expiryTimer);
+    setTimeout(() => !task && advance(), 0);
+  }
+  if (deleted) {
+    privacyNote = `This project is now private: ${deleted === 1 ? "1 answer" : `${deleted} answers`} given before the change ${deleted === 1 ? "was" : "were"} deleted from this phone without being sent.`;
+    showPrivacyNote();
+    showPending(outbox.size(), online);
+  }
+}
+
+// A leased task the page may show, or a PrivacyError saying why not.
+function checkPrivacy(next) {
+  const problem = releaseProblem(next);
+  if (problem) throw new PrivacyError(`This task cannot be answered privately: ${problem}. Nothing was sent.`);
+  if (next.privacy && !projectPrivate) {
+    projectPrivate = true;
+    enforcePrivate();
+  } else if (!next.privacy && projectPrivate) {
+    throw new PrivacyError("This project's privacy setting has changed. Reload the page to go on.");
+  }
+}
 
 // --- The task on screen -----------------------------------------------------------------------
 
@@ -61,7 +102,7 @@ function show(next) {
   deadline = shownAt + expires;
   clearTimeout(expiryTimer);
   expiryTimer = setTimeout(leaseExpired, Math.max(0, expires));
-  showNotice("");
+  showPrivacyNote(); // no other notice outlives its task
   setState("task", "");
   window.scrollTo(0, 0);
   renderSentence($("sentence"), next, { onResize: () => reach?.check() });
@@ -92,7 +133,18 @@ function submit() {
     if (i >= 0) view.activate(i);
     return;
   }
-  keep(privatize(task, view.answer())); // a private project's counts: randomized first
+  let answer;
+  try {
+    answer = privatize(task, view.answer(), { projectPrivate }); // a private project's counts: randomized first
+  } catch (error) {
+    if (!(error instanceof PrivacyError)) throw error;
+    showNotice(error.message);
+    task = null; // this task is dropped unanswered
+    clearTimeout(expiryTimer);
+    advance();
+    return;
+  }
+  keep(answer);
 }
 
 // The answer to the task on screen (the kind's part of the body), kept on the device before
@@ -142,7 +194,10 @@ const sender = createSender({
 // A leased task's kind is loaded with it, while the page is online.
 async function lease(holding) {
   const next = await api("POST", `/api/projects/${PROJECT}/tasks/next/`, holding ? { holding } : undefined);
-  if (next) await loadKind(next);
+  if (next) {
+    checkPrivacy(next);
+    await loadKind(next);
+  }
   return next;
 }
 const lookahead = createLookahead({ lease, maxHeld: MAX_HELD });
@@ -209,7 +264,9 @@ function waiting() {
 }
 
 function failed(error) {
-  if (error.status === 0) {
+  if (error instanceof PrivacyError) {
+    setState("error", "This task was not shown", error.message, { label: "Reload", onClick: () => window.location.reload() });
+  } else if (error.status === 0) {
     setOnline(false);
     waiting();
   } else if (error.status === 401 || error.status === 403) {
@@ -271,5 +328,6 @@ document.addEventListener("visibilitychange", () => {
   if (document.visibilityState === "visible") leaseExpired();
 });
 
+if (projectPrivate) enforcePrivate(); // before anything is sent
 showPending(outbox.size(), online);
 advance().then(loadStats); // the task first: it is what the annotator waits for
