@@ -121,7 +121,8 @@ class Project(models.Model):
             ),
             models.CheckConstraint(
                 condition=Q(private=False, alpha__isnull=True, mechanism="")
-                | Q(private=True, alpha__gte=MIN_ALPHA, alpha__lte=STORED_MAX_ALPHA) & ~Q(mechanism=""),
+                | Q(private=True, alpha__gte=MIN_ALPHA, alpha__lte=STORED_MAX_ALPHA)
+                & ~Q(mechanism=""),
                 name="privacy_settings",
             ),
             models.CheckConstraint(

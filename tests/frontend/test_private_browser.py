@@ -125,9 +125,7 @@ def test_the_phone_accepts_every_release_the_server_defines(new_context, private
             "kind": "count",
             "window": {"start": 0, "length": window},
             "tags": [{"name": f"T{i}"} for i in range(asked)],
-            "privacy": privacy_out(
-                Mechanism(name, alpha, n_tags=17), window=window, n_asked=asked
-            ),
+            "privacy": privacy_out(Mechanism(name, alpha, n_tags=17), window=window, n_asked=asked),
         }
         for name in MECHANISMS
         for alpha in (0.1, 0.5, 1.0, 3.0, 5.5, MAX_ALPHA)

@@ -186,9 +186,7 @@ def test_the_invite_page_says_what_the_privacy_level_means(manager, alpha, true_
     words what it means for an answer (krr, one tag asked, a window of 5 words)."""
     from tests.factories import make_project
 
-    project = make_project(
-        owner=manager, private=True, alpha=alpha, tags_per_task=1, window_size=5
-    )
+    project = make_project(owner=manager, private=True, alpha=alpha, tags_per_task=1, window_size=5)
     html = client_for(None).get(f"/join/{project.invite_code}").content.decode()
     assert f"α = {alpha:g}</b> per answer" in html
     assert f"sends your true count about <b>{true_percent} of the time</b>" in html

@@ -94,8 +94,11 @@ def test_alpha_is_capped_where_privacy_still_means_something(manager):
         response = create(client, private=True, tags_per_task=1, alpha=alpha)
         assert response.status_code == 400
         error = response.json()["error"]
-        assert error["fields"]["alpha"] == [f"α is at most {MAX_ALPHA:g}: above it the phone "
-            "sends the true count almost every time, so the answers would no longer be private."]  # fmt: skip
+        limit = (
+            f"α is at most {MAX_ALPHA:g}: above it the phone sends the true count almost every "
+            "time, so the answers would no longer be private."
+        )
+        assert error["fields"]["alpha"] == [limit]
     made = create(client, private=True, tags_per_task=1, alpha=MAX_ALPHA)
     assert made.status_code == 201
     url = f"/api/projects/{made.json()['id']}/"
@@ -120,9 +123,9 @@ def test_the_phone_refuses_the_same_levels_as_the_server():
     level would find its tasks refused, a lower one would refuse the server's own tasks."""
     from django.conf import settings
 
-    source = (
-        settings.BASE_DIR / "frontend/static/frontend/js/annotate/privacy.js"
-    ).read_text(encoding="utf-8")
+    source = (settings.BASE_DIR / "frontend/static/frontend/js/annotate/privacy.js").read_text(
+        encoding="utf-8"
+    )
     assert f"export const MAX_ALPHA = {MAX_ALPHA:g};" in source
     assert f"export const MECHANISMS = {list(MECHANISMS)!r};".replace("'", '"') in source
 
