@@ -107,9 +107,7 @@ def observations_csv(*, project: Project) -> Iterator[str]:
 
 
 def corpus_conllu(*, project: Project) -> Iterator[str]:
-    """Every sentence with its gold tags (`_` when it has none). A sentence imported from
-    CoNLL-U is written as it was read (ids, comments, multiword tokens, every column); the others
-    get `# sent_id`, `# split` and `# text` and their tags in the UPOS column."""
+    """Every sentence with its gold tags (`_` when it has none), as `sentence_conllu` writes it."""
     names = selectors.project_tag_names(project=project)
     rows = (
         Sentence.objects.filter(project=project)
@@ -120,11 +118,30 @@ def corpus_conllu(*, project: Project) -> Iterator[str]:
     )
     for pk, split, tokens, gold, text, source, column in rows.iterator(chunk_size=_CHUNK):
         tags = ["_"] * len(tokens) if gold is None else [names[tag] for tag in gold]
-        if source:
-            yield conllu_sentence(tokens, tags, source=source.split("\n"), column=column)
-            continue
-        yield conllu_sentence(
-            tokens,
-            tags,
-            comments=[("sent_id", pk), ("split", split), ("text", text or " ".join(tokens))],
-        )
+        yield sentence_conllu(
+            sentence_id=pk, split=split, tokens=tokens, tags=tags, text=text, source=source,
+            column=column,
+        )  # fmt: skip
+
+
+def sentence_conllu(
+    *,
+    sentence_id: int,
+    split: str,
+    tokens: list[str],
+    tags: list[str],
+    text: str,
+    source: str,
+    column: str | None,
+) -> str:
+    """One stored sentence in the corpus export. A sentence imported from CoNLL-U (`source`) is
+    written as it was read (ids, comments, multiword tokens, every column) with `tags` in its tag
+    `column`; the others get `# sent_id`, `# split` and `# text` and their tags in the UPOS
+    column. Either way Tally's CoNLL-U reader reads it back to the same tokens and tags."""
+    if source:
+        return conllu_sentence(tokens, tags, source=source.split("\n"), column=column or "upos")
+    return conllu_sentence(
+        tokens,
+        tags,
+        comments=[("sent_id", sentence_id), ("split", split), ("text", text or " ".join(tokens))],
+    )
