@@ -211,3 +211,40 @@ def test_the_compose_stack_trusts_only_its_proxy(settings):
         direct = keys(neighbour, None)
         assert direct[0] == neighbour
         assert keys(neighbour, "6.6.6.6") == keys(neighbour, "7.7.7.7") == direct
+
+
+def test_guesses_from_elsewhere_do_not_lock_the_owner_out_of_a_known_address(victim):
+    """Issue 24: ten wrong passwords from anywhere locked a known user out for a minute. The
+    owner signs in from an address they signed in from before; a new address is still held to
+    the username's budget, which the guesser spent."""
+    home, office = "203.0.113.7", "2001:db8:1:2::10"
+    assert _api("victim", PASSWORD, address=home).status_code == 200
+    assert _api("victim", PASSWORD, address=office).status_code == 200
+    for i in range(10):
+        assert _api("victim", "guess", address=f"198.51.100.{i}").status_code == 400
+    assert _api("victim", PASSWORD, address="198.51.100.99").status_code == 429
+    assert _api("victim", PASSWORD, address=home).status_code == 200
+    response, client = _site("\uff56ictim", PASSWORD, address=home)  # every door and spelling
+    assert response.status_code == 302 and client.session["_auth_user_id"] == str(victim.pk)
+    # The phone's IPv6 address changed within its /64: still the same network.
+    assert _api("victim", PASSWORD, address="2001:db8:1:2::beef").status_code == 200
+
+
+def test_a_known_address_gets_no_more_guesses_than_any_other(victim):
+    """A guesser behind the owner's address (the same office) has that address's own budget
+    of ten, not an unlimited one; and spending it does not lock the owner out elsewhere."""
+    home = "203.0.113.7"
+    assert _api("victim", PASSWORD, address=home).status_code == 200
+    for _ in range(10):
+        assert _api("victim", "guess", address=home).status_code == 400
+    assert _api("victim", "guess", address=home).status_code == 429
+    assert _api("victim", PASSWORD, address=home).status_code == 429
+    assert _api("victim", PASSWORD, address="192.0.2.44").status_code == 200
+
+
+def test_a_refused_or_failed_attempt_makes_no_address_known(victim):
+    for i in range(10):
+        assert _api("victim", "guess", address=f"198.51.100.{i}").status_code == 400
+    assert _api("victim", PASSWORD, address="192.0.2.1").status_code == 429  # refused unchecked
+    assert _api("victim", PASSWORD, address="192.0.2.1").status_code == 429
+    assert _api("victim", "guess", address="198.51.100.0").status_code == 429
