@@ -88,6 +88,11 @@ class NoObservations(Conflict):
     code = "no_observations"
 
 
+class NotEnoughAnswers(RetrainError):
+    """The answers so far carry nothing to learn from: the run is skipped with this message,
+    and the next sweep tries again with the answers given meanwhile."""
+
+
 class LockLost(RetrainError):
     """Another worker took the project's lock over (ours expired): write nothing."""
 
@@ -166,6 +171,11 @@ def _fit_and_store(
     timings["read"] = time.perf_counter() - tic
     if len(data.fit) == 0:
         raise RetrainError("No observations to fit: every answer is held out or flagged.")
+    if data.mechanism is None and data.verifications is None and not data.fit.counts.any():
+        raise NotEnoughAnswers(
+            "Not enough answers to learn from yet: every answer so far counts 0 of each tag it "
+            "asks. The model is trained as soon as answers count some tags."
+        )
     params = WARM_HYPERPARAMETERS if warm is not None else HYPERPARAMETERS
     if data.mechanism is not None:
         params = {
@@ -409,6 +419,13 @@ def retrain_project(*, project_id: int, trigger: str, task_id: str = "") -> Retr
         logger.info("retrain started", extra={"project_id": project_id, "run_id": run.pk})
         try:
             return _fit_and_store(project_id=project_id, run=run, owner=owner, current=current)
+        except NotEnoughAnswers as exc:
+            RetrainRun.objects.filter(pk=run.pk).update(
+                status=RetrainRun.Status.SKIPPED, finished_at=timezone.now(), seconds=0.0,
+                error=str(exc),
+            )  # fmt: skip
+            logger.info("retrain skipped: not enough answers", extra={"project_id": project_id})
+            return RetrainOutcome(status=RetrainRun.Status.SKIPPED, run_id=run.pk, message=str(exc))
         except BaseException as exc:
             RetrainRun.objects.filter(pk=run.pk).update(
                 status=RetrainRun.Status.FAILED,
