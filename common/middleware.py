@@ -6,7 +6,7 @@
   /api/observations` is `POST /api/observations/`), instead of Django's redirect, which a POST
   cannot follow (and which is a 500 in development); an API URL that does not exist is a 404 in
   the error shape, in development too (Django's debug 404 is an HTML page).
-- `ContentSecurityPolicy`: every response says which sources a page may load and run
+- `ContentSecurityPolicy`: every page (HTML, SVG) says which sources it may load and run
   (`CONTENT_SECURITY_POLICY`): scripts and styles only from files of this site, no inline script
   or style, no plugin, no framing, forms posting here only. A script that got into a page some
   other way would not run. A view that needs another policy sets the header itself.
@@ -61,8 +61,14 @@ class ContentSecurityPolicy:
 
     def __call__(self, request):
         response = self.get_response(request)
-        response.headers.setdefault("Content-Security-Policy", settings.CONTENT_SECURITY_POLICY)
+        # Only documents run what they load: pages (HTML) and SVG, which can hold scripts. The
+        # other responses (JSON, scripts, styles) would only carry its bytes.
+        if response.get("Content-Type", "").startswith(_DOCUMENT_TYPES):
+            response.headers.setdefault("Content-Security-Policy", settings.CONTENT_SECURITY_POLICY)
         return response
+
+
+_DOCUMENT_TYPES = ("text/html", "image/svg+xml", "application/xhtml+xml")
 
 
 class ApiTrailingSlash:

@@ -4,7 +4,9 @@ import { test } from "node:test";
 import {
   MAX_ALPHA,
   PrivacyError,
+  admit,
   cryptoUniform,
+  forgetPlain,
   privatize,
   releaseProblem,
   sample,
@@ -103,4 +105,33 @@ test("the release the server sends is checked against its mechanism and α (issu
   const bent = classic.map((row) => [...row]);
   [bent[1][0], bent[1][1]] = [bent[1][0] - 0.01, bent[1][1] + 0.01];
   assert.ok(releaseProblem(privateTask({ mechanism: "classic", alpha: 1, release: bent })));
+});
+
+test("a private project's page admits only tasks whose release passes the checks", () => {
+  assert.doesNotThrow(() => admit(privateTask(), true));
+  assert.doesNotThrow(() => admit(privateTask(), false)); // the first private task: now private
+  assert.doesNotThrow(() => admit({ kind: "count" }, false));
+  assert.throws(() => admit({ kind: "count" }, true), /privacy setting has changed/);
+  assert.throws(() => admit(privateTask({ alpha: 20, release: krr(20, 3) }), true), /not between 0 and 8/);
+});
+
+test("answers kept with true counts from before the switch are deleted unsent", () => {
+  let items = [
+    { project: 1, assignment: 10, counts: { NOUN: 2 }, idempotency_key: "a" },
+    { project: 1, assignment: 11, released: { NOUN: 1 }, idempotency_key: "b" },
+    { project: 2, assignment: 12, counts: { NOUN: 0 }, idempotency_key: "c" }, // another project
+  ];
+  const outbox = {
+    discard(unfit) {
+      const before = items.length;
+      items = items.filter((item) => !unfit(item));
+      return before - items.length;
+    },
+  };
+  let held = [{ assignment: 20 }, { assignment: 21, privacy: {} }];
+  const lookahead = { discard: (unfit) => (held = held.filter((task) => !unfit(task))) };
+  assert.equal(forgetPlain({ outbox, lookahead, project: 1 }), "This project is now private: 1 answer given before the change was deleted from this phone without being sent.");
+  assert.deepEqual(items.map((item) => item.idempotency_key), ["b", "c"]);
+  assert.deepEqual(held.map((task) => task.assignment), [21]);
+  assert.equal(forgetPlain({ outbox, project: 1 }), "");
 });

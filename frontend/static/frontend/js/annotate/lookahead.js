@@ -18,7 +18,7 @@ export function createLookahead({ lease, maxHeld }) {
     forget(assignment) {
       held = held.filter((task) => task.assignment !== assignment);
     },
-    // Drops every held task for which `unfit(task)` is true; returns how many.
+    // Drops the held tasks `unfit(task)`.
     discard(unfit) {
       const before = held.length;
       held = held.filter((task) => !unfit(task));

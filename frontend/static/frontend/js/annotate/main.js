@@ -9,7 +9,6 @@ import { $ } from "../lib/dom.js";
 import { kindOf, loadKind } from "./kinds/index.js";
 import { createLookahead } from "./lookahead.js";
 import { createOutbox, createSender, newKey } from "./outbox.js";
-import { PrivacyError, privatize, releaseProblem } from "./privacy.js";
 import { createReach } from "./reach.js";
 import { createProgress, kept, say, setState, showNotice, showPending } from "./screen.js";
 import { renderSentence } from "./sentence.js";
@@ -30,45 +29,30 @@ const progress = createProgress();
 let online = navigator.onLine !== false;
 let signedOut = false;
 
-// --- Privacy ----------------------------------------------------------------------------------
+// --- Privacy (privacy.js, loaded with the first private task, says why) -----------------------
 
-// Whether this project is private, as the page was told when it loaded, or learnt since from a
-// task that came with `privacy`. Once private, a plain count of this project never leaves.
-let projectPrivate = app.dataset.private === "1";
-let privacyNote = ""; // what the page deleted for it: shown over the tasks until dismissed
+let projectPrivate = app.dataset.private === "1"; // or since a task came with `privacy`
+let privacy = projectPrivate ? await import("./privacy.js") : null;
+let privacyNote = projectPrivate ? privacy.forgetPlain({ outbox, project: PROJECT }) : "";
 
 function showPrivacyNote() {
   showNotice(privacyNote, privacyNote ? { label: "OK", onClick: () => showNotice((privacyNote = "")) } : null);
 }
 
-// The project is private: answers kept from before (true counts) are deleted unsent, and tasks
-// held from before are dropped, so none of them can send a true count.
-function enforcePrivate() {
-  const plain = (item) => item.project === PROJECT && !item.released;
-  const deleted = outbox.discard(plain);
-  lookahead.discard((held) => !held.privacy);
+async function checkPrivacy(next) {
+  if (!next.privacy && !projectPrivate) return;
+  privacy ??= await import("./privacy.js");
+  privacy.admit(next, projectPrivate);
+  if (projectPrivate) return;
+  projectPrivate = true;
+  privacyNote = privacy.forgetPlain({ outbox, lookahead, project: PROJECT });
   if (task && !task.privacy) {
-    task = null; // the one on screen too: the next task replaces it
+    task = null;
     clearTimeout(expiryTimer);
     setTimeout(() => !task && advance(), 0);
   }
-  if (deleted) {
-    privacyNote = `This project is now private: ${deleted === 1 ? "1 answer" : `${deleted} answers`} given before the change ${deleted === 1 ? "was" : "were"} deleted from this phone without being sent.`;
-    showPrivacyNote();
-    showPending(outbox.size(), online);
-  }
-}
-
-// A leased task the page may show, or a PrivacyError saying why not.
-function checkPrivacy(next) {
-  const problem = releaseProblem(next);
-  if (problem) throw new PrivacyError(`This task cannot be answered privately: ${problem}. Nothing was sent.`);
-  if (next.privacy && !projectPrivate) {
-    projectPrivate = true;
-    enforcePrivate();
-  } else if (!next.privacy && projectPrivate) {
-    throw new PrivacyError("This project's privacy setting has changed. Reload the page to go on.");
-  }
+  showPrivacyNote();
+  showPending(outbox.size(), online);
 }
 
 // --- The task on screen -----------------------------------------------------------------------
@@ -102,7 +86,7 @@ function show(next) {
   deadline = shownAt + expires;
   clearTimeout(expiryTimer);
   expiryTimer = setTimeout(leaseExpired, Math.max(0, expires));
-  showPrivacyNote(); // no other notice outlives its task
+  showPrivacyNote();
   setState("task", "");
   window.scrollTo(0, 0);
   renderSentence($("sentence"), next, { onResize: () => reach?.check() });
@@ -133,11 +117,11 @@ function submit() {
     if (i >= 0) view.activate(i);
     return;
   }
-  let answer;
+  let answer = view.answer();
   try {
-    answer = privatize(task, view.answer(), { projectPrivate }); // a private project's counts: randomized first
+    if (task.privacy || projectPrivate) answer = privacy.privatize(task, answer, { projectPrivate });
   } catch (error) {
-    if (!(error instanceof PrivacyError)) throw error;
+    if (error.name !== "PrivacyError") throw error;
     showNotice(error.message);
     task = null; // this task is dropped unanswered
     clearTimeout(expiryTimer);
@@ -195,7 +179,7 @@ const sender = createSender({
 async function lease(holding) {
   const next = await api("POST", `/api/projects/${PROJECT}/tasks/next/`, holding ? { holding } : undefined);
   if (next) {
-    checkPrivacy(next);
+    await checkPrivacy(next);
     await loadKind(next);
   }
   return next;
@@ -264,7 +248,7 @@ function waiting() {
 }
 
 function failed(error) {
-  if (error instanceof PrivacyError) {
+  if (error.name === "PrivacyError") {
     setState("error", "This task was not shown", error.message, { label: "Reload", onClick: () => window.location.reload() });
   } else if (error.status === 0) {
     setOnline(false);
@@ -328,6 +312,5 @@ document.addEventListener("visibilitychange", () => {
   if (document.visibilityState === "visible") leaseExpired();
 });
 
-if (projectPrivate) enforcePrivate(); // before anything is sent
 showPending(outbox.size(), online);
 advance().then(loadStats); // the task first: it is what the annotator waits for

@@ -35,7 +35,7 @@ export function createOutbox(storage, key) {
     has(assignment) {
       return all().some((item) => item.assignment === assignment);
     },
-    // Deletes, unsent, every answer for which `unfit(item)` is true; returns how many.
+    // Deletes, unsent, the answers `unfit(item)`; returns how many.
     discard(unfit) {
       const items = all();
       const kept = items.filter((item) => !unfit(item));

@@ -13,7 +13,10 @@
 // under one true count than under another (the guarantee itself, m the tags asked), and, for krr
 // and geometric, the mechanism's own formula. A server that sent the identity, or any release
 // that gives away more than α promises, gets no answer. And in a project the page knows to be
-// private, a task without `privacy` (held from before the switch) is never answered.
+// private, a task without `privacy` (held from before the switch) is never answered, and true
+// counts kept from before are deleted unsent (`forgetPlain`). This module loads with the
+// first private task, online at lease time, before the task is held: a page that never sees one
+// does not carry it (a private project's page preloads it).
 
 // The highest level a project may choose (learning/core/privacy.py, MAX_ALPHA; a test keeps the
 // two equal): above it a release is almost always the true count.
@@ -21,7 +24,9 @@ export const MAX_ALPHA = 8;
 export const MECHANISMS = ["geometric", "krr", "classic"];
 const TOLERANCE = 1e-9; // the server's floats come through JSON exactly; only arithmetic differs
 
-export class PrivacyError extends Error {}
+export class PrivacyError extends Error {
+  name = "PrivacyError";
+}
 
 // A uniform number in [0, 1) with 53 random bits from the browser's cryptographic generator.
 export function cryptoUniform() {
@@ -123,4 +128,23 @@ export function privatize(task, answer, { projectPrivate = false, uniform = cryp
   const released = {};
   for (const [name, n] of Object.entries(answer.counts)) released[name] = sample(release[n], uniform());
   return { released, privacy: { mechanism, alpha } };
+}
+
+// Whether the page may show the leased task `next` in a project it knows to be private
+// (`projectPrivate`) or not; throws a PrivacyError saying why not.
+export function admit(next, projectPrivate) {
+  if (!next.privacy && projectPrivate) throw new PrivacyError("This project's privacy setting has changed. Reload the page to go on.");
+  const problem = releaseProblem(next);
+  if (problem) throw new PrivacyError(`This task cannot be answered privately: ${problem}. Nothing was sent.`);
+}
+
+// The project is private: deletes, unsent, the answers of `project` kept with true counts from
+// before, and drops the tasks `lookahead` holds from before. Returns what to tell the annotator
+// ("" when nothing was deleted).
+export function forgetPlain({ outbox, lookahead = null, project }) {
+  const deleted = outbox.discard((item) => item.project === project && !item.released);
+  lookahead?.discard((held) => !held.privacy);
+  if (!deleted) return "";
+  const what = deleted === 1 ? "1 answer given before the change was" : `${deleted} answers given before the change were`;
+  return `This project is now private: ${what} deleted from this phone without being sent.`;
 }
