@@ -63,7 +63,9 @@ class ContentSecurityPolicy:
         response = self.get_response(request)
         # Only documents run what they load: pages (HTML) and SVG, which can hold scripts. The
         # other responses (JSON, scripts, styles) would only carry its bytes.
-        if response.get("Content-Type", "").startswith(_DOCUMENT_TYPES):
+        # Django's debug pages for 404 and 500 (development only) are styled and scripted inline.
+        debug_page = settings.DEBUG and response.status_code in (404, 500)
+        if response.get("Content-Type", "").startswith(_DOCUMENT_TYPES) and not debug_page:
             response.headers.setdefault("Content-Security-Policy", settings.CONTENT_SECURITY_POLICY)
         return response
 

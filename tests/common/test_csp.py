@@ -39,3 +39,11 @@ def test_no_template_holds_inline_script_style_or_handlers():
         html = path.read_text(encoding="utf-8")
         assert not re.search(r"<script(?![^>]*\bsrc=)[^>]*>", html), path
         assert not re.search(r"<style\b|\sstyle=|\son[a-z]+=|javascript:", html), path
+
+
+def test_django_debug_pages_keep_their_inline_styles_in_development(settings):
+    settings.DEBUG = True
+    response = client_for(None).get("/nowhere-at-all/")
+    assert response.status_code == 404
+    assert "Content-Security-Policy" not in response
+    assert "Content-Security-Policy" in client_for(None).get("/login/")
