@@ -10,6 +10,7 @@ from __future__ import annotations
 import gzip
 import hashlib
 import json
+import re
 import unicodedata
 import zlib
 from collections.abc import Iterable, Iterator
@@ -17,7 +18,7 @@ from dataclasses import dataclass
 from typing import BinaryIO
 
 from common.text import text_sentences
-from learning.core.conllu import ConlluError, iter_conllu
+from learning.core.conllu import ConlluError, is_word_id, iter_conllu
 
 MAX_SENTENCE_TOKENS = 500
 MAX_TOKEN_CHARS = 500  # real corpora have long URLs (EWT: 140 characters)
@@ -135,8 +136,30 @@ def parse_conllu(lines: Iterable[str], *, tag_column: str = "upos") -> Iterator[
         raise CorpusError(exc.line_number, exc.message) from exc
 
 
+# Refused anywhere in a CoNLL-U line, not only in FORM (`_refused`): control characters but the
+# tab (NUL cannot be stored; CR, VT, FF, NEL end a line for some readers, so the export would
+# not read back), surrogates, line and paragraph separators, and the bidirectional controls.
+_REFUSED_IN_CONLLU = re.compile(
+    "[\x00-\x08\x0a-\x1f\x7f-\x9f\ud800-\udfff\u2028\u2029\u202a-\u202e\u2066-\u2069]"
+)
+
+
+def _conllu_refused(char: str) -> str:
+    if char == "\x00":
+        return "a NUL character, which is not text"
+    if char == "\r":
+        return "a carriage return inside the line (lines end with a line feed, or CR LF)"
+    if char in _BIDI_CONTROLS:
+        return (
+            f"a bidirectional control character (U+{ord(char):04X}), which can make the text "
+            "shown differ from the text stored"
+        )
+    return f"a control character (U+{ord(char):04X}), which would break the file's lines"
+
+
 def _conllu_sentences_bounded(lines: Iterable[str]) -> Iterator[str]:
-    """Pass CoNLL-U lines through, refusing a sentence at its token line past the limit.
+    """Pass CoNLL-U lines through, refusing a line that holds a character Tally cannot store or
+    write back (`_REFUSED_IN_CONLLU`), and a sentence at its token line past the limit.
 
     The CoNLL-U reader gathers a sentence's tokens until its blank line: without this, a file of
     one endless sentence (millions of short token lines) would be held whole before the token
@@ -144,15 +167,30 @@ def _conllu_sentences_bounded(lines: Iterable[str]) -> Iterator[str]:
     """
     n_tokens = 0
     for line_number, line in enumerate(lines, start=1):
+        found = _REFUSED_IN_CONLLU.search(line.rstrip("\r\n"))
+        if found:
+            column = _column_name(line, found.start())
+            raise CorpusError(line_number, f"{column} contains {_conllu_refused(found.group())}")
         if not line.strip():
             n_tokens = 0
-        elif line.partition("\t")[0].isdigit():
+        elif is_word_id(line.partition("\t")[0]):
             n_tokens += 1
             if n_tokens > MAX_SENTENCE_TOKENS:
                 raise CorpusError(
                     line_number, f"sentence has more than {MAX_SENTENCE_TOKENS} tokens"
                 )
         yield line
+
+
+_CONLLU_COLUMNS = ("ID", "FORM", "LEMMA", "UPOS", "XPOS", "FEATS", "HEAD", "DEPREL", "DEPS", "MISC")
+
+
+def _column_name(line: str, position: int) -> str:
+    """Where in a CoNLL-U line `position` is, for an error message: "the comment", "MISC"."""
+    if line.startswith("#"):
+        return "the comment"
+    index = line.count("\t", 0, position)
+    return _CONLLU_COLUMNS[index] if index < len(_CONLLU_COLUMNS) else "the line"
 
 
 def parse_text(lines: Iterable[str], *, language: str) -> Iterator[ParsedSentence]:

@@ -21,15 +21,18 @@ from django.db import models
 from django.db.models import Q
 
 from common.text import DEFAULT_LANGUAGE, LANGUAGES
-from learning.core.privacy import DEFAULT_MECHANISM, MAX_PRIVATE_TAGS, MECHANISMS
+from learning.core.privacy import DEFAULT_MECHANISM, MAX_ALPHA, MAX_PRIVATE_TAGS, MECHANISMS
 
-__all__ = ["DEFAULT_MECHANISM", "MAX_PRIVATE_TAGS", "MECHANISMS"]  # re-exported for the app
+# re-exported for the app
+__all__ = ["DEFAULT_MECHANISM", "MAX_ALPHA", "MAX_PRIVATE_TAGS", "MECHANISMS"]
 
 MAX_WINDOW = 50
 MAX_TAGS = 200
 MAX_REDUNDANCY = 100
-# Private projects: the privacy level per answer (ε of ε-local differential privacy).
-MIN_ALPHA, MAX_ALPHA, DEFAULT_ALPHA = 0.1, 20.0, 3.0
+# Private projects: the privacy level per answer (ε of ε-local differential privacy), at most
+# MAX_ALPHA for a new level. The table's check allows the older cap, STORED_MAX_ALPHA: projects
+# made before MAX_ALPHA keep the level their answers were released with.
+MIN_ALPHA, DEFAULT_ALPHA, STORED_MAX_ALPHA = 0.1, 3.0, 20.0
 # The share of tasks served as verification tasks once the project has a model (0: counts
 # only; 1: verification only). New projects get this; the lead sets it from the measured study.
 DEFAULT_VERIFICATION_SHARE = 0.5
@@ -118,7 +121,8 @@ class Project(models.Model):
             ),
             models.CheckConstraint(
                 condition=Q(private=False, alpha__isnull=True, mechanism="")
-                | Q(private=True, alpha__gte=MIN_ALPHA, alpha__lte=MAX_ALPHA) & ~Q(mechanism=""),
+                | Q(private=True, alpha__gte=MIN_ALPHA, alpha__lte=STORED_MAX_ALPHA)
+                & ~Q(mechanism=""),
                 name="privacy_settings",
             ),
             models.CheckConstraint(

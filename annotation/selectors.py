@@ -6,8 +6,10 @@ does not exist for them.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from datetime import datetime, timedelta
 
+import numpy as np
 from django.db.models import Avg, Count, Q, QuerySet, Sum
 from django.utils import timezone
 
@@ -43,10 +45,45 @@ def membership_for(*, user, project_id: int) -> Membership:
     return membership
 
 
-def invite_is_private(*, code: str) -> bool:
-    """Whether the project this invite code names is private (what the join page tells the
-    invitee before they join; False for an unknown code, which joining reports)."""
-    return Project.objects.filter(invite_code=code, private=True).exists() if code else False
+@dataclass(frozen=True)
+class InvitePrivacy:
+    """What a private project's privacy level means for one answer, in the terms the invite
+    page uses: `alpha` and `mechanism` as set; `true_share` the probability that a released
+    count is the true one (over the true counts, at the project's window and tags per task);
+    `odds` = e^α, the most by which any answer is likelier under one true answer than another."""
+
+    alpha: float
+    mechanism: str
+    true_share: float
+    odds: float
+
+    @property
+    def true_percent(self) -> str:
+        """`true_share` as a percentage a reader trusts: 99.8, not a rounded-up 100."""
+        percent = 100 * self.true_share
+        return f"{percent:.1f}" if percent >= 99 else f"{percent:.0f}"
+
+    @property
+    def odds_text(self) -> str:
+        return f"{self.odds:,.0f}" if self.odds >= 10 else f"{self.odds:.1f}"
+
+
+def invite_privacy(*, code: str) -> InvitePrivacy | None:
+    """The privacy of the project this invite code names, for the invitee to read before they
+    join; None when it is not private (or the code is unknown, which joining reports)."""
+    project = Project.objects.filter(invite_code=code, private=True).first() if code else None
+    if project is None:
+        return None
+    mechanism = project_mechanism(project=project)
+    n_tags = mechanism.n_tags
+    asked = min(project.tags_per_task or n_tags, n_tags)
+    channel = mechanism.channel(project.window_size, asked)
+    return InvitePrivacy(
+        alpha=project.alpha,
+        mechanism=project.mechanism,
+        true_share=float(np.diagonal(channel).mean()),
+        odds=float(np.exp(project.alpha)),
+    )
 
 
 def memberships_of_user(*, user) -> QuerySet[Membership]:

@@ -59,6 +59,11 @@ class NoObservations(Conflict):
     code = "no_observations"
 
 
+class NotEnoughAnswers(RetrainError):
+    """The answers so far carry nothing to learn from: the run is skipped with this message,
+    and the next sweep tries again with the answers given meanwhile."""
+
+
 class LockLost(RetrainError):
     """Another worker took the project's lock over (ours expired): write nothing."""
 
@@ -151,6 +156,11 @@ def version_learn(*, project_id: int, current: ModelVersion | None) -> Learned:
     timings["read"] = time.perf_counter() - tic
     if len(data.fit) == 0:
         raise RetrainError("No observations to fit: every answer is held out or flagged.")
+    if data.mechanism is None and data.verifications is None and not data.fit.counts.any():
+        raise NotEnoughAnswers(
+            "Not enough answers to learn from yet: every answer so far counts 0 of each tag it "
+            "asks. The model is trained as soon as answers count some tags."
+        )
     estimator = CountTagger(
         word_classes=_reusable_word_classes(current, warm, data),
         random_state=RANDOM_STATE,
@@ -419,6 +429,13 @@ def retrain_run(*, project_id: int, trigger: str, task_id: str = "") -> RetrainO
                 project_id=project_id, run=run, owner=owner, current=current, learned=learned,
                 started=started,
             )  # fmt: skip
+        except NotEnoughAnswers as exc:
+            RetrainRun.objects.filter(pk=run.pk).update(
+                status=RetrainRun.Status.SKIPPED, finished_at=timezone.now(), seconds=0.0,
+                error=str(exc),
+            )  # fmt: skip
+            logger.info("retrain skipped: not enough answers", extra={"project_id": project_id})
+            return RetrainOutcome(status=RetrainRun.Status.SKIPPED, run_id=run.pk, message=str(exc))
         except BaseException as exc:
             RetrainRun.objects.filter(pk=run.pk).update(
                 status=RetrainRun.Status.FAILED,

@@ -1,4 +1,4 @@
-"""Celery tasks of the learning app: thin shells around `learning.services` / `learning.webhooks`.
+"""Celery tasks of the learning app: thin shells around `learning.services`.
 
 Scheduling: ONE periodic task, `learning.retrain_sweep` (declared in `config/celery.py`, run by
 beat with django-celery-beat's database scheduler), enqueues a retrain for every project that has

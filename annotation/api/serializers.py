@@ -23,6 +23,7 @@ from annotation.models import (
     TaskKind,
 )
 from annotation.scheduler import Lease
+from annotation.services.projects import ALPHA_LIMIT_MESSAGE
 from annotation.tagsets import PRESETS
 from common.api.output import iso
 from common.text import DEFAULT_LANGUAGE, LANGUAGES
@@ -71,7 +72,9 @@ class ProjectWriteSerializer(serializers.Serializer):
         max_value=MAX_ALPHA,
         required=False,
         allow_null=True,
-        help_text="Privacy level per answer of a private project (default 3).",
+        error_messages={"max_value": ALPHA_LIMIT_MESSAGE},
+        help_text="Privacy level per answer of a private project (default 3, at most "
+        f"{MAX_ALPHA:g}: above it a release is almost always the true count).",
     )
     mechanism = serializers.ChoiceField(
         choices=list(MECHANISMS),

@@ -13,6 +13,7 @@ from annotation.models import (
     DEFAULT_ALPHA,
     DEFAULT_MECHANISM,
     DEFAULT_VERIFICATION_SHARE,
+    MAX_ALPHA,
     MAX_PRIVATE_TAGS,
     MAX_TAGS,
     Assignment,
@@ -84,12 +85,21 @@ def _check_settings(project: Project, n_tags: int) -> None:
         )
 
 
-def _settle_privacy(project: Project) -> None:
+ALPHA_LIMIT_MESSAGE = (
+    f"α is at most {MAX_ALPHA:g}: above it the phone sends the true count almost every time, "
+    "so the answers would no longer be private."
+)
+
+
+def _settle_privacy(project: Project, *, previous_alpha: float | None = None) -> None:
     """A private project gets the default level and mechanism where none is given; a project
-    that is not private keeps neither."""
+    that is not private keeps neither. A new level is at most MAX_ALPHA (a project made before
+    that cap keeps its own, `previous_alpha`: its answers were released with it)."""
     if project.private:
         project.alpha = DEFAULT_ALPHA if project.alpha is None else float(project.alpha)
         project.mechanism = project.mechanism or DEFAULT_MECHANISM
+        if project.alpha > MAX_ALPHA and project.alpha != previous_alpha:
+            raise InvalidInput(ALPHA_LIMIT_MESSAGE, fields={"alpha": [ALPHA_LIMIT_MESSAGE]})
     elif project.alpha is not None or project.mechanism:
         raise InvalidInput(
             "alpha and mechanism apply to private projects only: set private to true.",
@@ -170,7 +180,7 @@ def project_update(
         project.alpha, project.mechanism = None, ""
     for name, value in fields.items():
         setattr(project, name, "" if name == "mechanism" and value is None else value)
-    _settle_privacy(project)
+    _settle_privacy(project, previous_alpha=before["alpha"])
     changed = [name for name in PRIVACY_FIELDS if getattr(project, name) != before[name]]
     if changed and project.observations.exists():
         raise Conflict(

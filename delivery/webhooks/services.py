@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import secrets
 
 from django.db import transaction
@@ -15,10 +16,23 @@ MAX_WEBHOOKS_PER_PROJECT = 10
 MIN_SECRET, MAX_SECRET = 16, 200
 
 
+# Inside a URL: white space and control characters. URL parsers drop a CR, LF or tab silently
+# (urlsplit too, so the target check passed), but the stored URL kept them, for every place that
+# writes it (a request line, a log, a page) to break lines with.
+_NOT_IN_URL = re.compile(r"[\x00-\x20\x7f-\x9f\u2028\u2029]")
+
+
 def _clean_url(url) -> str:
     if not isinstance(url, str) or not url.strip() or len(url) > 500:
         raise InvalidInput("Invalid webhook.", fields={"url": ["A URL of at most 500 characters."]})
     url = url.strip()
+    if found := _NOT_IN_URL.search(url):
+        char = found.group()
+        what = (
+            "a space" if char == " " else f"a line break or control character (U+{ord(char):04X})"
+        )
+        message = f"The URL contains {what}; a URL has none (percent-encode what belongs in it)."
+        raise InvalidInput("Invalid webhook.", fields={"url": [message]})
     try:
         target_check(url)
     except TargetRefused as exc:

@@ -87,7 +87,7 @@ def test_annotator_joins_by_code_and_answers_five_tasks_by_taps(new_context, pro
         counts = gold_counts(lease)
         expected[lease.pk] = counts
         answer_by_taps(page, counts)
-        page.wait_for_function(f"document.getElementById('today').textContent === '{i + 1}'")
+        page.wait_for_function(f"() => document.getElementById('today').textContent === '{i + 1}'")
         if i < 4:
             lease = wait_for_new_task(page, lease.pk)
 
@@ -250,7 +250,7 @@ def test_lease_expired_state(new_context, project, annotator):
     )
     page.wait_for_selector("text=Time is up for this task")
     page.tap("#notice button")
-    page.wait_for_function("document.getElementById('notice').hidden")
+    page.wait_for_function("() => document.getElementById('notice').hidden")
     assert shown_lease(page).pk != lease.pk
 
 
@@ -267,7 +267,7 @@ def test_keys_work_on_desktop(new_context, project, annotator):
     page.keyboard.press("9")  # bounded by the window minus the other counts
     assert page.inner_text("#q1 output") == str(lease.task.length - 1)
     page.keyboard.press("Enter")
-    page.wait_for_function("document.getElementById('today').textContent === '1'")
+    page.wait_for_function("() => document.getElementById('today').textContent === '1'")
     assert Observation.objects.get(assignment=lease).counts == [1, lease.task.length - 1]
 
 
@@ -329,7 +329,7 @@ def test_text_contrast_and_screen_reader_labels(new_context, project, annotator)
     page = new_context(annotator, **PHONE).new_page()
     page.goto(f"/annotate/{project.pk}/")
     page.wait_for_selector("#task:not([hidden])")
-    page.wait_for_function("document.getElementById('today').textContent !== '–'")
+    page.wait_for_function("() => document.getElementById('today').textContent !== '–'")
     selectors = ["#sentence", "#sentence mark", "#q0 h3", "#q0 .guide", "#q0 output",
                  "#q0 .inc", "#submit", ".stats", ".today", ".title"]  # fmt: skip
     for selector, ratio in page.evaluate(CONTRAST, selectors):

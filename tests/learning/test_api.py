@@ -267,6 +267,33 @@ def test_webhook_crud(project, manager, settings):
     assert too_many.status_code == 409
 
 
+@pytest.mark.parametrize(
+    ("url", "says"),
+    [
+        ("http://127.0.0.1/hook\r\nX-Injected: 1", "control character (U+000D)"),
+        ("http://127.0.0.1/a\nb", "control character (U+000A)"),
+        ("http://127.0.0.1/a\tb", "control character (U+0009)"),
+        ("http://127.0.0.1/a\x0bb", "control character (U+000B)"),
+        ("http://127.0.0.1/a\u2028b", "control character (U+2028)"),
+        ("http://127.0.0.1/a b", "a space"),
+    ],
+)
+def test_a_webhook_url_with_a_line_break_is_refused(project, manager, settings, url, says):
+    """Issue 24: urlsplit drops CR, LF and tab, so the target check passed and the URL was
+    stored with them. Refused on create and on change, with what was found."""
+    settings.TALLY_WEBHOOK_ALLOW_INTERNAL = True
+    client = client_for(manager)
+    base = f"/api/projects/{project.pk}/webhooks/"
+    kept = client.post(base, {"url": "http://127.0.0.1/ok"}, format="json").json()["id"]
+    created = client.post(base, {"url": url}, format="json")
+    changed = client.patch(f"{base}{kept}/", {"url": url}, format="json")
+    for response in (created, changed):
+        assert response.status_code == 400, response.content
+        assert says in response.json()["error"]["fields"]["url"][0]
+    assert Webhook.objects.get(pk=kept).url == "http://127.0.0.1/ok"
+    assert not Webhook.objects.filter(url=url).exists()
+
+
 def test_webhooks_are_listed_with_their_last_delivery_in_one_query(project, manager):
     client = client_for(manager)
     url = f"/api/projects/{project.pk}/webhooks/"

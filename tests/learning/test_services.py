@@ -1,7 +1,9 @@
 """The retrain job, the lock, the sweep and the schedule, called directly (no HTTP, no broker)."""
 
 import io
+import random
 import time
+import uuid
 from datetime import timedelta
 
 import numpy as np
@@ -9,6 +11,9 @@ import pytest
 from django.core.files.storage import default_storage
 from django.utils import timezone
 
+from annotation import scheduler
+from annotation import selectors as selectors_annotation
+from annotation import services as annotation_services
 from annotation.models import Observation, Project
 from common.exceptions import InvalidInput
 from learning import adapter, locks, selectors, services
@@ -69,6 +74,30 @@ def test_retrain_only_when_there_is_something_new(project, crowd):
 def test_no_observations_is_skipped_not_failed(project):
     assert retrain(project).status == "skipped"
     assert not ModelVersion.objects.exists()
+
+
+def test_answers_that_are_all_zeros_are_not_enough_not_an_error(project, crowd):
+    """Issue 24: a project whose answers all count 0 failed every sweep's retrain with "no
+    labelled tokens: all soft labels are zero". It is skipped, saying why, until answers that
+    count some tags come; then the model is trained."""
+    rng = random.Random(0)
+    for i in range(40):
+        lease = scheduler.task_lease_next(project=project, annotator=crowd[i % 4], rng=rng)
+        names = selectors_annotation.project_tag_names(project=project)
+        annotation_services.observation_submit(
+            annotator=crowd[i % 4], assignment_id=lease.assignment_id,
+            idempotency_key=uuid.uuid4().hex, counts={names[t]: 0 for t in lease.tags},
+        )  # fmt: skip
+    for _ in range(2):  # every sweep says the same, none fails
+        outcome = retrain(project)
+        assert outcome.status == "skipped", outcome
+        assert outcome.message.startswith("Not enough answers to learn from yet")
+        run = RetrainRun.objects.get(pk=outcome.run_id)
+        assert run.status == "skipped" and "counts 0 of each tag" in run.error and run.finished_at
+    assert not ModelVersion.objects.exists()
+    assert not RetrainRun.objects.filter(status="failed").exists()
+    answer_tasks(project, crowd, 60, seed=3)
+    assert retrain(project).status == "succeeded"
 
 
 def test_held_out_slice_is_deterministic_and_not_fitted():

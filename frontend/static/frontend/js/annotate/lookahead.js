@@ -31,8 +31,16 @@ export function createLookahead({ lease, maxHeld }) {
       return holding.length < maxHeld ? holding : null;
     },
     offer,
-    // Lease until `maxHeld` are held, counting the task on screen (`current()`), only with no
-    // answer waiting (`canLease()`: the server hands back live leases not named). Best effort.
+    // Drops the held tasks `unfit(task)`.
+    discard(unfit) {
+      const before = held.length;
+      held = held.filter((task) => !unfit(task));
+      return before - held.length;
+    },
+    // Lease until `maxHeld` are held, counting the task on screen (`current()`, read again after
+    // each lease), only with no answer waiting (`canLease()`: the server hands back live leases
+    // not named, and an answered lease stays live there until its answer arrives). Best effort:
+    // stops at the first failure.
     async fill({ current, canLease, isAnswered }) {
       while (current() && canLease() && held.length < maxHeld - 1) {
         let next;

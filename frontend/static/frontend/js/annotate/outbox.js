@@ -35,6 +35,13 @@ export function createOutbox(storage, key) {
     has(assignment) {
       return all().some((item) => item.assignment === assignment);
     },
+    // Deletes, unsent, the answers `unfit(item)`; returns how many.
+    discard(unfit) {
+      const items = all();
+      const kept = items.filter((item) => !unfit(item));
+      if (kept.length !== items.length) write(kept);
+      return items.length - kept.length;
+    },
   };
 }
 
