@@ -94,7 +94,9 @@ def corpus_import(
         format=format,
         tag_column=tag_column if format == CorpusImport.Format.CONLLU else "",
     )
-    position = (project.sentences.aggregate(m=Max("position"))["m"] or -1) + 1
+    # Not `or -1`: a project whose one sentence is at position 0 has a maximum of 0 (issue 24).
+    highest = project.sentences.aggregate(m=Max("position"))["m"]
+    position = 0 if highest is None else highest + 1
     batch: list[Sentence] = []
     n_sentences = n_gold = batch_tokens = 0
     digest = hashlib.sha256()
