@@ -16,7 +16,7 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from typing import BinaryIO
 
-from common.text import text_sentences
+from common.text import TextTooSlow, text_sentences
 from learning.core.conllu import ConlluError, iter_conllu
 
 MAX_SENTENCE_TOKENS = 500
@@ -159,9 +159,12 @@ def parse_text(lines: Iterable[str], *, language: str) -> Iterator[ParsedSentenc
     """Running text: paragraphs (separated by blank lines) cut into sentences and tokens by the
     tokenizer of `language` (`common.text`); a sentence of more than `MAX_SENTENCE_TOKENS`
     tokens is cut into pieces of that many."""
-    for sentence in text_sentences(lines, language=language, max_tokens=MAX_SENTENCE_TOKENS):
-        _check_tokens(sentence.tokens, sentence.line_number)
-        yield ParsedSentence(sentence.tokens, None, sentence.line_number, text=sentence.text)
+    try:
+        for sentence in text_sentences(lines, language=language, max_tokens=MAX_SENTENCE_TOKENS):
+            _check_tokens(sentence.tokens, sentence.line_number)
+            yield ParsedSentence(sentence.tokens, None, sentence.line_number, text=sentence.text)
+    except TextTooSlow as exc:
+        raise CorpusError(exc.line_number, exc.message) from exc
 
 
 def parse_tokenized(lines: Iterable[str]) -> Iterator[ParsedSentence]:

@@ -218,7 +218,11 @@ REST_FRAMEWORK = {
     "DEFAULT_PAGINATION_CLASS": "common.api.pagination.Pagination",
     "EXCEPTION_HANDLER": "common.api.errors.exception_handler",
     "PAGE_SIZE": 50,
-    "DEFAULT_THROTTLE_RATES": {"register": env_rate("TALLY_REGISTER_RATE", "60/min")},
+    "DEFAULT_THROTTLE_RATES": {
+        "register": env_rate("TALLY_REGISTER_RATE", "60/min"),
+        # `POST predict/` per user: "Try the model" by hand stays far below it.
+        "predict": env_rate("TALLY_PREDICT_RATE", "30/min"),
+    },
     "UNAUTHENTICATED_USER": "django.contrib.auth.models.AnonymousUser",
 }
 # Sign-in (accounts/signin.py): failed attempts per username and per client address, at every
