@@ -10,6 +10,7 @@ from __future__ import annotations
 import gzip
 import hashlib
 import json
+import re
 import unicodedata
 import zlib
 from collections.abc import Iterable, Iterator
@@ -256,3 +257,73 @@ def preview(
     return [
         {"tokens": s.tokens, "tags": s.tags, "line": s.line_number} for s in shown[:n_sentences]
     ]
+
+
+class CorpusTooManySentences(ValueError):
+    def __init__(self, limit: int) -> None:
+        self.limit = limit
+        super().__init__(f"the corpus has more than {limit} sentences")
+
+
+@dataclass(frozen=True, slots=True)
+class Scan:
+    """What a quick pass over a file tells before it is parsed."""
+
+    size: int  # bytes of text (after gzip)
+    content_hash: str  # SHA-256 of those bytes, as `read_lines(digest=...)` computes it
+    sentences: int  # an estimate: exact but for a line cut by the reading (tokenized, JSONL,
+    # CoNLL-U), an upper bound for plain text (sentence ends and paragraph breaks)
+
+
+_SCAN_CHUNK = 1024 * 1024
+_SENTENCE_MARKS = {
+    "tokenized": re.compile(rb"^[^\S\n]*\S", re.M),  # a line with something on it
+    "jsonl": re.compile(rb"^[^\S\n]*\S", re.M),
+    "conllu": re.compile(rb"^1\t", re.M),  # the first token line of a sentence
+    "text": re.compile(rb"[.!?]+|\n[^\S\n]*\n"),
+}
+
+
+def scan(binary: BinaryIO, *, format: str, max_bytes: int, max_sentences: int) -> Scan:
+    """Read a file once, fast (in C, a megabyte at a time): its size, content hash and about how
+    many sentences it holds, so that a file too large is refused before any is parsed.
+
+    Raises `CorpusTooLarge` past `max_bytes`, `CorpusError` at a line longer than
+    `MAX_LINE_BYTES` (as `read_lines` would), and `CorpusTooManySentences` as soon as the file
+    surely holds more than `max_sentences` (not for plain text, whose count is only a bound).
+    The stream is left at its start."""
+    marks = _SENTENCE_MARKS[format]
+    head = binary.read(2)
+    binary.seek(0)
+    stream: BinaryIO = gzip.GzipFile(fileobj=binary) if head == _GZIP_MAGIC else binary
+    digest = hashlib.sha256()
+    size = sentences = chunks = newlines = line_length = 0
+    try:
+        while chunk := stream.read(_SCAN_CHUNK):
+            size += len(chunk)
+            chunks += 1
+            if size > max_bytes:
+                raise CorpusTooLarge(max_bytes)
+            digest.update(chunk)
+            first = chunk.find(b"\n")
+            if first < 0:
+                line_length += len(chunk)
+            else:
+                line_length += first + 1
+                if line_length > MAX_LINE_BYTES:
+                    break
+                newlines += chunk.count(b"\n")
+                line_length = len(chunk) - chunk.rfind(b"\n") - 1
+            if line_length > MAX_LINE_BYTES:
+                break
+            # A mark cut by a chunk's end may count twice: at most once per chunk.
+            sentences += len(marks.findall(chunk))
+            if format != "text" and sentences - chunks > max_sentences:
+                raise CorpusTooManySentences(max_sentences)
+    except (OSError, EOFError, zlib.error) as exc:
+        raise CorpusError(newlines + 1, f"cannot decompress: {exc}") from exc
+    finally:
+        binary.seek(0)
+    if line_length > MAX_LINE_BYTES:
+        raise CorpusError(newlines + 1, f"line is longer than {MAX_LINE_BYTES} bytes")
+    return Scan(size=size, content_hash=digest.hexdigest(), sentences=sentences)

@@ -15,6 +15,7 @@ from django.utils import timezone
 from annotation.models import (
     Assignment,
     CorpusImport,
+    ImportJob,
     Membership,
     Observation,
     Project,
@@ -143,6 +144,18 @@ def imports_of_project(*, project: Project) -> QuerySet[CorpusImport]:
 def import_split_counts(record: CorpusImport) -> dict[str, int]:
     """Sentences by split of an import read by `imports_of_project`."""
     return {split: getattr(record, f"n_{split}") for split in Sentence.Split.values}
+
+
+def import_jobs_of_project(*, project: Project) -> QuerySet[ImportJob]:
+    """The project's import jobs, newest first."""
+    return ImportJob.objects.filter(project=project).order_by("-id")
+
+
+def import_job_of_project(*, project: Project, job_id: int) -> ImportJob:
+    job = ImportJob.objects.filter(project=project, pk=job_id).first()
+    if job is None:
+        raise NotFound("No such import job.")
+    return job
 
 
 def sentences_of_project(*, project: Project) -> QuerySet[Sentence]:

@@ -7,7 +7,13 @@ Task leasing lives in `annotation.scheduler`; reading in `annotation.selectors`;
 `accounts.services`.
 """
 
-from annotation.services.corpus import corpus_import, project_create_with_corpus
+from annotation.services.corpus import (
+    corpus_import,
+    corpus_upload,
+    import_job_cancel,
+    import_job_run,
+    project_create_with_corpus,
+)
 from annotation.services.observations import (
     counts_check,
     counts_well_formed,
@@ -32,6 +38,9 @@ from annotation.services.verification import (
 __all__ = [
     "VerificationWindow",
     "corpus_import",
+    "corpus_upload",
+    "import_job_cancel",
+    "import_job_run",
     "counts_check",
     "privacy_check",
     "counts_well_formed",
