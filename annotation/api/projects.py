@@ -87,9 +87,13 @@ class ProjectDetailView(ProjectView):
         files are learning's, and deleting a project takes both.)"""
         if not is_manager(self.membership):
             self.permission_denied(request, "Only the project's managers may do this.")
-        files = learning_services.model_files_of_project(project_id=self.project.pk)
+        files: list[str] = []
+
+        def list_files() -> None:  # once the project is locked: a version written before counts
+            files.extend(learning_services.model_files_of_project(project_id=self.project.pk))
+
         with transaction.atomic():
-            services.project_delete(project=self.project)
+            services.project_delete(project=self.project, before=list_files)
             transaction.on_commit(lambda: learning_services.model_files_delete(files))
         return Response(status=status.HTTP_204_NO_CONTENT)
 
