@@ -22,7 +22,9 @@ text wrapped at 72 columns reads as the sentences it holds. Imports only Python,
 
 from __future__ import annotations
 
+import contextlib
 import functools
+import queue
 import re
 import threading
 from collections.abc import Iterable, Iterator
@@ -45,9 +47,11 @@ DEFAULT_LANGUAGE = "en"
 # blank lines (a sentence that spans the cut is split there).
 MAX_PARAGRAPH_CHARS = 100_000
 
-# spaCy's tokenizer caches as it goes, so it is not shared between threads: each thread has its
-# own (a process-wide lock made every request wait for the slowest text being cut).
-_local = threading.local()
+# spaCy's tokenizer caches as it goes, so one is used by one thread at a time: a thread borrows
+# one from its language's pool (or makes one, 0.2 s, when all are out) and gives it back. A
+# process-wide lock made every request wait for the slowest text being cut.
+_pools: dict[str, queue.SimpleQueue] = {}
+_pools_lock = threading.Lock()  # held only to find or add a pool
 # spaCy's prefix and suffix loops are quadratic in a run of symbols (2,000 / 4,000 / 8,000 `!`
 # took 1.3 / 5.9 / 25.2 s): a run longer than this is cut here, into runs of one character,
 # which is what spaCy and the gluing in `tokenize` make of it. Shorter runs stay spaCy's, so its
@@ -81,15 +85,24 @@ def _check_language(language: str) -> None:
         raise ValueError(f"unknown language {language!r}: expected one of {', '.join(LANGUAGES)}")
 
 
-def _tokenizer(language: str):
-    """This thread's spaCy tokenizer of `language`."""
-    tokenizers = _local.__dict__.setdefault("tokenizers", {})
-    if language not in tokenizers:
-        _check_language(language)
+@contextlib.contextmanager
+def _tokenizer(language: str) -> Iterator:
+    """A spaCy tokenizer of `language` for this thread's use until the block ends."""
+    with _pools_lock:
+        pool = _pools.get(language)
+        if pool is None:
+            _check_language(language)
+            pool = _pools[language] = queue.SimpleQueue()
+    try:
+        tokenizer = pool.get_nowait()
+    except queue.Empty:
         import spacy  # lazily: seconds to import, and only text needs it
 
-        tokenizers[language] = spacy.blank(language).tokenizer
-    return tokenizers[language]
+        tokenizer = spacy.blank(language).tokenizer
+    try:
+        yield tokenizer
+    finally:
+        pool.put(tokenizer)
 
 
 @functools.cache
@@ -123,16 +136,17 @@ def tokenize(text: str, *, language: str) -> list[str]:
 def _spacy_tokens(text: str, language: str) -> list[str]:
     tokens: list[str] = []
     glued = False  # the previous token had no space after it
-    for token in _tokenizer(language)(text):
-        if token.is_space:
-            glued = False
-            continue
-        word = token.text
-        if glued and _one_symbol(tokens[-1]) and _one_symbol(word) and word[0] == tokens[-1][0]:
-            tokens[-1] += word
-        else:
-            tokens.append(word)
-        glued = not token.whitespace_
+    with _tokenizer(language) as tokenizer:  # its strings are read before it goes back
+        for token in tokenizer(text):
+            if token.is_space:
+                glued = False
+                continue
+            word = token.text
+            if glued and _one_symbol(tokens[-1]) and _one_symbol(word) and word[0] == tokens[-1][0]:
+                tokens[-1] += word
+            else:
+                tokens.append(word)
+            glued = not token.whitespace_
     return tokens
 
 

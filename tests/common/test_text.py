@@ -173,3 +173,19 @@ def test_threads_cut_text_at_once():
             pool.map(lambda t: [s.tokens for s in text_sentences([t], language="fr")], texts)
         )
     assert together == alone
+
+
+def test_a_new_thread_borrows_a_tokenizer_instead_of_making_one():
+    """Servers that start a thread per request (the development server, the tests' live
+    server) would load spaCy (0.2 s) on every request if each thread had its own."""
+    import threading
+
+    from common import text
+
+    tokenize("Warm up.", language="nl")
+    made = text._pools["nl"].qsize()
+    for _ in range(5):
+        thread = threading.Thread(target=tokenize, args=("Een zin.",), kwargs={"language": "nl"})
+        thread.start()
+        thread.join()
+    assert text._pools["nl"].qsize() == made
