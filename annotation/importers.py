@@ -10,7 +10,6 @@ from __future__ import annotations
 import gzip
 import hashlib
 import json
-import re
 import unicodedata
 import zlib
 from collections.abc import Iterable, Iterator
@@ -276,12 +275,18 @@ class Scan:
 
 
 _SCAN_CHUNK = 1024 * 1024
-_SENTENCE_MARKS = {
-    "tokenized": re.compile(rb"^[^\S\n]*\S", re.M),  # a line with something on it
-    "jsonl": re.compile(rb"^[^\S\n]*\S", re.M),
-    "conllu": re.compile(rb"^1\t", re.M),  # the first token line of a sentence
-    "text": re.compile(rb"[.!?]+|\n[^\S\n]*\n"),
-}
+_SPACES_BUT_NEWLINE = b" \t\r\x0b\x0c"
+
+
+def _sentence_marks(format: str, chunk: bytes) -> int:
+    """About how many sentences start in `chunk`, counted by C loops (a regular expression
+    took seconds on 50 MB of blank lines)."""
+    if format == "conllu":  # the first token line of each sentence
+        return chunk.count(b"\n1\t") + chunk.startswith(b"1\t")
+    if format == "text":  # sentence ends and paragraph breaks: a bound, not a count
+        return sum(chunk.count(end) for end in (b".", b"!", b"?")) + chunk.count(b"\n\n")
+    # tokenized, JSON lines: the lines with something on them
+    return len(chunk.translate(None, _SPACES_BUT_NEWLINE).split())
 
 
 def scan(binary: BinaryIO, *, format: str, max_bytes: int, max_sentences: int) -> Scan:
@@ -292,7 +297,6 @@ def scan(binary: BinaryIO, *, format: str, max_bytes: int, max_sentences: int) -
     `MAX_LINE_BYTES` (as `read_lines` would), and `CorpusTooManySentences` as soon as the file
     surely holds more than `max_sentences` (not for plain text, whose count is only a bound).
     The stream is left at its start."""
-    marks = _SENTENCE_MARKS[format]
     head = binary.read(2)
     binary.seek(0)
     stream: BinaryIO = gzip.GzipFile(fileobj=binary) if head == _GZIP_MAGIC else binary
@@ -317,7 +321,7 @@ def scan(binary: BinaryIO, *, format: str, max_bytes: int, max_sentences: int) -
             if line_length > MAX_LINE_BYTES:
                 break
             # A mark cut by a chunk's end may count twice: at most once per chunk.
-            sentences += len(marks.findall(chunk))
+            sentences += _sentence_marks(format, chunk)
             if format != "text" and sentences - chunks > max_sentences:
                 raise CorpusTooManySentences(max_sentences)
     except (OSError, EOFError, zlib.error) as exc:

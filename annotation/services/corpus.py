@@ -52,6 +52,7 @@ _PROGRESS_EVERY = 2000
 # The first sentences of a file too large for the request are parsed before it is accepted as
 # a job, so that a broken file is refused at once, with its line.
 _HEAD_SENTENCES = 50
+_HEAD_BYTES = 64 * 1024
 # A running job whose worker has not reported for this long is taken over by the next delivery
 # of its task (the worker was killed: its transaction, if any, was rolled back).
 JOB_STALE = timedelta(minutes=5)
@@ -420,19 +421,22 @@ def _import_now(*, project, user, file, scan, key, **fields) -> CorpusImport:
 
 
 def _job_create(*, project, user, file, scan, key, **fields) -> ImportJob:
-    # The head of the file parsed now: a broken file is refused at once, with its line.
+    # The head of the file parsed now (its first sentences, within its first 64 KB): a
+    # broken file is refused at once, with its line.
     try:
-        importers.preview(
-            file,
+        head = importers.parse(
+            importers.read_lines(file, max_bytes=_HEAD_BYTES),  # whole lines only
             format=fields["format"],
             tag_column=fields["tag_column"],
             language=project.language,
-            partial=False,
-            max_bytes=scan.size,
-            n_sentences=_HEAD_SENTENCES,
         )
+        for n_read, _ in enumerate(head, start=1):
+            if n_read >= _HEAD_SENTENCES:
+                break
     except importers.CorpusError as exc:
         raise InvalidCorpus(as_sentence(str(exc)), line_number=exc.line_number) from exc
+    except importers.CorpusTooLarge:
+        pass  # the head read: the job will say what the rest holds
     finally:
         file.seek(0)
     name = default_storage.save(
