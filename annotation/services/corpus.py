@@ -11,6 +11,7 @@ then written in one transaction, so a job cancelled or killed leaves nothing hal
 from __future__ import annotations
 
 import hashlib
+import itertools
 import json
 import logging
 import random
@@ -52,7 +53,20 @@ _PROGRESS_EVERY = 2000
 # The first sentences of a file too large for the request are parsed before it is accepted as
 # a job, so that a broken file is refused at once, with its line.
 _HEAD_SENTENCES = 50
-_HEAD_BYTES = 64 * 1024
+_HEAD_LINES = 5000
+_HEAD_CHARACTERS = 2 * importers.MAX_LINE_BYTES  # a longest line, whole, and more
+
+
+def _head(lines: Iterable[str]) -> Iterator[str]:
+    """The first lines of a file: at most `_HEAD_LINES` of them, up to `_HEAD_CHARACTERS`."""
+    size = 0
+    for line in itertools.islice(lines, _HEAD_LINES):
+        yield line
+        size += len(line)
+        if size > _HEAD_CHARACTERS:
+            return
+
+
 # A running job whose worker has not reported for this long is taken over by the next delivery
 # of its task (the worker was killed: its transaction, if any, was rolled back).
 JOB_STALE = timedelta(minutes=5)
@@ -386,7 +400,13 @@ def corpus_upload(
                     project=project, user=user, file=file, scan=scan, key=idempotency_key, **fields
                 )
             return _job_create(
-                project=project, user=user, file=file, scan=scan, key=idempotency_key, **fields
+                project=project,
+                user=user,
+                file=file,
+                scan=scan,
+                key=idempotency_key,
+                max_bytes=max_bytes,
+                **fields,
             )
     except IntegrityError:  # the same key, sent twice at once: the other one is the upload
         earlier = _job_for_key(project=project, key=idempotency_key)
@@ -420,12 +440,12 @@ def _import_now(*, project, user, file, scan, key, **fields) -> CorpusImport:
     return record
 
 
-def _job_create(*, project, user, file, scan, key, **fields) -> ImportJob:
-    # The head of the file parsed now (its first sentences, within its first 64 KB): a
-    # broken file is refused at once, with its line.
+def _job_create(*, project, user, file, scan, key, max_bytes, **fields) -> ImportJob:
+    # The head of the file parsed now (its first sentences, within its first lines): a broken
+    # file is refused at once, with its line.
     try:
         head = importers.parse(
-            importers.read_lines(file, max_bytes=_HEAD_BYTES),  # whole lines only
+            _head(importers.read_lines(file, max_bytes=max_bytes)),
             format=fields["format"],
             tag_column=fields["tag_column"],
             language=project.language,
@@ -435,8 +455,6 @@ def _job_create(*, project, user, file, scan, key, **fields) -> ImportJob:
                 break
     except importers.CorpusError as exc:
         raise InvalidCorpus(as_sentence(str(exc)), line_number=exc.line_number) from exc
-    except importers.CorpusTooLarge:
-        pass  # the head read: the job will say what the rest holds
     finally:
         file.seek(0)
     name = default_storage.save(
