@@ -151,6 +151,19 @@ def import_jobs_of_project(*, project: Project) -> QuerySet[ImportJob]:
     return ImportJob.objects.filter(project=project).order_by("-id")
 
 
+def import_jobs_due(*, now: datetime, grace: timedelta, stale: timedelta) -> list[int]:
+    """Jobs to queue (again): queued for longer than `grace` (their message was lost: the broker
+    was down), or running without a report for longer than `stale` (their worker died)."""
+    return list(
+        ImportJob.objects.filter(
+            Q(status=ImportJob.Status.QUEUED, created_at__lt=now - grace)
+            | Q(status=ImportJob.Status.RUNNING, heartbeat_at__lt=now - stale)
+        )
+        .order_by("id")
+        .values_list("id", flat=True)[:100]
+    )
+
+
 def import_job_of_project(*, project: Project, job_id: int) -> ImportJob:
     job = ImportJob.objects.filter(project=project, pk=job_id).first()
     if job is None:

@@ -9,13 +9,16 @@ in one transaction, rolled back with the worker: nothing half-imported is left.
 from __future__ import annotations
 
 import logging
+from datetime import timedelta
 
 from celery import shared_task
 from django.conf import settings
+from django.utils import timezone
 from kombu.exceptions import KombuError, OperationalError
 from redis.exceptions import RedisError
 
-from annotation import services
+from annotation import selectors, services
+from annotation.services.corpus import JOB_STALE
 
 logger = logging.getLogger(__name__)
 
@@ -35,7 +38,7 @@ def import_run(job_id: int) -> str:
 
 def import_enqueue(*, job_id: int) -> bool:
     """Queue an import job; False (logged) when the broker is unreachable: the job stays
-    queued, and is run when it is queued again."""
+    queued, and `import_sweep` queues it again."""
     try:
         import_run.apply_async(args=[job_id], retry=False)
     except _BROKER_ERRORS as exc:
@@ -44,3 +47,18 @@ def import_enqueue(*, job_id: int) -> bool:
         )
         return False
     return True
+
+
+# A queued job's message is looked for this long before the sweep sends it again.
+QUEUED_GRACE = timedelta(minutes=1)
+
+
+@shared_task(name="annotation.import_sweep", acks_late=True, time_limit=60, soft_time_limit=50)
+def import_sweep() -> list[int]:
+    """Queue again the jobs whose message was lost or whose worker died (see
+    `selectors.import_jobs_due`); a job sent twice runs once (its claim)."""
+    due = selectors.import_jobs_due(now=timezone.now(), grace=QUEUED_GRACE, stale=JOB_STALE)
+    queued = [job_id for job_id in due if import_enqueue(job_id=job_id)]
+    if queued:
+        logger.info("import sweep", extra={"queued": queued})
+    return queued
