@@ -53,6 +53,7 @@ _PROGRESS_EVERY = 2000
 # The first sentences of a file too large for the request are parsed before it is accepted as
 # a job, so that a broken file is refused at once, with its line.
 _HEAD_SENTENCES = 50
+_TEXT_SYNC_SHARE = 8
 _HEAD_LINES = 5000
 _HEAD_CHARACTERS = 2 * importers.MAX_LINE_BYTES  # a longest line, whole, and more
 
@@ -389,10 +390,12 @@ def corpus_upload(
         "seed": seed,
         "allow_duplicate": allow_duplicate,
     }
-    small = (
-        scan.size <= settings.TALLY_IMPORT_SYNC_BYTES
-        and scan.sentences <= settings.TALLY_IMPORT_SYNC_SENTENCES
+    # Plain text is cut into words by spaCy (about 1 s a megabyte, more on a busy machine): an
+    # eighth of the bytes in the request.
+    sync_bytes = settings.TALLY_IMPORT_SYNC_BYTES // (
+        _TEXT_SYNC_SHARE if format == CorpusImport.Format.TEXT else 1
     )
+    small = scan.size <= sync_bytes and scan.sentences <= settings.TALLY_IMPORT_SYNC_SENTENCES
     try:
         with transaction.atomic():
             if small:

@@ -245,3 +245,14 @@ def test_other_megabyte_bombs_answer_within_two_seconds(project, manager, name, 
     print(f"{name}: {len(bomb)} bytes of gzip, {response.status_code} in {seconds:.2f} s")
     assert response.status_code in (202, 400, 413), response.content
     assert seconds <= 2.0, (name, seconds)
+
+
+def test_plain_text_goes_to_a_job_sooner(project, manager):
+    """spaCy cuts about a megabyte a second (several on a busy machine): past 128 KiB, plain
+    text is a job, while the same bytes tokenized are imported at once."""
+    sentence = " ".join(["word"] * 99) + ". "
+    text = (sentence * 400).encode()  # 200 KB, 400 sentences
+    client = client_for(manager)
+    assert _upload(client, project, text, name="a.txt", format="text").status_code == 202
+    lines = (" ".join(["word"] * 99) + " .\n") * 400
+    assert _upload(client, project, lines.encode(), format="tokenized").status_code == 201
