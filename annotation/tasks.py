@@ -2,7 +2,7 @@
 
 A job is claimed by a conditional update, so a duplicate delivery does nothing; `acks_late` with
 `reject_on_worker_lost` redelivers the task of a worker that died, and the next delivery takes
-over a job whose worker stopped reporting (`services.corpus.JOB_STALE`). Its rows were written
+over a job whose worker stopped reporting (`services.uploads.JOB_STALE`). Its rows were written
 in one transaction, rolled back with the worker: nothing half-imported is left.
 """
 
@@ -18,7 +18,7 @@ from kombu.exceptions import KombuError, OperationalError
 from redis.exceptions import RedisError
 
 from annotation import selectors, services
-from annotation.services.corpus import JOB_STALE
+from annotation.services.uploads import JOB_STALE
 
 logger = logging.getLogger(__name__)
 

@@ -1,5 +1,6 @@
 """Every write of the annotation app: typed, keyword-only `<thing>_<action>` functions, by
-subject: `projects` (projects, tag sets, members), `corpus` (corpus import), `observations`
+subject: `projects` (projects, tag sets, members), `corpus` (corpus import), `uploads` (an
+upload imported at once or as a job), `observations`
 (answers and the rule set of their counts), `verification` (verification rounds and the rule
 set of a yes/no answer). Callers use them from here.
 
@@ -7,13 +8,7 @@ Task leasing lives in `annotation.scheduler`; reading in `annotation.selectors`;
 `accounts.services`.
 """
 
-from annotation.services.corpus import (
-    corpus_import,
-    corpus_upload,
-    import_job_cancel,
-    import_job_run,
-    project_create_with_corpus,
-)
+from annotation.services.corpus import corpus_import
 from annotation.services.observations import (
     counts_check,
     counts_well_formed,
@@ -28,6 +23,12 @@ from annotation.services.projects import (
     project_delete,
     project_rotate_invite,
     project_update,
+)
+from annotation.services.uploads import (
+    corpus_upload,
+    import_job_cancel,
+    import_job_run,
+    project_create_with_corpus,
 )
 from annotation.services.verification import (
     VerificationWindow,

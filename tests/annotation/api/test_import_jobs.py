@@ -145,14 +145,14 @@ def test_cancelled_jobs_leave_nothing(project, manager, small_sync, monkeypatch)
 
     # Cancelled while it runs: it stops at its next report, and its transaction is not written.
     running = _upload(client, project, _tokenized(5000, word="r")).json()
-    real_write = services.corpus._write
+    real_write = services.corpus.sentences_write
 
     def write_then_cancel(**kwargs):
         result = real_write(**kwargs)
         ImportJob.objects.filter(pk=running["id"]).update(cancel_requested=True)
         return result
 
-    monkeypatch.setattr(services.corpus, "_write", write_then_cancel)
+    monkeypatch.setattr(services.corpus, "sentences_write", write_then_cancel)
     assert services.import_job_run(job_id=running["id"]) == "cancelled"
     assert not project.sentences.exists() and not Task.objects.exists()
     assert not CorpusImport.objects.exists()
@@ -181,7 +181,7 @@ def test_a_worker_killed_while_writing_leaves_nothing_and_the_next_delivery_impo
     # ... and taken over once it is stale.
     ImportJob.objects.filter(pk=job["id"]).update(
         heartbeat_at=ImportJob.objects.get(pk=job["id"]).heartbeat_at
-        - services.corpus.JOB_STALE * 2
+        - services.uploads.JOB_STALE * 2
     )
     assert services.import_job_run(job_id=job["id"]) == "done"
     assert project.sentences.count() == 3000
