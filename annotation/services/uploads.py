@@ -282,11 +282,12 @@ def _claim(job_id: int) -> bool:
 
 
 def _report(job_id: int, n_sentences: int) -> None:
-    """Progress and heartbeat; `_Cancelled` if the job was cancelled meanwhile."""
-    ImportJob.objects.filter(pk=job_id).update(
+    """Progress and heartbeat; `_Cancelled` if the job was cancelled (or its project deleted)
+    meanwhile."""
+    reported = ImportJob.objects.filter(pk=job_id, cancel_requested=False).update(
         sentences_read=n_sentences, heartbeat_at=timezone.now()
     )
-    if ImportJob.objects.filter(pk=job_id, cancel_requested=True).exists():
+    if not reported:
         raise _Cancelled
 
 
@@ -398,6 +399,7 @@ def _job_write(job: ImportJob, sentences, n_sentences: int) -> CorpusImport:
 
 def _cancel_check(job_id: int) -> None:
     """Inside the writing transaction nothing can be reported (it would be rolled back with
-    the rows); a cancellation, committed by another request, is looked for at each batch."""
-    if ImportJob.objects.filter(pk=job_id, cancel_requested=True).exists():
+    the rows); a cancellation (or the project's deletion), committed by another request, is
+    looked for at each batch."""
+    if not ImportJob.objects.filter(pk=job_id, cancel_requested=False).exists():
         raise _Cancelled

@@ -256,3 +256,21 @@ def test_plain_text_goes_to_a_job_sooner(project, manager):
     assert _upload(client, project, text, name="a.txt", format="text").status_code == 202
     lines = (" ".join(["word"] * 99) + " .\n") * 400
     assert _upload(client, project, lines.encode(), format="tokenized").status_code == 201
+
+
+def test_a_project_deleted_while_its_job_runs_stops_the_job(
+    project, manager, small_sync, monkeypatch
+):
+    job = _upload(client_for(manager), project, _tokenized(5000)).json()
+    real_parsed = services.corpus.sentences_parsed
+
+    def delete_while_parsing(*args, **kwargs):
+        for n, item in enumerate(real_parsed(*args, **kwargs)):
+            if n == 100:  # the manager deletes the project meanwhile (it does not wait)
+                services.project_delete(project=project)
+            yield item
+
+    monkeypatch.setattr(services.corpus, "sentences_parsed", delete_while_parsing)
+    assert services.import_job_run(job_id=job["id"]) == "cancelled"
+    assert not Sentence.objects.exists() and not CorpusImport.objects.exists()
+    assert not ImportJob.objects.exists()
