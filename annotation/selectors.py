@@ -16,6 +16,7 @@ from django.utils import timezone
 from annotation.models import (
     Assignment,
     CorpusImport,
+    ImportJob,
     Membership,
     Observation,
     Project,
@@ -179,6 +180,31 @@ def imports_of_project(*, project: Project) -> QuerySet[CorpusImport]:
 def import_split_counts(record: CorpusImport) -> dict[str, int]:
     """Sentences by split of an import read by `imports_of_project`."""
     return {split: getattr(record, f"n_{split}") for split in Sentence.Split.values}
+
+
+def import_jobs_of_project(*, project: Project) -> QuerySet[ImportJob]:
+    """The project's import jobs, newest first."""
+    return ImportJob.objects.filter(project=project).order_by("-id")
+
+
+def import_jobs_due(*, now: datetime, grace: timedelta, stale: timedelta) -> list[int]:
+    """Jobs to queue (again): queued for longer than `grace` (their message was lost: the broker
+    was down), or running without a report for longer than `stale` (their worker died)."""
+    return list(
+        ImportJob.objects.filter(
+            Q(status=ImportJob.Status.QUEUED, created_at__lt=now - grace)
+            | Q(status=ImportJob.Status.RUNNING, heartbeat_at__lt=now - stale)
+        )
+        .order_by("id")
+        .values_list("id", flat=True)[:100]
+    )
+
+
+def import_job_of_project(*, project: Project, job_id: int) -> ImportJob:
+    job = ImportJob.objects.filter(project=project, pk=job_id).first()
+    if job is None:
+        raise NotFound("No such import job.")
+    return job
 
 
 def sentences_of_project(*, project: Project) -> QuerySet[Sentence]:

@@ -437,6 +437,14 @@ def retrain_run(*, project_id: int, trigger: str, task_id: str = "") -> RetrainO
             logger.info("retrain skipped: not enough answers", extra={"project_id": project_id})
             return RetrainOutcome(status=RetrainRun.Status.SKIPPED, run_id=run.pk, message=str(exc))
         except BaseException as exc:
+            if isinstance(exc, Exception) and not Project.objects.filter(pk=project_id).exists():
+                # Deleted meanwhile (the delete does not wait for a retrain): whatever failed
+                # for want of its rows, nothing was written (its lock row went with it).
+                logger.info("retrain discarded: project deleted", extra={"project_id": project_id})
+                return RetrainOutcome(
+                    status=RetrainRun.Status.SKIPPED,
+                    message="The project was deleted during the retrain; its result was discarded.",
+                )
             RetrainRun.objects.filter(pk=run.pk).update(
                 status=RetrainRun.Status.FAILED,
                 finished_at=timezone.now(),

@@ -391,6 +391,7 @@ FILL = {
     "user_id": lambda w: [w.annotator.pk, w.manager.pk, w.outsider.pk, NOPE],
     "number": lambda w: [1, NOPE],
     "webhook_id": lambda w: [w.hook.pk, NOPE],
+    "job_id": lambda w: [1, NOPE],
     "code": lambda w: [
         w.project.invite_code,
         "nope",

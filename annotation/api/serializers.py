@@ -17,6 +17,7 @@ from annotation.models import (
     MECHANISMS,
     MIN_ALPHA,
     CorpusImport,
+    ImportJob,
     Membership,
     Observation,
     Project,
@@ -99,6 +100,11 @@ class CorpusUploadSerializer(serializers.Serializer):
     gold_check_fraction = serializers.FloatField(min_value=0.0, max_value=1.0, default=0.0)
     seed = serializers.IntegerField(required=False, allow_null=True, default=None)
     allow_duplicate = serializers.BooleanField(required=False, default=False)
+    # A client that may retry (after a time-out) sends the same key again: it gets the first
+    # upload's import or job back, never a second import.
+    idempotency_key = serializers.CharField(
+        max_length=64, required=False, allow_blank=True, default=""
+    )
 
     def validate_file(self, value):
         if value.size > settings.TALLY_MAX_UPLOAD_BYTES:
@@ -251,4 +257,28 @@ def import_out(record: CorpusImport) -> dict:
         "gold_sentences": record.gold_sentences,
         "splits": selectors.import_split_counts(record),
         "created_at": iso(record.created_at),
+    }
+
+
+def import_job_out(job: ImportJob) -> dict:
+    """An import job: where it is (`sentences_read` of about `sentences_expected`), and how it
+    ended (`import`, the corpus import it made, or `error`)."""
+    expected = job.sentences_expected
+    return {
+        "id": job.pk,
+        "status": job.status,
+        "url": f"/api/projects/{job.project_id}/corpus/jobs/{job.pk}/",
+        "filename": job.filename,
+        "format": job.format,
+        "sentences_read": job.sentences_read,
+        "sentences_expected": expected,
+        "progress": min(job.sentences_read / expected, 1.0) if expected else None,
+        "cancel_requested": job.cancel_requested,
+        "import": job.corpus_import_id,
+        "error": None
+        if not job.error_code
+        else {"code": job.error_code, "message": job.error, "line": job.error_line},
+        "created_at": iso(job.created_at),
+        "started_at": iso(job.started_at),
+        "finished_at": iso(job.finished_at),
     }

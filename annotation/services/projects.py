@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
+from django.core.files.storage import default_storage
 from django.db import transaction
 from django.db.models import F
 
@@ -18,6 +19,7 @@ from annotation.models import (
     MAX_TAGS,
     Assignment,
     CorpusImport,
+    ImportJob,
     Membership,
     Observation,
     Project,
@@ -214,12 +216,26 @@ def project_update(
 
 
 @transaction.atomic
-def project_delete(*, project: Project) -> None:
+def project_delete(*, project: Project, before: Callable[[], None] | None = None) -> None:
     """Delete a project and everything in it (sentences, tasks, answers, models' rows).
 
-    The answers first: an answer protects its assignment from a cascade."""
-    project = Project.objects.select_for_update().get(pk=project.pk)
-    for model in (Observation, Assignment, Task, Sentence, CorpusImport):
+    Requests that delete one project at once: the first deletes it, the others find it gone
+    (`NotFound`). A retrain running meanwhile is not waited for: its lock row goes with the
+    project, so it writes nothing (`learning.locks.lock_confirm`). `before()` runs once the
+    project is locked (the caller lists what to delete outside the database). The answers
+    first: an answer protects its assignment from a cascade."""
+    project = Project.objects.select_for_update().filter(pk=project.pk).first()
+    if project is None:
+        raise NotFound("No such project.")
+    if before is not None:
+        before()
+    uploads = list(
+        ImportJob.objects.filter(project=project)
+        .exclude(upload="")
+        .values_list("upload", flat=True)
+    )
+    transaction.on_commit(lambda: [default_storage.delete(name) for name in uploads])
+    for model in (Observation, Assignment, Task, Sentence, ImportJob, CorpusImport):
         model.objects.filter(project=project).delete()
     project.delete()
 

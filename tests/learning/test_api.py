@@ -451,3 +451,44 @@ def test_predictions_of_a_conllu_corpus_diff_against_its_source_line_by_line(man
     assert changed < 20  # a few tags differ, every other character is the source's
     with_misc = b"".join(client.get(url + "?misc=1").streaming_content).decode().splitlines()
     assert with_misc[4].split("\t")[9].startswith("SpaceAfter=No|Prob=")
+
+
+def test_predict_of_ten_thousand_exclamation_marks_is_quick(trained, annotator):
+    """Issue 24 item 2: 10,000 `!` took 29 s (spaCy is quadratic in a run of symbols) and made
+    every other member's requests wait."""
+    import time
+
+    client = client_for(annotator)
+    url = f"/api/projects/{trained.pk}/predict/"
+    assert client.post(url, {"text": "the dog runs"}, format="json").status_code == 200
+    tic = time.perf_counter()
+    response = client.post(url, {"text": "!" * 10_000}, format="json")
+    seconds = time.perf_counter() - tic
+    assert response.status_code == 200 and response.json()["tokens"] == ["!" * 10_000]
+    assert seconds <= 0.5, seconds
+
+
+def test_predict_is_rate_limited_per_user(trained, annotator, crowd):
+    """Issue 24 item 2: `predict/` is open to every member and had no limit. 30 a minute per
+    user (`TALLY_PREDICT_RATE`); another member is not held by it."""
+    url = f"/api/projects/{trained.pk}/predict/"
+    client = client_for(annotator)
+    statuses = [client.post(url, {"text": "the dog"}, format="json").status_code for _ in range(30)]
+    assert statuses == [200] * 30
+    refused = client.post(url, {"text": "the dog"}, format="json")
+    assert refused.status_code == 429, refused.content
+    assert refused.json()["error"]["code"] == "throttled"
+    assert int(refused["Retry-After"]) > 0
+    other = client_for(crowd[1]).post(url, {"text": "the dog"}, format="json")
+    assert other.status_code == 200
+
+
+def test_predict_when_nltk_gives_up_is_no_500(trained, annotator, monkeypatch):
+    """NLTK's regular expressions run under a time limit; its `TimeoutError` answered a 500."""
+    import nltk.redos
+
+    monkeypatch.setattr(nltk.redos, "DEFAULT_TIMEOUT", 1e-9)
+    url = f"/api/projects/{trained.pk}/predict/"
+    response = client_for(annotator).post(url, {"text": "The dog runs. It barks."}, format="json")
+    assert response.status_code == 400, response.content
+    assert "too long to cut into sentences" in response.json()["error"]["message"]
