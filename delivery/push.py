@@ -8,10 +8,11 @@ with a `retry:` hint and EventSource reconnects by itself; a reconnect sends `La
 a version newer than that is sent at once (nothing published while no stream was open is lost).
 If Redis fails mid-stream, the stream falls back to polling.
 
-Two forms of the same stream: `event_stream_async`, served by the ASGI process (production
-routes the events path there), waits on the event loop and holds no thread, sharing one Redis
-subscription per process (delivery/push_hub.py); `event_stream` is the synchronous form a WSGI
-server (the embedded default's runserver) serves, one thread and one subscription per stream.
+Two forms of the same stream, carrying out one course (`_course`: what to send, when to wait,
+what to read): `event_stream_async`, served by the ASGI process (production routes the events
+path there), waits on the event loop and holds no thread, sharing one Redis subscription per
+process (delivery/push_hub.py); `event_stream` is the synchronous form a WSGI server (the
+embedded default's runserver) serves, one thread and one subscription per stream.
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ import contextlib
 import json
 import logging
 import time
-from collections.abc import AsyncIterator, Callable, Iterator
+from collections.abc import AsyncIterator, Callable, Generator, Iterator
 
 import redis
 from asgiref.sync import sync_to_async
@@ -104,6 +105,32 @@ def _opening(project_id: int, since: int | None) -> tuple[list[str], int | None]
     return events, sent
 
 
+def _course(
+    project_id: int, since: int | None, deadline: float, clock: Callable[[], float]
+) -> Generator[tuple[str, object], object, None]:
+    """What a stream does, whoever serves it: yields the next step as ``(kind, value)`` and
+    receives its result. ``("send", text)``: send it; ``("opening", None)``: the events a stream
+    starts with and the version they sent (:func:`_opening`); ``("wait", seconds)``: wait at most
+    that long for a newer version, answer its number or None; ``("report", number)``: that
+    version's event, or None. The synchronous and asynchronous streams only carry the steps out."""
+    yield "send", f"retry: {RETRY_MILLISECONDS}\n\n"
+    opening, sent = yield "opening", None
+    for event in opening:
+        yield "send", event
+    last_output = clock()
+    while (remaining := deadline - clock()) > 0:
+        keepalive_in = max(0.0, last_output + KEEPALIVE_SECONDS - clock())
+        newest = yield "wait", min(remaining, keepalive_in)
+        if newest is not None and (sent is None or newest > sent):
+            event = yield "report", newest
+            if event:
+                yield "send", event
+                sent, last_output = newest, clock()
+        elif clock() - last_output >= KEEPALIVE_SECONDS:
+            yield "send", ": keep-alive\n\n"
+            last_output = clock()
+
+
 def event_stream(
     *,
     project_id: int,
@@ -112,38 +139,36 @@ def event_stream(
     poll_seconds: float | None = None,
     clock: Callable[[], float] = time.monotonic,
 ) -> Iterator[str]:
-    """The text of one event stream (see the module docstring and learning/API.md)."""
+    """The text of one event stream (see the module docstring and learning/API.md), one thread
+    and one Redis subscription each."""
     duration = settings.TALLY_SSE_STREAM_SECONDS if duration is None else duration
     poll_seconds = settings.TALLY_SSE_POLL_SECONDS if poll_seconds is None else poll_seconds
     deadline = clock() + duration
     pubsub = _subscribe(project_id)  # before reading the current version: nothing falls between
+    course = _course(project_id, since, deadline, clock)
     try:
-        yield f"retry: {RETRY_MILLISECONDS}\n\n"
-        opening, sent = _opening(project_id, since)
-        yield from opening
-        last_output = clock()
-        while (remaining := deadline - clock()) > 0:
-            newest = None
-            if pubsub is not None:
+        result = None
+        while (step := _next_step(course, result)) is not None:
+            kind, value = step
+            result = None
+            if kind == "send":
+                yield value
+            elif kind == "opening":
+                result = _opening(project_id, since)
+            elif kind == "report":
+                result = _report_event(project_id, value)
+            elif pubsub is not None:
                 try:
-                    message = pubsub.get_message(timeout=min(remaining, 1.0))
+                    message = pubsub.get_message(timeout=value)
                 except redis.RedisError as exc:
                     logger.warning("push stream lost Redis; polling", extra={"error": str(exc)})
                     pubsub = None
                     continue
                 if message and message.get("type") == "message":
-                    newest = json.loads(message["data"]).get("version")
+                    result = json.loads(message["data"]).get("version")
             else:
-                time.sleep(min(remaining, poll_seconds))
-                newest = _current_number(project_id)
-            if newest is not None and (sent is None or newest > sent):
-                event = _report_event(project_id, newest)
-                if event:
-                    yield event
-                    sent, last_output = newest, clock()
-            elif clock() - last_output >= KEEPALIVE_SECONDS:
-                yield ": keep-alive\n\n"
-                last_output = clock()
+                time.sleep(min(value, poll_seconds))
+                result = _current_number(project_id)
     finally:
         if pubsub is not None:
             try:
@@ -160,7 +185,7 @@ async def event_stream_async(
     poll_seconds: float | None = None,
     clock: Callable[[], float] = time.monotonic,
 ) -> AsyncIterator[str]:
-    """`event_stream` for an ASGI server: the same events, awaiting instead of blocking.
+    """`event_stream` for an ASGI server: the same course, awaiting instead of blocking.
 
     Database reads run in Django's thread for synchronous code, briefly; the waits between
     events hold no thread.
@@ -169,33 +194,35 @@ async def event_stream_async(
     poll_seconds = settings.TALLY_SSE_POLL_SECONDS if poll_seconds is None else poll_seconds
     deadline = clock() + duration
     subscription = await push_hub.subscribe(project_id)  # before reading the current version
+    course = _course(project_id, since, deadline, clock)
     try:
-        yield f"retry: {RETRY_MILLISECONDS}\n\n"
-        opening, sent = await sync_to_async(_opening)(project_id, since)
-        for event in opening:
-            yield event
-        last_output = clock()
-        while (remaining := deadline - clock()) > 0:
-            newest = None
-            wait = min(remaining, max(0.0, last_output + KEEPALIVE_SECONDS - clock()))
-            if subscription is not None:
+        result = None
+        while (step := _next_step(course, result)) is not None:
+            kind, value = step
+            result = None
+            if kind == "send":
+                yield value
+            elif kind == "opening":
+                result = await sync_to_async(_opening)(project_id, since)
+            elif kind == "report":
+                result = await sync_to_async(_report_event)(project_id, value)
+            elif subscription is not None:
                 with contextlib.suppress(TimeoutError):
-                    newest = await asyncio.wait_for(subscription.queue.get(), wait)
-                if newest is push_hub.LOST:
+                    result = await asyncio.wait_for(subscription.queue.get(), value)
+                if result is push_hub.LOST:
                     logger.warning("push stream lost Redis; polling")
                     subscription.close()
-                    subscription, newest = None, None
+                    subscription, result = None, None
             else:
-                await asyncio.sleep(min(wait, poll_seconds))
-                newest = await sync_to_async(_current_number)(project_id)
-            if newest is not None and (sent is None or newest > sent):
-                event = await sync_to_async(_report_event)(project_id, newest)
-                if event:
-                    yield event
-                    sent, last_output = newest, clock()
-            elif clock() - last_output >= KEEPALIVE_SECONDS:
-                yield ": keep-alive\n\n"
-                last_output = clock()
+                await asyncio.sleep(min(value, poll_seconds))
+                result = await sync_to_async(_current_number)(project_id)
     finally:
         if subscription is not None:
             subscription.close()
+
+
+def _next_step(course: Generator, result: object) -> tuple[str, object] | None:
+    try:
+        return course.send(result)
+    except StopIteration:
+        return None
