@@ -183,7 +183,7 @@ def _paragraph(
 ) -> Iterator[TextSentence]:
     text = " ".join(lines)
     line_index = 0
-    for start, end in _sentence_spans(text, first_line):
+    for start, end in sentence_spans(text, first_line):
         while line_index + 1 < len(starts) and starts[line_index + 1] <= start:
             line_index += 1
         sentence = text[start:end]
@@ -196,7 +196,7 @@ def _paragraph(
             yield TextSentence(words, first_line + line_index, " ".join(words))
 
 
-def _sentence_spans(text: str, first_line: int) -> list[tuple[int, int]]:
+def sentence_spans(text: str, first_line: int) -> list[tuple[int, int]]:
     """Punkt's sentences of `text`, where a piece without a letter or a digit belongs to the
     sentence before it: Punkt cuts `We won the cup!!!` at the end of a text into `...cup!!` and
     `!`, and punctuation alone is nothing to annotate. (On EWT's test text this raises sentence

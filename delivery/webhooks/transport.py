@@ -67,7 +67,7 @@ def _is_global(ip: ipaddress.IPv4Address | ipaddress.IPv6Address) -> bool:
     return not any(ip in network for network in _NEVER_GLOBAL if network.version == ip.version)
 
 
-def _is_public(address: str) -> bool:
+def is_public_address(address: str) -> bool:
     """Whether `address` is globally routable, and so is every IPv4 address inside it."""
     ip = ipaddress.ip_address(address.split("%", 1)[0])
     if isinstance(ip, ipaddress.IPv4Address):
@@ -106,7 +106,7 @@ def target_check(url: str, *, allow_internal: bool | None = None) -> list[str]:
         raise TargetRefused(f"The host {parts.hostname!r} does not resolve.") from exc
     addresses = list(dict.fromkeys(info[4][0] for info in infos))
     if not allow_internal:
-        internal = [a for a in addresses if not _is_public(a)]
+        internal = [a for a in addresses if not is_public_address(a)]
         if internal:
             raise TargetRefused(
                 f"The host resolves to an internal address ({internal[0]}); webhooks may only "
@@ -119,7 +119,7 @@ def _connect(address: str, port: int, timeout: float) -> socket.socket:
     """A connection to a checked address, refused if the peer it reached is internal."""
     sock = socket.create_connection((address, port), timeout)
     peer = sock.getpeername()[0]
-    if not settings.TALLY_WEBHOOK_ALLOW_INTERNAL and not _is_public(peer):
+    if not settings.TALLY_WEBHOOK_ALLOW_INTERNAL and not is_public_address(peer):
         sock.close()
         raise TargetRefused(
             f"The connection reached an internal address ({peer}); webhooks may only target "

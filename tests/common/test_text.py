@@ -201,7 +201,7 @@ def test_sentences_of_ewt_test_text_as_ud_cuts_them():
     paragraphs = tokenizer_eval.read_paragraphs(path)
 
     def tally(paragraph: str):
-        spans = text._sentence_spans(paragraph, 1)
+        spans = text.sentence_spans(paragraph, 1)
         return spans, []
 
     scores = tokenizer_eval.evaluate(paragraphs, tally)

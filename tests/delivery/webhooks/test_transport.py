@@ -16,12 +16,12 @@ pytestmark = pytest.mark.django_db
      "240.0.0.1"],
 )  # fmt: skip
 def test_internal_addresses_are_not_public(address):
-    assert not transport._is_public(address)
+    assert not transport.is_public_address(address)
 
 
 @pytest.mark.parametrize("address", ["93.184.216.34", "2606:2800:220:1:248:1893:25c8:1946"])
 def test_public_addresses(address):
-    assert transport._is_public(address)
+    assert transport.is_public_address(address)
 
 
 @pytest.mark.parametrize(
@@ -69,4 +69,4 @@ def test_internal_targets_in_any_ipv6_spelling_are_refused_on_save(url, project,
     ["64:ff9b::808:808", "::ffff:8.8.8.8", "2002:808:808::1", "2606:2800:220:1:248:1893:25c8:1946"],
 )
 def test_public_addresses_inside_ipv6_stay_allowed(address):
-    assert transport._is_public(address)
+    assert transport.is_public_address(address)
