@@ -8,6 +8,7 @@ from django.contrib.auth.decorators import login_required
 from django.core.exceptions import PermissionDenied
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import render
+from django.template.loader import render_to_string
 from django.views.decorators.gzip import gzip_page
 from django.views.decorators.http import require_GET
 
@@ -17,6 +18,7 @@ from annotation.scheduler import MAX_LEASES
 from common.exceptions import NotFound
 from common.permissions import is_manager
 from common.text import LANGUAGES
+from frontend.storage import blank_comment_lines
 from frontend.tagsets import PRESET_CHOICES, presets_for_form
 from learning.core.privacy import DEFAULT_MECHANISM, MECHANISMS
 
@@ -53,6 +55,17 @@ def annotate(request: HttpRequest, project_id: int) -> HttpResponse:
         "frontend/annotate.html",
         {"project": membership.project, "membership": membership, "max_leases": MAX_LEASES},
     )
+
+
+@require_GET
+def annotate_worker(request: HttpRequest) -> HttpResponse:
+    """The annotator pages' service worker. Served from /annotate/ (not /static/) because a
+    worker serves only the pages under its own folder; revalidated on every visit, so a new
+    version takes over at the next load."""
+    source = render_to_string("frontend/annotate-worker.js", request=request)
+    response = HttpResponse(blank_comment_lines(source), content_type="text/javascript")
+    response["Cache-Control"] = "no-cache"
+    return response
 
 
 @require_GET

@@ -269,7 +269,8 @@ def test_page_weight_and_no_third_party_requests(new_context, live_server, proje
     # is fetched once (the preloaded URLs are those imported).
     scripts = [r.url for r in responses if urlsplit(r.url).path.endswith(".js")]
     assert len(scripts) == len(set(scripts)) > 1, scripts
-    assert transferred <= 50 * 1024, transferred
+    # 50 KB before the service worker and the shelf of held tasks (issue 26), 54 KB with them.
+    assert transferred <= 56 * 1024, transferred
     assert compressed <= 25 * 1024, compressed
     print(f"annotator page: {transferred} B transferred here, {compressed} B gzip-compressed")
 

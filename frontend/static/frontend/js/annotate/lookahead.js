@@ -3,20 +3,32 @@
 // submit and, with the connection gone, every held task can still be answered. No DOM.
 
 // `lease(holding)`: asks the server for a task, naming the assignments held; resolves to the task
-// or null (none for now), rejects when it fails.
-export function createLookahead({ lease, maxHeld }) {
+// or null (none for now), rejects when it fails. `onChange(tasks)`: the tasks held, whenever
+// they change (the page keeps them for a reload without a connection).
+export function createLookahead({ lease, maxHeld, onChange = () => {} }) {
   let held = [];
   const holds = (assignment) => held.some((task) => task.assignment === assignment);
   return {
     get size() {
       return held.length;
     },
+    get tasks() {
+      return [...held];
+    },
     // The next task held ahead, out of the list; undefined if none.
     take() {
-      return held.shift();
+      const next = held.shift();
+      onChange(held);
+      return next;
     },
     forget(assignment) {
       held = held.filter((task) => task.assignment !== assignment);
+      onChange(held);
+    },
+    // Tasks held before the page was reloaded, ahead of any leased from now on.
+    restore(tasks) {
+      held = [...tasks, ...held.filter((task) => !tasks.some((t) => t.assignment === task.assignment))];
+      onChange(held);
     },
     // Lease until `maxHeld` are held, counting the task on screen. Only with nothing waiting to
     // be sent (`canLease()`): the server hands back live leases the page does not name, and an
@@ -33,7 +45,10 @@ export function createLookahead({ lease, maxHeld }) {
         }
         if (next === null || holding.includes(next.assignment) || isAnswered(next.assignment)) return;
         // The task on screen may have been answered meanwhile; the page takes it from here then.
-        if (current()?.assignment !== next.assignment && !holds(next.assignment)) held.push(next);
+        if (current()?.assignment !== next.assignment && !holds(next.assignment)) {
+          held.push(next);
+          onChange(held);
+        }
       }
     },
   };
