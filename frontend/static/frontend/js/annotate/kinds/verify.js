@@ -1,6 +1,8 @@
 // The verification task: the highlighted words with the tag the model shows under each, and one
 // question, "Are all of these tags right?": Yes / No in the dock, in thumb reach. After No,
-// optionally "Which word is wrong?": tap the word, or Skip. Tapping a tag before answering shows
+// optionally "Which is the first wrong word?": tap it, or Skip. The first, because that is what
+// the answer means to the learning side and to the gold checks (learning/core/verification.py:
+// the words before it are right); after a No on a single word, that word is the wrong one. Tapping a tag before answering shows
 // its one-line guideline.
 //
 // Besides a kind's view (count.js), this one answers by itself: `send(part)` is called with the
@@ -9,7 +11,7 @@
 import { el } from "../../lib/dom.js";
 
 export const QUESTION = "Are all of these tags right?";
-export const WHICH = "Which word is wrong?";
+export const WHICH = "Which is the first wrong word?";
 
 // The body of an answer: Yes, or No with the position in the window of the word tapped (or null).
 export function verificationAnswer(yes, wrong = null) {
@@ -27,7 +29,7 @@ export function render(task, box, { say, send, dock }) {
   const byName = Object.fromEntries(task.tags.map((tag) => [tag.name, tag]));
   const { start, length } = task.window;
   const words = task.tokens.slice(start, start + length);
-  let asking = true; // false once No was tapped: "Which word is wrong?"
+  let asking = true; // false once No was tapped: which is the first wrong word?
 
   const heading = el("h3", { id: "q0-h", text: QUESTION });
   const guide = el("p", { class: "guide", id: "q0-guide", "aria-live": "polite" }, "Tap a tag to see what it means.");
@@ -52,11 +54,12 @@ export function render(task, box, { say, send, dock }) {
   function answer(isYes) {
     if (!asking) return;
     if (isYes) return send(verificationAnswer(true));
+    if (words.length === 1) return send(verificationAnswer(false, 0));
     asking = false;
     row.classList.add("which");
     heading.textContent = WHICH;
-    guide.textContent = "Tap the word whose tag is wrong, or Skip.";
-    cells.forEach((cell) => cell.setAttribute("aria-label", `${cell.textContent}: this one is wrong`));
+    guide.textContent = "From the left, tap the first word whose tag is wrong, or Skip.";
+    cells.forEach((cell) => cell.setAttribute("aria-label", `${cell.textContent}: the first wrong one`));
     dock.replaceChildren(skip);
     say(`${WHICH} Tap it, or Skip.`);
   }
