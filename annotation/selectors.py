@@ -44,10 +44,10 @@ def membership_for(*, user, project_id: int) -> Membership:
     return membership
 
 
-def invite_is_private(*, code: str) -> bool:
-    """Whether the project this invite code names is private (what the join page tells the
-    invitee before they join; False for an unknown code, which joining reports)."""
-    return Project.objects.filter(invite_code=code, private=True).exists() if code else False
+def invite_project(*, code: str) -> Project | None:
+    """The project this invite code names, or None (an unknown or rotated code): what the join
+    page names, and says is private or archived, before anyone signs up."""
+    return Project.objects.filter(invite_code=code).first() if code else None
 
 
 def memberships_of_user(*, user) -> QuerySet[Membership]:
