@@ -238,6 +238,12 @@ class Sentence(models.Model):
     # only the tag column changed.
     text = models.TextField(blank=True, default="")
     source = models.TextField(blank=True, default="")
+    multiword = models.JSONField(
+        null=True,
+        blank=True,
+        help_text="CoNLL-U multiword tokens, as written: [start, length, form] each (French "
+        '"au" for the words "à le"), or null. Annotators read these forms.',
+    )
 
     class Meta:
         ordering = ["project", "position"]

@@ -8,10 +8,11 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
+from annotation.selectors import multiword_splits
 from common.exceptions import InvalidInput, PayloadTooLarge
 from common.text import text_sentences
 from learning import adapter, selectors
-from learning.core.conllu import conllu_sentence
+from learning.core.conllu import conllu_sentence, split_multiword
 from learning.exceptions import NoModel
 from learning.models import ModelVersion
 
@@ -30,11 +31,17 @@ def current_version(*, project_id: int) -> ModelVersion:
 
 def text_tag(*, project_id: int, text: str, language: str) -> dict:
     """`text` cut into sentences and tokens by the project's tokenizer (the one its plain text
-    imports used), each sentence tagged whole by the current version: each token's tag and its
-    probability, the `ALTERNATIVES` most probable tags, and the sentences as token ranges."""
+    imports used), and the written forms its corpus splits into words split the same way (French
+    "au" -> "à" "le", as UD's CoNLL-U has it), each sentence tagged whole by the current
+    version: each token's tag and its probability, the `ALTERNATIVES` most probable tags, and
+    the sentences as token ranges."""
     if len(text) > MAX_TEXT_CHARS:
         raise PayloadTooLarge(f"The text is longer than {MAX_TEXT_CHARS} characters.")
-    sentences = [s.tokens for s in text_sentences(text.splitlines(), language=language)]
+    splits = multiword_splits(project_id=project_id)
+    sentences = [
+        split_multiword(s.tokens, splits) if splits else s.tokens
+        for s in text_sentences(text.splitlines(), language=language)
+    ]
     sentences = [tokens for tokens in sentences if tokens]
     tokens = [token for sentence in sentences for token in sentence]
     if not tokens:

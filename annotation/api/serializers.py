@@ -159,6 +159,10 @@ def task_out(lease: Lease, tags: list[dict], mechanism: Mechanism | None = None)
         "tokens": lease.tokens,
         "window": {"start": lease.start, "length": lease.length},
     }
+    if lease.multiword:
+        # Words written as one ("au" = "à" + "le"): the page shows the form, the counts are over
+        # the words.
+        data["multiword"] = lease.multiword
     if lease.kind == TaskKind.VERIFY:
         shown = lease.shown_tags or []
         return data | {

@@ -125,6 +125,7 @@ def corpus_import(
                     split=_split_for(gold, rng, evaluation_fraction, gold_check_fraction),
                     text=parsed.text,
                     source=parsed.source,
+                    multiword=parsed.multiword,
                 )
             )
             position += 1
