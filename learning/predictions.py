@@ -6,6 +6,8 @@ through `learning.selectors` (cached per process).
 
 from __future__ import annotations
 
+import logging
+import threading
 from collections.abc import Iterator
 
 from annotation.selectors import multiword_splits
@@ -20,6 +22,38 @@ MAX_TEXT_CHARS = 10_000
 MAX_TOKENS = 1_000
 ALTERNATIVES = 3
 EXPORT_BATCH = 500  # sentences tagged in one call of the tagger
+
+
+log = logging.getLogger(__name__)
+_warmed: set[tuple[int, str, int | None]] = set()  # (project, language, version) in this process
+_warm_lock = threading.Lock()
+
+
+def warm_up(*, project_id: int, language: str) -> threading.Thread | None:
+    """Load in the background what the project's first "try the model" needs: the language's
+    tokenizer and sentence splitter (seconds to load: spaCy's rules, NLTK's Punkt) and the
+    current model, once per process and version. The dashboard starts it when it opens, so the
+    manager's first try does not wait for it. Returns the thread (None when already done)."""
+    version = selectors.current_version(project_id=project_id)
+    key = (project_id, language, version.pk if version else None)
+    with _warm_lock:
+        if key in _warmed:
+            return None
+        _warmed.add(key)
+
+    def load() -> None:
+        try:
+            list(text_sentences(["Warm up."], language=language))
+            if version is not None:
+                selectors.tagger_of(version=version)
+        except Exception:  # noqa: BLE001 - a warm-up that fails leaves the first call to load
+            log.warning("warm-up of project %s failed", project_id, exc_info=True)
+            with _warm_lock:
+                _warmed.discard(key)
+
+    thread = threading.Thread(target=load, name=f"warm-up-{project_id}", daemon=True)
+    thread.start()
+    return thread
 
 
 def current_version(*, project_id: int) -> ModelVersion:

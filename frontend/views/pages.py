@@ -20,6 +20,7 @@ from common.permissions import is_manager
 from common.text import LANGUAGES
 from frontend.storage import blank_comment_lines
 from frontend.tagsets import PRESET_CHOICES, presets_for_form
+from learning import predictions
 from learning.core.privacy import DEFAULT_MECHANISM, MECHANISMS
 
 
@@ -91,6 +92,8 @@ def project_detail(request: HttpRequest, project_id: int) -> HttpResponse:
     membership = _membership(request, project_id)
     if not is_manager(membership):
         raise PermissionDenied("Only the project's managers see its dashboard.")
+    project = membership.project
+    predictions.warm_up(project_id=project.pk, language=project.language)
     return render(
         request,
         "frontend/project.html",

@@ -109,3 +109,38 @@ def test_try_the_model_cuts_text_as_the_corpus_was_cut(
     page.wait_for_selector("#try-out .predicted li")
     words = page.locator("#try-out .predicted li .w").all_inner_texts()
     assert words == ["Le", "chat", "va", "à", "le", "marché", "de", "les", "fleurs", "."]
+
+
+def test_try_the_model_shows_its_work_and_takes_one_call_at_a_time(
+    new_context, french, manager, tokenizer_loaded
+):
+    """Issue 26, item 7: while the server tags, the button is disabled and says so, and a
+    second tap sends nothing; the dashboard has the server load the project's tokenizer and
+    model as it opens (learning.predictions.warm_up)."""
+    annotators = [UserFactory(username=f"sim{i}") for i in range(2)]
+    for user in annotators:
+        Membership.objects.create(project=french, user=user, role=Membership.Role.ANNOTATOR)
+    answer_tasks(french, annotators, per_annotator=40)
+    retrain(french.pk)
+
+    page = new_context(manager, **DESKTOP).new_page()
+    held = []
+    page.route("**/predict/", lambda route: held.append(route))
+    page.goto(f"/projects/{french.pk}/")
+    page.fill("#try-text", "Le chat dort.")
+    page.click("#try button")
+    page.wait_for_selector("#try button:disabled")
+    assert page.inner_text("#try button") == "Tagging…"
+    assert page.inner_text("#try-out") == "Tagging your sentence…"
+    assert page.get_attribute("#try-out", "aria-busy") == "true"
+    page.press("#try-text", "Enter")  # a second submit while the first runs: nothing sent
+    for _ in range(50):
+        if held:
+            break
+        page.wait_for_timeout(100)
+    page.wait_for_timeout(300)
+    assert len(held) == 1
+    held[0].continue_()
+    page.wait_for_selector("#try-out .predicted li")
+    assert page.is_enabled("#try button") and page.inner_text("#try button") == "Tag it"
+    assert page.get_attribute("#try-out", "aria-busy") == "false"

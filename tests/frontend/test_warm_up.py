@@ -1,0 +1,29 @@
+"""The dashboard has the server load what "try the model" needs as it opens (issue 26, item 7):
+the first try no longer waits seconds for spaCy's rules and NLTK's Punkt to load."""
+
+import pytest
+
+from common import text
+from learning import predictions
+
+pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture
+def cold(monkeypatch):
+    monkeypatch.setattr(predictions, "_warmed", set())
+    text._tokenizer.cache_clear()
+
+
+def test_warm_up_loads_the_tokenizer_once_per_process(cold, project):
+    thread = predictions.warm_up(project_id=project.pk, language="fr")
+    thread.join(timeout=120)
+    assert not thread.is_alive()
+    assert text._tokenizer.cache_info().currsize == 1
+    assert predictions.warm_up(project_id=project.pk, language="fr") is None
+
+
+def test_opening_the_dashboard_starts_the_warm_up(cold, personas, project):
+    assert personas["manager"].get(f"/projects/{project.pk}/").status_code == 200
+    assert (project.pk, project.language, None) in predictions._warmed
+    assert personas["annotator"].get(f"/projects/{project.pk}/").status_code == 403
