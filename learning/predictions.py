@@ -25,33 +25,30 @@ EXPORT_BATCH = 500  # sentences tagged in one call of the tagger
 
 
 log = logging.getLogger(__name__)
-_warmed: set[tuple[int, str, int | None]] = set()  # (project, language, version) in this process
+_warmed: set[str] = set()  # languages whose tokenizer this process has loaded or is loading
 _warm_lock = threading.Lock()
 
 
-def warm_up(*, project_id: int, language: str) -> threading.Thread | None:
-    """Load in the background what the project's first "try the model" needs: the language's
-    tokenizer and sentence splitter (seconds to load: spaCy's rules, NLTK's Punkt) and the
-    current model, once per process and version. The dashboard starts it when it opens, so the
-    manager's first try does not wait for it. Returns the thread (None when already done)."""
-    version = selectors.current_version(project_id=project_id)
-    key = (project_id, language, version.pk if version else None)
+def warm_up(*, language: str) -> threading.Thread | None:
+    """Load in the background what a first "try the model" waits for longest: the language's
+    tokenizer and the sentence splitter (seconds: spaCy's rules, NLTK's Punkt), once per process.
+    The dashboard starts it as it opens, before the manager has typed a sentence; the model
+    itself loads in a fraction of that on the first call and stays loaded. Returns the thread
+    (None when already done or under way)."""
     with _warm_lock:
-        if key in _warmed:
+        if language in _warmed:
             return None
-        _warmed.add(key)
+        _warmed.add(language)
 
     def load() -> None:
         try:
             list(text_sentences(["Warm up."], language=language))
-            if version is not None:
-                selectors.tagger_of(version=version)
-        except Exception:  # noqa: BLE001 - a warm-up that fails leaves the first call to load
-            log.warning("warm-up of project %s failed", project_id, exc_info=True)
+        except (OSError, ValueError, LookupError):  # left to the first call, which reports it
+            log.warning("tokenizer warm-up for %r failed", language, exc_info=True)
             with _warm_lock:
-                _warmed.discard(key)
+                _warmed.discard(language)
 
-    thread = threading.Thread(target=load, name=f"warm-up-{project_id}", daemon=True)
+    thread = threading.Thread(target=load, name=f"warm-up-{language}", daemon=True)
     thread.start()
     return thread
 

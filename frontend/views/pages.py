@@ -93,7 +93,7 @@ def project_detail(request: HttpRequest, project_id: int) -> HttpResponse:
     if not is_manager(membership):
         raise PermissionDenied("Only the project's managers see its dashboard.")
     project = membership.project
-    predictions.warm_up(project_id=project.pk, language=project.language)
+    predictions.warm_up(language=project.language)
     return render(
         request,
         "frontend/project.html",

@@ -16,14 +16,14 @@ def cold(monkeypatch):
 
 
 def test_warm_up_loads_the_tokenizer_once_per_process(cold, project):
-    thread = predictions.warm_up(project_id=project.pk, language="fr")
+    thread = predictions.warm_up(language="fr")
     thread.join(timeout=120)
     assert not thread.is_alive()
     assert text._tokenizer.cache_info().currsize == 1
-    assert predictions.warm_up(project_id=project.pk, language="fr") is None
+    assert predictions.warm_up(language="fr") is None
 
 
 def test_opening_the_dashboard_starts_the_warm_up(cold, personas, project):
     assert personas["manager"].get(f"/projects/{project.pk}/").status_code == 200
-    assert (project.pk, project.language, None) in predictions._warmed
+    assert project.language in predictions._warmed
     assert personas["annotator"].get(f"/projects/{project.pk}/").status_code == 403

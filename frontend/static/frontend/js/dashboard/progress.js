@@ -26,6 +26,12 @@ export function kindKpis(byKind) {
     );
 }
 
+// Columns that fill every row as evenly as `max` per row allows: 8 cards in rows of 4 + 4, not
+// 7 + 1.
+export function balancedColumns(n, max) {
+  return n ? Math.ceil(n / Math.ceil(n / max)) : 1;
+}
+
 export function mountProgress({ base, store }) {
   function render() {
     const s = store.get("stats");
@@ -45,6 +51,9 @@ export function mountProgress({ base, store }) {
       items.splice(1, 0, kpi("test accuracy of the latest model", pct(report.accuracy), report.accuracy));
     }
     $("kpis").replaceChildren(...items);
+    // The stylesheet picks one of these by the screen's width (app.css, .kpis).
+    $("kpis").style.setProperty("--kpi-cols-m", String(balancedColumns(items.length, 4)));
+    $("kpis").style.setProperty("--kpi-cols-l", String(balancedColumns(items.length, 7)));
   }
   store.watch(["stats", "report"], render);
 
