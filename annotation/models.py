@@ -33,6 +33,9 @@ MIN_ALPHA, MAX_ALPHA, DEFAULT_ALPHA = 0.1, 20.0, 3.0
 # The share of tasks served as verification tasks once the project has a model (0: counts
 # only; 1: verification only). New projects get this; the lead sets it from the measured study.
 DEFAULT_VERIFICATION_SHARE = 0.5
+# Share of an upload's gold-tagged sentences held out to measure the model: the upload form and
+# the API start from the same value.
+DEFAULT_EVALUATION_FRACTION = 0.1
 
 
 def new_invite_code() -> str:

@@ -13,7 +13,7 @@ from django.views.decorators.gzip import gzip_page
 from django.views.decorators.http import require_GET
 
 from annotation import selectors
-from annotation.models import DEFAULT_VERIFICATION_SHARE, Membership
+from annotation.models import DEFAULT_EVALUATION_FRACTION, DEFAULT_VERIFICATION_SHARE, Membership
 from annotation.scheduler import MAX_LEASES
 from common.exceptions import NotFound
 from common.permissions import is_manager
@@ -82,6 +82,7 @@ def project_new(request: HttpRequest) -> HttpResponse:
             "mechanisms": MECHANISMS,
             "default_mechanism": DEFAULT_MECHANISM,
             "default_verification_share": DEFAULT_VERIFICATION_SHARE,
+            "default_evaluation_fraction": DEFAULT_EVALUATION_FRACTION,
         },
     )
 
@@ -97,5 +98,9 @@ def project_detail(request: HttpRequest, project_id: int) -> HttpResponse:
     return render(
         request,
         "frontend/project.html",
-        {"project": membership.project, "languages": LANGUAGES},
+        {
+            "project": project,
+            "languages": LANGUAGES,
+            "default_evaluation_fraction": DEFAULT_EVALUATION_FRACTION,
+        },
     )

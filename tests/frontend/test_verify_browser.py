@@ -151,7 +151,8 @@ def test_the_dashboard_sets_the_task_mix_and_shows_seconds_per_kind(
     page = new_context(manager, **PHONE).new_page()
     page.goto(f"/projects/{verifying.pk}/")
     page.wait_for_selector("#kpis .kpi")
-    assert "seconds per verification answer · 1 answers" in page.inner_text("#kpis")
+    assert "seconds per verification answer · 1 answer" in page.inner_text("#kpis")
+    assert "1 answers" not in page.inner_text("#kpis")  # issue 26, item 8
     page.wait_for_function("document.getElementById('mix-share').value === '1'")
     page.fill("#mix-share", "2")
     page.click("#task-mix button[type=submit]")

@@ -1,7 +1,7 @@
 // Progress: answers, coverage, corpus size, annotators, live tasks, and the latest model's
 // accuracy when it has one.
 import { $, el } from "../lib/dom.js";
-import { fixed, fmt, pct } from "../lib/format.js";
+import { counted, fixed, fmt, pct } from "../lib/format.js";
 import { api } from "../lib/http.js";
 
 function kpi(label, value, fraction) {
@@ -22,7 +22,7 @@ export function kindKpis(byKind) {
   return Object.entries(byKind || {})
     .filter(([, k]) => k.observations > 0)
     .map(([kind, k]) =>
-      kpi(`seconds per ${KIND_LABELS[kind] || kind} answer · ${fmt.format(k.observations)} answers`, fixed(k.seconds_per_answer, 1)),
+      kpi(`seconds per ${KIND_LABELS[kind] || kind} answer · ${counted(k.observations, "answer")}`, fixed(k.seconds_per_answer, 1)),
     );
 }
 
