@@ -18,6 +18,7 @@ from annotation.scheduler import MAX_LEASES
 from common.exceptions import NotFound
 from common.permissions import is_manager
 from common.text import LANGUAGES
+from frontend.page_text import ANNOTATE_TEXT, page_language
 from frontend.storage import blank_comment_lines
 from frontend.tagsets import PRESET_CHOICES, presets_for_form
 from learning import predictions
@@ -51,10 +52,17 @@ def home(request: HttpRequest) -> HttpResponse:
 @gzip_page
 def annotate(request: HttpRequest, project_id: int) -> HttpResponse:
     membership = _membership(request, project_id)
+    lang = page_language(membership.project.language)
     return render(
         request,
         "frontend/annotate.html",
-        {"project": membership.project, "membership": membership, "max_leases": MAX_LEASES},
+        {
+            "project": membership.project,
+            "membership": membership,
+            "max_leases": MAX_LEASES,
+            "lang": lang,
+            "text": ANNOTATE_TEXT[lang],
+        },
     )
 
 

@@ -81,8 +81,14 @@ def test_annotators_read_au_and_count_a_and_le(new_context, french):
     assert "à le" not in sentence and "de les" not in sentence
     assert "des fleurs" in sentence
     note = page.inner_text("#sentence .written-note")
-    assert note.startswith("“au” = à + le: counts as 2 words")
+    assert note == "« au » = à + le : compte pour 2 mots, une étiquette chacun"
     assert "des" not in note  # outside the window: nothing to count there
+    # The page and the guidelines speak the project's language.
+    assert page.get_attribute("html", "lang") == "fr"
+    assert page.inner_text("#q0 h3") == "Combien de ADP dans la partie surlignée ?"
+    assert page.inner_text("#q0 .guide").startswith("Préposition")
+    assert page.inner_text("#submit") == "Envoyer"
+    assert page.inner_text(".today .unit") == "aujourd’hui"
     # No horizontal scroll, and the questions still fit.
     assert page.evaluate("document.documentElement.scrollWidth") <= 360
 

@@ -16,8 +16,10 @@ import { createReach } from "./reach.js";
 import { createProgress, kept, say, setState, showNotice, showPending } from "./screen.js";
 import { renderSentence } from "./sentence.js";
 import { createShelf, keepForOffline } from "./shelf.js";
+import { setLanguage, t } from "./text.js";
 
 const app = $("app");
+setLanguage(document.documentElement.lang);
 const PROJECT = Number(app.dataset.project);
 const LOGIN_URL = app.dataset.login;
 const MAX_HELD = Number(app.dataset.maxLeases) || 3; // the server's cap on live leases
@@ -53,7 +55,7 @@ function band() {
 function labelSubmit(unseen) {
   const button = $("submit");
   button.classList.toggle("more", unseen > 0);
-  button.textContent = unseen > 0 ? `${unseen} more ${unseen === 1 ? "question" : "questions"} ↓` : "Submit";
+  button.textContent = unseen > 0 ? (unseen === 1 ? t("moreQuestions1") : t("moreQuestions", { n: unseen })) : t("submit");
 }
 
 // The tasks held (on screen first), kept for a reload without a connection.

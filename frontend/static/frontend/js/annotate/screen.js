@@ -2,6 +2,7 @@
 // paused, signed out), the notice, the banner of answers waiting to be sent, the screen reader's
 // announcements, and the progress shown in the top bar and the footer.
 import { $, el } from "../lib/dom.js";
+import { t } from "./text.js";
 
 export function say(text) {
   const live = $("sr-live");
@@ -47,7 +48,7 @@ const answers = (n) => `${n} ${n === 1 ? "answer" : "answers"}`;
 export function showPending(n, online) {
   const pending = $("pending");
   pending.hidden = n === 0;
-  pending.textContent = `${online ? "" : "Offline · "}${answers(n)} waiting to be sent`;
+  pending.textContent = `${online ? "" : t("offline")}${n === 1 ? t("waiting1") : t("waiting", { n })}`;
 }
 
 // "Your 2 answers are kept on this device…" for the state screens.

@@ -7,6 +7,7 @@
 // note under the sentence says how it counts. A written word that the window's edge cuts is shown
 // as its words, so that the highlight covers exactly the words counted.
 import { el } from "../lib/dom.js";
+import { t } from "./text.js";
 
 export const AROUND = 6; // words shown on each side of the window while collapsed
 
@@ -41,7 +42,7 @@ export function writtenPieces(tokens, { start, length }, multiword = []) {
 export function countingNotes(pieces, { start, length }) {
   return pieces
     .filter((p) => p.parts && p.from >= start && p.to <= start + length)
-    .map((p) => `“${p.text}” = ${p.parts.join(" + ")}: counts as ${p.parts.length} words, one tag each`);
+    .map((p) => t("counts", { written: p.text, parts: p.parts.join(" + "), n: p.parts.length }));
 }
 
 // Renders into `box`; `onResize()` is called after the sentence grew to its whole length.
