@@ -110,6 +110,7 @@ def test_try_the_model_cuts_text_as_the_corpus_was_cut(
 
     page = new_context(manager, **DESKTOP).new_page()
     page.goto(f"/projects/{french.pk}/")
+    page.wait_for_selector("#kpis .kpi")
     page.fill("#try-text", "Le chat va au marché des fleurs.")
     page.click("#try button")
     page.wait_for_selector("#try-out .predicted li")
@@ -133,6 +134,7 @@ def test_try_the_model_shows_its_work_and_takes_one_call_at_a_time(
     held = []
     page.route("**/predict/", lambda route: held.append(route))
     page.goto(f"/projects/{french.pk}/")
+    page.wait_for_selector("#kpis .kpi")  # the page's script runs: the form is its
     page.fill("#try-text", "Le chat dort.")
     page.click("#try button")
     page.wait_for_selector("#try button:disabled")

@@ -2,12 +2,13 @@
 // with the same {placeholders}; an unknown language falls back to English.
 import assert from "node:assert/strict";
 import { test } from "node:test";
-import { MESSAGES, setLanguage, t } from "../../../frontend/static/frontend/js/annotate/text.js";
+import { LANGUAGES, MESSAGES, setLanguage, t } from "../../../frontend/static/frontend/js/annotate/text.js";
 
 const placeholders = (message) => JSON.stringify(message).match(/\{\w+\}/g)?.sort() ?? [];
 
-test("every language has every message, with the same placeholders", () => {
-  for (const [lang, messages] of Object.entries(MESSAGES)) {
+test("every language has every message, with the same placeholders", async () => {
+  for (const [lang, load] of Object.entries(LANGUAGES)) {
+    const messages = (await load()).MESSAGES;
     assert.deepEqual(Object.keys(messages).sort(), Object.keys(MESSAGES.en).sort(), lang);
     for (const [key, message] of Object.entries(messages)) {
       assert.deepEqual(placeholders(message), placeholders(MESSAGES.en[key]), `${lang}.${key}`);
@@ -15,11 +16,11 @@ test("every language has every message, with the same placeholders", () => {
   }
 });
 
-test("messages in the page's language, English otherwise", () => {
-  setLanguage("fr");
+test("messages in the page's language, English otherwise", async () => {
+  await setLanguage("fr");
   assert.equal(t("moreQuestions", { n: 2 }), "Encore 2 questions ↓");
   assert.deepEqual(t("howMany"), ["Combien de ", " dans la partie surlignée ?"]);
-  setLanguage("xx");
+  await setLanguage("xx");
   assert.equal(t("moreQuestions", { n: 2 }), "2 more questions ↓");
-  setLanguage("en");
+  await setLanguage("en");
 });

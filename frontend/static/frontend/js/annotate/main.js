@@ -19,7 +19,7 @@ import { createShelf, keepForOffline } from "./shelf.js";
 import { setLanguage, t } from "./text.js";
 
 const app = $("app");
-setLanguage(document.documentElement.lang);
+await setLanguage(document.documentElement.lang);
 const PROJECT = Number(app.dataset.project);
 const LOGIN_URL = app.dataset.login;
 const MAX_HELD = Number(app.dataset.maxLeases) || 3; // the server's cap on live leases

@@ -1,8 +1,8 @@
 // What the annotator page says, in the project's language (the page's <html lang>). English is
-// the fallback for a language or a message not here yet; a new language is one more entry of
-// MESSAGES, with the same keys (tests/frontend/js/text.test.mjs checks that they match).
-// `{name}` in a message is replaced by the value of `name`. No DOM needed: the language is set
-// by the page (`setLanguage`), English otherwise.
+// here and the fallback for a language or a message not translated yet; another language is a
+// module like text-fr.js with the same keys (tests/frontend/js/text.test.mjs checks that they
+// match) and one line in LANGUAGES, loaded only by the pages that speak it. `{name}` in a message
+// is replaced by the value of `name`. No DOM needed.
 
 export const MESSAGES = {
   en: {
@@ -27,33 +27,21 @@ export const MESSAGES = {
     waiting: "{n} answers waiting to be sent",
     offline: "Offline · ",
   },
-  fr: {
-    howMany: ["Combien de ", " dans la partie surlignée ?"],
-    fewer: "Un {tag} de moins",
-    more: "Un {tag} de plus",
-    countOf: "Nombre de {tag}",
-    submit: "Envoyer",
-    moreQuestions1: "Encore 1 question ↓",
-    moreQuestions: "Encore {n} questions ↓",
-    allRight: "Ces étiquettes sont-elles toutes justes ?",
-    firstWrong: "Quel est le premier mot faux ?",
-    tapTag: "Touchez une étiquette pour voir ce qu’elle veut dire.",
-    tapFirstWrong: "En partant de la gauche, touchez le premier mot dont l’étiquette est fausse, ou Passer.",
-    firstWrongLabel: "{word} : le premier faux",
-    yes: "Oui",
-    no: "Non",
-    skip: "Passer",
-    eg: "p. ex.",
-    counts: "« {written} » = {parts} : compte pour {n} mots, une étiquette chacun",
-    waiting1: "1 réponse en attente d’envoi",
-    waiting: "{n} réponses en attente d’envoi",
-    offline: "Hors ligne · ",
-  },
 };
+
+export const LANGUAGES = { fr: () => import("./text-fr.js") };
 
 let language = "en";
 
-export function setLanguage(lang) {
+// Loads `lang`'s messages (English when it has none, or when they cannot be loaded).
+export async function setLanguage(lang) {
+  if (!MESSAGES[lang] && LANGUAGES[lang]) {
+    try {
+      MESSAGES[lang] = (await LANGUAGES[lang]()).MESSAGES;
+    } catch {
+      /* offline before this page ever loaded them: English */
+    }
+  }
   language = MESSAGES[lang] ? lang : "en";
 }
 

@@ -1,0 +1,23 @@
+// The annotator page's messages in French (text.js has the English ones and the keys).
+export const MESSAGES = {
+  howMany: ["Combien de ", " dans la partie surlignée ?"],
+  fewer: "Un {tag} de moins",
+  more: "Un {tag} de plus",
+  countOf: "Nombre de {tag}",
+  submit: "Envoyer",
+  moreQuestions1: "Encore 1 question ↓",
+  moreQuestions: "Encore {n} questions ↓",
+  allRight: "Ces étiquettes sont-elles toutes justes ?",
+  firstWrong: "Quel est le premier mot faux ?",
+  tapTag: "Touchez une étiquette pour voir ce qu’elle veut dire.",
+  tapFirstWrong: "En partant de la gauche, touchez le premier mot dont l’étiquette est fausse, ou Passer.",
+  firstWrongLabel: "{word} : le premier faux",
+  yes: "Oui",
+  no: "Non",
+  skip: "Passer",
+  eg: "p. ex.",
+  counts: "« {written} » = {parts} : compte pour {n} mots, une étiquette chacun",
+  waiting1: "1 réponse en attente d’envoi",
+  waiting: "{n} réponses en attente d’envoi",
+  offline: "Hors ligne · ",
+};
