@@ -152,3 +152,15 @@ def test_try_the_model_shows_its_work_and_takes_one_call_at_a_time(
     page.wait_for_selector("#try-out .predicted li")
     assert page.is_enabled("#try button") and page.inner_text("#try button") == "Tag it"
     assert page.get_attribute("#try-out", "aria-busy") == "false"
+
+
+def test_the_form_shows_the_guidelines_a_french_project_will_get(new_context, manager):
+    page = new_context(manager, **DESKTOP).new_page()
+    page.goto("/projects/new/")
+    adp = page.locator("#tag-preview li", has_text="ADP")
+    assert "Preposition or postposition." in adp.inner_text()
+    page.select_option("#language", "fr")
+    page.wait_for_function(
+        "document.querySelector('#tag-preview').textContent.includes('Préposition')"
+    )
+    assert page.locator("#tag-preview li").count() == 17
