@@ -20,6 +20,8 @@ test("messages in the page's language, English otherwise", async () => {
   await setLanguage("fr");
   assert.equal(t("moreQuestions", { n: 2 }), "Encore 2 questions ↓");
   assert.deepEqual(t("howMany"), ["Combien de ", " dans la partie surlignée ?"]);
+  const { statsLine } = await import("../../../frontend/static/frontend/js/annotate/screen.js");
+  assert.equal(statsLine({ observations: 2, seconds: 9, checkScore: 0.5, kinds: {} }), "2 réponses en tout · 4.5 s par réponse · 50 % de justes aux tâches de contrôle");
   await setLanguage("xx");
   assert.equal(t("moreQuestions", { n: 2 }), "2 more questions ↓");
   await setLanguage("en");

@@ -26,6 +26,17 @@ export const MESSAGES = {
     waiting1: "1 answer waiting to be sent",
     waiting: "{n} answers waiting to be sent",
     offline: "Offline · ",
+    kept1: "Your answer is kept on this device",
+    kept: "Your {n} answers are kept on this device",
+    firstAnswers: "Your first answers: take your time.",
+    inAll1: "1 answer in all",
+    inAll: "{n} answers in all",
+    perAnswer: "{s} s per answer",
+    perKind: "{s} s per {kind}",
+    kind_count: "count",
+    kind_verify: "check",
+    rightOnChecks: "{pct} % right on check tasks",
+    aboutRightOnChecks: "about {pct} % right on check tasks (estimated: answers are private)",
   },
 };
 
