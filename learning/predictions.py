@@ -12,7 +12,7 @@ from collections.abc import Iterator
 
 from annotation.selectors import multiword_splits
 from common.exceptions import InvalidInput, PayloadTooLarge
-from common.text import text_sentences
+from common.text import TextTooSlow, text_sentences
 from learning import adapter, selectors
 from learning.core.conllu import conllu_sentence, split_multiword
 from learning.exceptions import NoModel
@@ -69,10 +69,16 @@ def text_tag(*, project_id: int, text: str, language: str) -> dict:
     if len(text) > MAX_TEXT_CHARS:
         raise PayloadTooLarge(f"The text is longer than {MAX_TEXT_CHARS} characters.")
     splits = multiword_splits(project_id=project_id)
-    sentences = [
-        split_multiword(s.tokens, splits) if splits else s.tokens
-        for s in text_sentences(text.splitlines(), language=language)
-    ]
+    try:
+        sentences = [
+            split_multiword(s.tokens, splits) if splits else s.tokens
+            for s in text_sentences(text.splitlines(), language=language)
+        ]
+    except TextTooSlow as exc:  # NLTK's time limit, reached on a busy server: not a 500
+        raise InvalidInput(
+            "This text took too long to cut into sentences; try again, or try a shorter text.",
+            fields={"text": ["Took too long to cut into sentences."]},
+        ) from exc
     sentences = [tokens for tokens in sentences if tokens]
     tokens = [token for sentence in sentences for token in sentence]
     if not tokens:

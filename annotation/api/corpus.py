@@ -11,8 +11,10 @@ from annotation import importers, selectors, services
 from annotation.api.serializers import (
     CorpusPreviewSerializer,
     CorpusUploadSerializer,
+    import_job_out,
     import_out,
 )
+from annotation.models import ImportJob
 from common.api.base import ApiView, ManagerView, paginated
 from common.api.parsers import MultiPartParser
 from common.exceptions import InvalidCorpus, PayloadTooLarge
@@ -81,12 +83,17 @@ class CorpusView(UploadGuard, ManagerView):
     def get(self, request, project_id):
         return paginated(self, selectors.imports_of_project(project=self.project), import_out)
 
-    @extend_schema(request=CorpusUploadSerializer, responses={201: OpenApiTypes.OBJECT})
+    @extend_schema(
+        request=CorpusUploadSerializer,
+        responses={201: OpenApiTypes.OBJECT, 202: OpenApiTypes.OBJECT},
+    )
     def post(self, request, project_id):
+        """201 and the import when the file was imported at once; 202 and the import job (its
+        `url` to follow, also in `Location`) when a worker imports it."""
         limit = settings.TALLY_MAX_UPLOAD_BYTES
         fields = self.upload_checked(CorpusUploadSerializer, request.data)
         upload = fields.pop("file")
-        record = services.corpus_import(
+        result = services.corpus_upload(
             project=self.project,
             user=request.user,
             file=upload,
@@ -94,8 +101,48 @@ class CorpusView(UploadGuard, ManagerView):
             max_bytes=limit,
             **fields,
         )
-        shown = selectors.imports_of_project(project=self.project).get(pk=record.pk)
-        return Response(import_out(shown), status=status.HTTP_201_CREATED)
+        return upload_response(self.project, result)
+
+
+def upload_response(project, result, body: dict | None = None) -> Response:
+    """An upload's answer: 201 and the import, or 202 and the job (with `Location`)."""
+    if isinstance(result, ImportJob):
+        job = import_job_out(result)
+        response = Response(
+            {**(body or {}), "import_job": job} if body is not None else job,
+            status=status.HTTP_202_ACCEPTED,
+        )
+        response["Location"] = job["url"]
+        return response
+    shown = import_out(selectors.imports_of_project(project=project).get(pk=result.pk))
+    return Response(
+        {**body, "import": shown} if body is not None else shown,
+        status=status.HTTP_201_CREATED,
+    )
+
+
+class ImportJobListView(ManagerView):
+    @extend_schema(responses={200: OpenApiTypes.OBJECT})
+    def get(self, request, project_id):
+        """The project's import jobs, newest first (the dashboard shows the running ones)."""
+        return paginated(
+            self, selectors.import_jobs_of_project(project=self.project), import_job_out
+        )
+
+
+class ImportJobDetailView(ManagerView):
+    @extend_schema(responses={200: OpenApiTypes.OBJECT})
+    def get(self, request, project_id, job_id):
+        job = selectors.import_job_of_project(project=self.project, job_id=job_id)
+        return Response(import_job_out(job))
+
+
+class ImportJobCancelView(ManagerView):
+    @extend_schema(request=None, responses={200: OpenApiTypes.OBJECT})
+    def post(self, request, project_id, job_id):
+        """Stop a queued or running job: nothing of it is imported. 409 once it has ended."""
+        job = selectors.import_job_of_project(project=self.project, job_id=job_id)
+        return Response(import_job_out(services.import_job_cancel(job=job)))
 
 
 class CorpusPreviewView(UploadGuard, ApiView):

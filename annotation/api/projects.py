@@ -8,7 +8,7 @@ from rest_framework import status
 from rest_framework.response import Response
 
 from annotation import selectors, services
-from annotation.api.corpus import UploadGuard
+from annotation.api.corpus import UploadGuard, upload_response
 from annotation.api.serializers import (
     CorpusUploadSerializer,
     JoinSerializer,
@@ -61,8 +61,9 @@ class ProjectListView(UploadGuard, ApiView):
         fields.pop("status", None)
         corpus = self.upload_checked(CorpusUploadSerializer, request.data)
         corpus.pop("allow_duplicate", None)
+        corpus.pop("idempotency_key", None)  # a new project cannot have seen the key
         upload = corpus.pop("file")
-        project = services.project_create_with_corpus(
+        project, result = services.project_create_with_corpus(
             owner=request.user,
             project_fields=fields,
             file=upload,
@@ -70,7 +71,8 @@ class ProjectListView(UploadGuard, ApiView):
             max_bytes=settings.TALLY_MAX_UPLOAD_BYTES,
             **corpus,
         )
-        return Response(project_out(project, "manager"), status=status.HTTP_201_CREATED)
+        # 201, or 202 with `import_job` when a worker imports the corpus (the project exists).
+        return upload_response(project, result, body=project_out(project, "manager"))
 
 
 class ProjectDetailView(ProjectView):
@@ -85,9 +87,13 @@ class ProjectDetailView(ProjectView):
         files are learning's, and deleting a project takes both.)"""
         if not is_manager(self.membership):
             self.permission_denied(request, "Only the project's managers may do this.")
-        files = learning_services.model_files_of_project(project_id=self.project.pk)
+        files: list[str] = []
+
+        def list_files() -> None:  # once the project is locked: a version written before counts
+            files.extend(learning_services.model_files_of_project(project_id=self.project.pk))
+
         with transaction.atomic():
-            services.project_delete(project=self.project)
+            services.project_delete(project=self.project, before=list_files)
             transaction.on_commit(lambda: learning_services.model_files_delete(files))
         return Response(status=status.HTTP_204_NO_CONTENT)
 

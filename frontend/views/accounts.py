@@ -130,6 +130,7 @@ def join(request: HttpRequest, code: str) -> HttpResponse:
             "code": code,
             "project": project,
             "archived": project is not None and project.status == project.Status.ARCHIVED,
+            "private": selectors.invite_privacy(project=project),
             "login_form": AuthenticationForm(request),
             "form": signup_form,
         },

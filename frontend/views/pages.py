@@ -22,7 +22,7 @@ from frontend.page_text import ANNOTATE_TEXT, page_language
 from frontend.storage import blank_comment_lines
 from frontend.tagsets import PRESET_CHOICES, presets_for_form
 from learning import predictions
-from learning.core.privacy import DEFAULT_MECHANISM, MECHANISMS
+from learning.core.privacy import DEFAULT_MECHANISM, MAX_ALPHA, MECHANISMS
 
 
 def _membership(request: HttpRequest, project_id: int) -> Membership:
@@ -89,6 +89,7 @@ def project_new(request: HttpRequest) -> HttpResponse:
             "languages": list(LANGUAGES.items()),
             "mechanisms": MECHANISMS,
             "default_mechanism": DEFAULT_MECHANISM,
+            "max_alpha": f"{MAX_ALPHA:g}",
             "default_verification_share": DEFAULT_VERIFICATION_SHARE,
             "default_evaluation_fraction": DEFAULT_EVALUATION_FRACTION,
         },

@@ -5,6 +5,7 @@ from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import extend_schema
 from rest_framework import serializers
 from rest_framework.response import Response
+from rest_framework.throttling import UserRateThrottle
 
 from common.api.base import ManagerView, ProjectView
 from learning import predictions
@@ -14,7 +15,16 @@ class PredictSerializer(serializers.Serializer):
     text = serializers.CharField(trim_whitespace=False, allow_blank=True)
 
 
+class PredictThrottle(UserRateThrottle):
+    """Tagging text is the one piece of work every member, annotators too, can ask for at will:
+    `TALLY_PREDICT_RATE` per user (default 30/min), over all their projects."""
+
+    scope = "predict"
+
+
 class PredictView(ProjectView):
+    throttle_classes = [PredictThrottle]
+
     @extend_schema(request=PredictSerializer, responses={200: OpenApiTypes.OBJECT})
     def post(self, request, project_id):
         data = PredictSerializer(data=request.data)

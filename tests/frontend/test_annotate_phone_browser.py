@@ -102,7 +102,7 @@ def test_every_question_is_reached_before_submit_takes_the_answer(new_context, m
 
     page.tap(f"#q{MAX_TAGS - 1} .inc")
     page.tap("#submit")
-    page.wait_for_function("document.getElementById('today').textContent === '1'")
+    page.wait_for_function("() => document.getElementById('today').textContent === '1'")
     stored = Observation.objects.get(assignment=lease)
     assert stored.counts == [0] * (MAX_TAGS - 1) + [1]
     assert Observation.objects.count() == 1
@@ -180,7 +180,7 @@ def test_state_screens_show_no_empty_button_and_no_emoji(new_context, project, a
 def test_footer_follows_the_answers_given(new_context, project, annotator):
     page = new_context(annotator, **PHONE).new_page()
     page.goto(f"/annotate/{project.pk}/")
-    page.wait_for_function("document.getElementById('today').textContent === '0'")
+    page.wait_for_function("() => document.getElementById('today').textContent === '0'")
     assert page.inner_text("#stats-line") == "Your first answers: take your time."
     wait_for_lookahead(page, annotator, project)  # two answers from the tasks held ahead
     no_more_tasks(page)
@@ -212,7 +212,9 @@ def test_questions_seen_after_a_banner_goes_need_no_tap(new_context, project, an
     # A banner tall enough to push the second question of the next task behind the dock.
     page.evaluate("document.getElementById('pending').style.minHeight = '260px'")
     answer_by_taps(page, gold_counts(lease))
-    page.wait_for_function(f"document.getElementById('task').dataset.assignment !== '{lease.pk}'")
+    page.wait_for_function(
+        f"() => document.getElementById('task').dataset.assignment !== '{lease.pk}'"
+    )
     page.wait_for_selector("text=1 answer waiting to be sent")
     assert page.evaluate(ON_SCREEN) == [0]
     assert page.inner_text("#submit") == "1 more question ↓"
@@ -225,5 +227,5 @@ def test_questions_seen_after_a_banner_goes_need_no_tap(new_context, project, an
     page.wait_for_selector("#pending", state="hidden")
     assert page.evaluate("window.scrollY") == 0
     assert page.evaluate(ON_SCREEN) == [0, 1]
-    page.wait_for_function("document.getElementById('submit').textContent === 'Submit'")
+    page.wait_for_function("() => document.getElementById('submit').textContent === 'Submit'")
     no_more_tasks(page)

@@ -86,7 +86,9 @@ def test_tables_wider_than_the_phone_say_they_scroll(dashboard):
         assert more and mask not in ("", "none"), name
     # Scrolled to the end, the hint goes.
     page.evaluate("const c = document.getElementById('confusion'); c.scrollLeft = c.scrollWidth")
-    page.wait_for_function("!document.getElementById('confusion').classList.contains('more-right')")
+    page.wait_for_function(
+        "() => !document.getElementById('confusion').classList.contains('more-right')"
+    )
     assert page.evaluate("document.getElementById('confusion').classList.contains('more-left')")
 
 
@@ -165,7 +167,7 @@ def test_progress_cards_fill_their_rows(dashboard):
         answer=True, seconds_on_device=1.5,
     )  # fmt: skip
     page.reload()
-    page.wait_for_function("document.querySelectorAll('#kpis .kpi').length === 8")
+    page.wait_for_function("() => document.querySelectorAll('#kpis .kpi').length === 8")
     for width in (360, 1280):
         page.set_viewport_size({"width": width, "height": 800})
         page.wait_for_timeout(100)

@@ -95,7 +95,7 @@ def test_annotators_read_au_and_count_a_and_le(new_context, french):
     page.tap("#q0 .inc")
     page.tap("#q1 .inc")
     page.tap("#submit")
-    page.wait_for_function("document.getElementById('today').textContent === '1'")
+    page.wait_for_function("() => document.getElementById('today').textContent === '1'")
     assert Observation.objects.get(assignment_id=lease.pk).counts == [1, 1]
 
 
@@ -161,6 +161,6 @@ def test_the_form_shows_the_guidelines_a_french_project_will_get(new_context, ma
     assert "Preposition or postposition." in adp.inner_text()
     page.select_option("#language", "fr")
     page.wait_for_function(
-        "document.querySelector('#tag-preview').textContent.includes('Préposition')"
+        "() => document.querySelector('#tag-preview').textContent.includes('Préposition')"
     )
     assert page.locator("#tag-preview li").count() == 17

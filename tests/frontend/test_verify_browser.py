@@ -48,14 +48,18 @@ def test_yes_in_one_tap_and_no_with_the_wrong_word(new_context, verifying, annot
 
     page.tap("#answer-yes")
     second = shown_lease(page)
-    page.wait_for_function(f"document.querySelector('#task').dataset.assignment == '{second.pk}'")
+    page.wait_for_function(
+        f"() => document.querySelector('#task').dataset.assignment == '{second.pk}'"
+    )
     assert second.pk != lease.pk
     page.tap("#answer-no")
     page.wait_for_selector("text=Which is the first wrong word?")
     assert "first word whose tag is wrong" in page.inner_text("#q0-guide")
     assert page.is_visible("#answer-skip") and page.is_hidden("#answer-yes")
     page.tap(".vw[data-i='1']")
-    page.wait_for_function(f"document.querySelector('#task').dataset.assignment != '{second.pk}'")
+    page.wait_for_function(
+        f"() => document.querySelector('#task').dataset.assignment != '{second.pk}'"
+    )
     page.wait_for_selector("#pending", state="hidden")
     no_more_tasks(page)
     first_answer = Observation.objects.get(assignment=lease)
@@ -81,7 +85,9 @@ def test_a_one_word_check_asks_no_word(new_context, project, annotator):
     lease = shown_lease(page)
     assert page.locator(".vw").count() == 1
     page.tap("#answer-no")
-    page.wait_for_function(f"document.querySelector('#task').dataset.assignment != '{lease.pk}'")
+    page.wait_for_function(
+        f"() => document.querySelector('#task').dataset.assignment != '{lease.pk}'"
+    )
     page.wait_for_selector("#pending", state="hidden")
     no_more_tasks(page)
     answer = Observation.objects.get(assignment=lease)
@@ -115,7 +121,7 @@ def test_verification_answers_made_offline_are_stored_exactly_once(
             page.tap("#answer-skip" if wrong is None else f".vw[data-i='{wrong}']")
         if i < 2:
             page.wait_for_function(
-                f"document.querySelector('#task').dataset.assignment != '{lease.pk}'"
+                f"() => document.querySelector('#task').dataset.assignment != '{lease.pk}'"
             )
     page.wait_for_selector("text=You are offline")
     assert Observation.objects.count() == 0
@@ -153,7 +159,7 @@ def test_the_dashboard_sets_the_task_mix_and_shows_seconds_per_kind(
     page.wait_for_selector("#kpis .kpi")
     assert "seconds per verification answer · 1 answer" in page.inner_text("#kpis")
     assert "1 answers" not in page.inner_text("#kpis")  # issue 26, item 8
-    page.wait_for_function("document.getElementById('mix-share').value === '1'")
+    page.wait_for_function("() => document.getElementById('mix-share').value === '1'")
     page.fill("#mix-share", "2")
     page.click("#task-mix button[type=submit]")
     page.wait_for_selector("#mix-error:not([hidden])")
@@ -162,7 +168,7 @@ def test_the_dashboard_sets_the_task_mix_and_shows_seconds_per_kind(
     page.click("#task-mix button[type=submit]")
     page.wait_for_selector("#mix-error", state="hidden")
     page.wait_for_function(
-        "document.querySelector('.toast') && document.querySelector('.toast').textContent"
+        "() => document.querySelector('.toast') && document.querySelector('.toast').textContent"
         ".startsWith('Task mix saved')"
     )
     assert Project.objects.get(pk=verifying.pk).verification_share == 0.25

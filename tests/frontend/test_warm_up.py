@@ -12,14 +12,14 @@ pytestmark = pytest.mark.django_db
 @pytest.fixture
 def cold(monkeypatch):
     monkeypatch.setattr(predictions, "_warmed", set())
-    text._tokenizer.cache_clear()
+    monkeypatch.setattr(text, "_pools", {})  # no tokenizer made yet in this process
 
 
 def test_warm_up_loads_the_tokenizer_once_per_process(cold, project):
     thread = predictions.warm_up(language="fr")
     thread.join(timeout=120)
     assert not thread.is_alive()
-    assert text._tokenizer.cache_info().currsize == 1
+    assert list(text._pools) == ["fr"] and text._pools["fr"].qsize() == 1  # one, kept
     assert predictions.warm_up(language="fr") is None
 
 
