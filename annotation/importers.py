@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from typing import BinaryIO
 
 from common.text import TextTooSlow, text_sentences
-from learning.core.conllu import ConlluError, is_word_id, iter_conllu
+from learning.core.conllu import ConlluError, is_word_id, iter_conllu, multiword_tokens
 
 MAX_SENTENCE_TOKENS = 500
 MAX_TOKEN_CHARS = 500  # real corpora have long URLs (EWT: 140 characters)
@@ -57,6 +57,7 @@ class ParsedSentence:
     line_number: int
     text: str = ""  # the sentence as written, where the format has it
     source: str = ""  # CoNLL-U: the sentence's lines as read
+    multiword: list | None = None  # CoNLL-U: its multiword tokens ([start, length, form] each)
 
 
 def read_lines(
@@ -131,6 +132,7 @@ def parse_conllu(lines: Iterable[str], *, tag_column: str = "upos") -> Iterator[
                 sentence.line_number,
                 text=sentence.text or "",
                 source="\n".join(sentence.lines),
+                multiword=multiword_tokens(sentence.lines) or None,
             )
     except ConlluError as exc:
         raise CorpusError(exc.line_number, exc.message) from exc

@@ -36,6 +36,9 @@ MIN_ALPHA, DEFAULT_ALPHA, STORED_MAX_ALPHA = 0.1, 3.0, 20.0
 # The share of tasks served as verification tasks once the project has a model (0: counts
 # only; 1: verification only). New projects get this; the lead sets it from the measured study.
 DEFAULT_VERIFICATION_SHARE = 0.5
+# Share of an upload's gold-tagged sentences held out to measure the model: the upload form and
+# the API start from the same value.
+DEFAULT_EVALUATION_FRACTION = 0.1
 
 
 def new_invite_code() -> str:
@@ -302,6 +305,12 @@ class Sentence(models.Model):
     # only the tag column changed.
     text = models.TextField(blank=True, default="")
     source = models.TextField(blank=True, default="")
+    multiword = models.JSONField(
+        null=True,
+        blank=True,
+        help_text="CoNLL-U multiword tokens, as written: [start, length, form] each (French "
+        '"au" for the words "à le"), or null. Annotators read these forms.',
+    )
 
     class Meta:
         ordering = ["project", "position"]

@@ -170,6 +170,7 @@ class Lease:
     tags: list[int]
     is_gold: bool
     tokens: list[str]
+    multiword: list | None = None  # the sentence's contractions as written (Sentence.multiword)
     kind: str = TaskKind.COUNT.value
     shown_tags: list[int] | None = None
     model_version: int | None = None
@@ -188,6 +189,7 @@ class Lease:
             tags=task.tags,
             is_gold=task.is_gold,
             tokens=task.sentence.tokens,
+            multiword=task.sentence.multiword,
             kind=task.kind,
             shown_tags=task.shown_tags,
             model_version=task.model_version,

@@ -6,6 +6,8 @@ does not exist for them.
 
 from __future__ import annotations
 
+import functools
+from collections import Counter
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
@@ -46,6 +48,35 @@ def membership_for(*, user, project_id: int) -> Membership:
     return membership
 
 
+def invite_project(*, code: str) -> Project | None:
+    """The project this invite code names, or None (an unknown or rotated code): what the join
+    page names, and says is private or archived, before anyone signs up."""
+    return Project.objects.filter(invite_code=code).first() if code else None
+
+
+def multiword_splits(*, project_id: int) -> dict[str, list[str]]:
+    """Each written form the project's corpus splits into words (CoNLL-U multiword tokens,
+    French "au" -> ["à", "le"]), its most frequent split: how "try the model" cuts text the way
+    the corpus was cut. Cached per process until the project's next import."""
+    last_import = (
+        CorpusImport.objects.filter(project_id=project_id)
+        .order_by("-pk")
+        .values_list("pk", flat=True)
+        .first()
+    )
+    return _multiword_splits(project_id, last_import)
+
+
+@functools.lru_cache(maxsize=32)
+def _multiword_splits(project_id: int, last_import: int | None) -> dict[str, list[str]]:
+    seen: dict[str, Counter] = {}
+    rows = Sentence.objects.filter(project_id=project_id, multiword__isnull=False)
+    for tokens, multiword in rows.values_list("tokens", "multiword").iterator(2000):
+        for start, length, form in multiword:
+            seen.setdefault(form, Counter())[tuple(tokens[start : start + length])] += 1
+    return {form: list(counts.most_common(1)[0][0]) for form, counts in seen.items()}
+
+
 @dataclass(frozen=True)
 class InvitePrivacy:
     """What a private project's privacy level means for one answer, in the terms the invite
@@ -69,11 +100,10 @@ class InvitePrivacy:
         return f"{self.odds:,.0f}" if self.odds >= 10 else f"{self.odds:.1f}"
 
 
-def invite_privacy(*, code: str) -> InvitePrivacy | None:
-    """The privacy of the project this invite code names, for the invitee to read before they
-    join; None when it is not private (or the code is unknown, which joining reports)."""
-    project = Project.objects.filter(invite_code=code, private=True).first() if code else None
-    if project is None:
+def invite_privacy(*, project: Project | None) -> InvitePrivacy | None:
+    """The privacy of an invited project (`invite_project`'s), for the invitee to read before
+    they join; None when it is not private (or there is no such project)."""
+    if project is None or not project.private:
         return None
     mechanism = project_mechanism(project=project)
     n_tags = mechanism.n_tags

@@ -1,4 +1,5 @@
-"""Ready-made tag sets a project can start from (`tag_preset` at project creation)."""
+"""Ready-made tag sets a project can start from (`tag_preset` at project creation), with their
+guidelines in the project's language where there is a translation (`preset_tags`)."""
 
 UD_UPOS: list[dict] = [
     {"name": "ADJ", "guideline": "Adjective: describes a noun.", "examples": ["big", "old"]},
@@ -75,3 +76,40 @@ PTB: list[dict] = [
 ]
 
 PRESETS: dict[str, list[dict]] = {"ud_upos": UD_UPOS, "ptb": PTB}
+
+# Guidelines and examples in other languages than English, by language, preset and tag name. A
+# preset without a translation keeps its English guidelines; a new language is one more entry.
+TRANSLATED: dict[str, dict[str, dict[str, tuple[str, list[str]]]]] = {
+    "fr": {
+        "ud_upos": {
+            "ADJ": ("Adjectif : décrit un nom.", ["grand", "vieux"]),
+            "ADP": ("Préposition (aussi le « à » de « au », le « de » de « du »).", ["dans", "de"]),
+            "ADV": ("Adverbe : modifie un verbe ou un adjectif.", ["très"]),
+            "AUX": ("Verbe auxiliaire : être, avoir (avant un participe)…", ["a (a mangé)"]),
+            "CCONJ": ("Conjonction de coordination.", ["et", "ou"]),
+            "DET": ("Déterminant : le, un, ce, chaque (aussi le « le » de « au »)…", ["le"]),
+            "INTJ": ("Interjection : une exclamation.", ["oh", "oui"]),
+            "NOUN": ("Nom : une chose, une personne, un lieu, une idée.", ["chien"]),
+            "NUM": ("Nombre en lettres ou en chiffres.", ["deux", "2024"]),
+            "PART": ("Particule : le « -ci » de « celui-ci »…", ["-ci"]),
+            "PRON": ("Pronom : je, tu, il, qui…", ["elle"]),
+            "PROPN": ("Nom propre : un nom.", ["Paris"]),
+            "PUNCT": ("Signe de ponctuation.", [".", ","]),
+            "SCONJ": ("Conjonction de subordination.", ["si", "parce que"]),
+            "SYM": ("Symbole : $, %, :)", ["€"]),
+            "VERB": ("Verbe principal : une action ou un état.", ["courir"]),
+            "X": ("Autre chose (mot étranger, faute de frappe).", []),
+        },
+    },
+}
+
+
+def preset_tags(preset: str, language: str) -> list[dict]:
+    """The tags of `preset` with their guidelines and examples in `language` where translated."""
+    translated = TRANSLATED.get(language, {}).get(preset, {})
+    return [
+        {**tag, "guideline": translated[tag["name"]][0], "examples": translated[tag["name"]][1]}
+        if tag["name"] in translated
+        else dict(tag)
+        for tag in PRESETS[preset]
+    ]

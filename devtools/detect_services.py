@@ -1,9 +1,10 @@
-"""Find PostgreSQL and Redis on their default ports for `./tally test`, when the environment
-names neither: prints the shell `export` lines that point the tests at them.
+"""Find PostgreSQL on its default port for `./tally test`, when the environment names none:
+prints the shell `export` line that points the tests at it. (Redis is not looked for: a run gets
+a redis-server of its own, devtools/own_redis.py.)
 
     eval "$(python -m devtools.detect_services)"
 
-A service that is not there (or refuses us) is left unset, and the tests that need it are
+A server that is not there (or refuses us) is left unset, and the tests that need it are
 skipped with a note at the end of the run saying how to run them (tests/conftest.py).
 """
 
@@ -14,7 +15,6 @@ import shlex
 import sys
 
 DEFAULT_DATABASE_URL = "postgres://postgres@127.0.0.1:5432/tally"
-DEFAULT_REDIS_URL = "redis://127.0.0.1:6379/15"
 
 
 def postgres_answers(url: str) -> bool:
@@ -29,15 +29,6 @@ def postgres_answers(url: str) -> bool:
         return False
 
 
-def redis_answers(url: str) -> bool:
-    import redis
-
-    try:
-        return bool(redis.Redis.from_url(url, socket_connect_timeout=1).ping())
-    except (redis.RedisError, OSError):
-        return False
-
-
 def detected(environ: dict[str, str]) -> dict[str, str]:
     """The variables to set: those the environment lacks and whose service answers."""
     found = {}
@@ -45,10 +36,6 @@ def detected(environ: dict[str, str]) -> dict[str, str]:
         url = environ.get("TALLY_TEST_DATABASE_URL") or DEFAULT_DATABASE_URL
         if postgres_answers(url):
             found["DATABASE_URL"] = url
-    if not environ.get("REDIS_URL"):
-        url = environ.get("TALLY_TEST_REDIS_URL") or DEFAULT_REDIS_URL
-        if redis_answers(url):
-            found["REDIS_URL"] = url
     return found
 
 

@@ -1,7 +1,8 @@
 """Run a few processes together in the foreground, as `./tally up` does, and stop them together.
 
 - Each child's output (stdout and stderr) is copied line by line to ours, prefixed with the
-  child's name (`web    | ...`), so interleaved logs say where they come from.
+  child's name (`web    | ...`), so interleaved logs say where they come from; a line that
+  `hide(name, line)` calls routine is left out.
 - Each child runs in a session of its own, so a Ctrl-C in the terminal reaches this process only,
   and it stops the children in order; SIGTERM (what `kill PID` and process managers send) does
   the same. Stopping sends SIGTERM to each child (Celery stops its own pool), waits, then
@@ -19,7 +20,7 @@ import threading
 import time
 import urllib.error
 import urllib.request
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import TextIO
 
@@ -36,11 +37,20 @@ def _raise_stopped(signum, frame):
 
 class Supervisor:
     def __init__(
-        self, commands: Mapping[str, Sequence[str]], *, cwd: Path | str, out: TextIO
+        self,
+        commands: Mapping[str, Sequence[str]],
+        *,
+        cwd: Path | str,
+        out: TextIO,
+        hide: Callable[[str, str], bool] | None = None,
+        env: Mapping[str, str] | None = None,
     ) -> None:
         self.commands = commands
         self.cwd = cwd
         self.out = out
+        self.hide = hide or (lambda name, line: False)
+        self.extra_env = dict(env or {})
+        self.last_output = time.monotonic()
         self.processes: dict[str, subprocess.Popen] = {}
         self._lock = threading.Lock()
         self._readers: list[threading.Thread] = []
@@ -51,11 +61,12 @@ class Supervisor:
         with self._lock:
             self.out.write(line if line.endswith("\n") else line + "\n")
             self.out.flush()
+            self.last_output = time.monotonic()
 
     def __enter__(self) -> Supervisor:
         for signum in (signal.SIGTERM, signal.SIGINT):
             self._previous[signum] = signal.signal(signum, _raise_stopped)
-        env = {**os.environ, "PYTHONUNBUFFERED": "1"}
+        env = {**os.environ, "PYTHONUNBUFFERED": "1", **self.extra_env}
         try:
             for name, command in self.commands.items():
                 process = subprocess.Popen(
@@ -74,7 +85,9 @@ class Supervisor:
     def _copy(self, name: str, process: subprocess.Popen) -> None:
         prefix = f"{name:<{self._width}} | "
         for raw in process.stdout:
-            self.say(prefix + raw.decode("utf-8", "replace").rstrip("\r\n"))
+            line = raw.decode("utf-8", "replace").rstrip("\r\n")
+            if not self.hide(name, line):
+                self.say(prefix + line)
 
     def dead(self) -> list[str]:
         return [name for name, process in self.processes.items() if process.poll() is not None]
@@ -91,6 +104,15 @@ class Supervisor:
                 pass
             time.sleep(0.3)
         return False
+
+    def wait_quiet(self, *, quiet: float, timeout: float) -> None:
+        """Until nothing was printed for `quiet` seconds (the children's start-up said its
+        say), or `timeout` seconds passed."""
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline and not self.dead():
+            if time.monotonic() - self.last_output >= quiet:
+                return
+            time.sleep(0.1)
 
     def run(self) -> list[str]:
         """Until a child exits (the names of those that did) or a signal stops us."""

@@ -17,6 +17,7 @@ urlpatterns = [
     path("join/", accounts.join_form, name="join-form"),
     path("join/<str:code>", accounts.join, name="join"),
     path("annotate/<id:project_id>/", pages.annotate, name="annotate"),
+    path("annotate/worker.js", pages.annotate_worker, name="annotate-worker"),
     path("projects/new/", pages.project_new, name="project-new"),
     path("projects/<id:project_id>/", pages.project_detail, name="project-detail"),
 ]

@@ -6,12 +6,15 @@ through `learning.selectors` (cached per process).
 
 from __future__ import annotations
 
+import logging
+import threading
 from collections.abc import Iterator
 
+from annotation.selectors import multiword_splits
 from common.exceptions import InvalidInput, PayloadTooLarge
 from common.text import TextTooSlow, text_sentences
 from learning import adapter, selectors
-from learning.core.conllu import conllu_sentence
+from learning.core.conllu import conllu_sentence, split_multiword
 from learning.exceptions import NoModel
 from learning.models import ModelVersion
 
@@ -19,6 +22,35 @@ MAX_TEXT_CHARS = 10_000
 MAX_TOKENS = 1_000
 ALTERNATIVES = 3
 EXPORT_BATCH = 500  # sentences tagged in one call of the tagger
+
+
+log = logging.getLogger(__name__)
+_warmed: set[str] = set()  # languages whose tokenizer this process has loaded or is loading
+_warm_lock = threading.Lock()
+
+
+def warm_up(*, language: str) -> threading.Thread | None:
+    """Load in the background what a first "try the model" waits for longest: the language's
+    tokenizer and the sentence splitter (seconds: spaCy's rules, NLTK's Punkt), once per process.
+    The dashboard starts it as it opens, before the manager has typed a sentence; the model
+    itself loads in a fraction of that on the first call and stays loaded. Returns the thread
+    (None when already done or under way)."""
+    with _warm_lock:
+        if language in _warmed:
+            return None
+        _warmed.add(language)
+
+    def load() -> None:
+        try:
+            list(text_sentences(["Warm up."], language=language))
+        except (OSError, ValueError, LookupError):  # left to the first call, which reports it
+            log.warning("tokenizer warm-up for %r failed", language, exc_info=True)
+            with _warm_lock:
+                _warmed.discard(language)
+
+    thread = threading.Thread(target=load, name=f"warm-up-{language}", daemon=True)
+    thread.start()
+    return thread
 
 
 def current_version(*, project_id: int) -> ModelVersion:
@@ -30,12 +62,18 @@ def current_version(*, project_id: int) -> ModelVersion:
 
 def text_tag(*, project_id: int, text: str, language: str) -> dict:
     """`text` cut into sentences and tokens by the project's tokenizer (the one its plain text
-    imports used), each sentence tagged whole by the current version: each token's tag and its
-    probability, the `ALTERNATIVES` most probable tags, and the sentences as token ranges."""
+    imports used), and the written forms its corpus splits into words split the same way (French
+    "au" -> "à" "le", as UD's CoNLL-U has it), each sentence tagged whole by the current
+    version: each token's tag and its probability, the `ALTERNATIVES` most probable tags, and
+    the sentences as token ranges."""
     if len(text) > MAX_TEXT_CHARS:
         raise PayloadTooLarge(f"The text is longer than {MAX_TEXT_CHARS} characters.")
+    splits = multiword_splits(project_id=project_id)
     try:
-        sentences = [s.tokens for s in text_sentences(text.splitlines(), language=language)]
+        sentences = [
+            split_multiword(s.tokens, splits) if splits else s.tokens
+            for s in text_sentences(text.splitlines(), language=language)
+        ]
     except TextTooSlow as exc:  # NLTK's time limit, reached on a busy server: not a 500
         raise InvalidInput(
             "This text took too long to cut into sentences; try again, or try a shorter text.",

@@ -79,6 +79,7 @@ PUBLIC = {
     "frontend:signup",
     "frontend:join-form",
     "frontend:join",
+    "frontend:annotate-worker",  # the annotator page's service worker: code, no data
     "admin:login",
     "admin:logout",
 }

@@ -11,6 +11,7 @@ from rest_framework import serializers
 
 from annotation import selectors
 from annotation.models import (
+    DEFAULT_EVALUATION_FRACTION,
     MAX_ALPHA,
     MAX_REDUNDANCY,
     MAX_WINDOW,
@@ -96,7 +97,8 @@ class CorpusUploadSerializer(serializers.Serializer):
     file = serializers.FileField(allow_empty_file=False)
     format = serializers.ChoiceField(choices=CorpusImport.Format.choices)
     tag_column = serializers.ChoiceField(choices=CorpusImport.TagColumn.choices, default="upos")
-    evaluation_fraction = serializers.FloatField(min_value=0.0, max_value=1.0, default=0.0)
+    # Unset: the form's default, or what the gold checks leave of the gold sentences.
+    evaluation_fraction = serializers.FloatField(min_value=0.0, max_value=1.0, required=False)
     gold_check_fraction = serializers.FloatField(min_value=0.0, max_value=1.0, default=0.0)
     seed = serializers.IntegerField(required=False, allow_null=True, default=None)
     allow_duplicate = serializers.BooleanField(required=False, default=False)
@@ -105,6 +107,13 @@ class CorpusUploadSerializer(serializers.Serializer):
     idempotency_key = serializers.CharField(
         max_length=64, required=False, allow_blank=True, default=""
     )
+
+    def validate(self, attrs):
+        if "evaluation_fraction" not in attrs:
+            attrs["evaluation_fraction"] = min(
+                DEFAULT_EVALUATION_FRACTION, round(1.0 - attrs["gold_check_fraction"], 6)
+            )
+        return attrs
 
     def validate_file(self, value):
         if value.size > settings.TALLY_MAX_UPLOAD_BYTES:
@@ -168,6 +177,10 @@ def task_out(lease: Lease, tags: list[dict], mechanism: Mechanism | None = None)
         "tokens": lease.tokens,
         "window": {"start": lease.start, "length": lease.length},
     }
+    if lease.multiword:
+        # Words written as one ("au" = "à" + "le"): the page shows the form, the counts are over
+        # the words.
+        data["multiword"] = lease.multiword
     if lease.kind == TaskKind.VERIFY:
         shown = lease.shown_tags or []
         return data | {

@@ -32,6 +32,7 @@ class NextTaskRow:
     tags: list[int] | None
     is_gold: bool | None
     tokens: list[str] | None
+    multiword: list | None
     kind: str | None
     shown_tags: list[int] | None
     model_version: int | None

@@ -183,7 +183,7 @@ NEXT_TASK = statement(
 SELECT mb.user_id, mb.is_active, mb.membership_id, mb.project_updated_at,
        mb.private, mb.mechanism, mb.alpha,
        x.id AS assignment_id, x.expires_at, t.id AS task_id, t.sentence_id, t.start, t.length,
-       t.tags, t.is_gold, s.tokens, t.kind, t.shown_tags, t.model_version
+       t.tags, t.is_gold, s.tokens, s.multiword, t.kind, t.shown_tags, t.model_version
 FROM member mb
 LEFT JOIN (
     (SELECT * FROM leased UNION ALL SELECT * FROM live) x

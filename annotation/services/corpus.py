@@ -162,6 +162,7 @@ def sentences_write(
                 split=_split_for(gold, rng, evaluation_fraction, gold_check_fraction),
                 text=parsed.text,
                 source=parsed.source,
+                multiword=parsed.multiword,
             )
         )
         position += 1

@@ -28,7 +28,7 @@ from annotation.models import (
     Task,
     new_invite_code,
 )
-from annotation.tagsets import PRESETS
+from annotation.tagsets import PRESETS, preset_tags
 from common.exceptions import Conflict, InvalidInput, NotFound, ProjectNotActive
 from common.text import DEFAULT_LANGUAGE
 
@@ -158,7 +158,7 @@ def project_create(
     if tag_preset is not None:
         if tag_preset not in PRESETS:
             raise InvalidInput("Unknown tag preset.", fields={"tag_preset": ["Unknown preset."]})
-        tags = PRESETS[tag_preset]
+        tags = preset_tags(tag_preset, language)  # guidelines in the project's language
     clean = _clean_tags(tags or [])
     project = Project(
         owner=owner,

@@ -348,7 +348,16 @@ def _spool(job: ImportJob, spool) -> int:
             max_bytes=settings.TALLY_MAX_UPLOAD_BYTES,
         ):
             spool.write(
-                json.dumps([parsed.tokens, gold, parsed.line_number, parsed.text, parsed.source])
+                json.dumps(
+                    [
+                        parsed.tokens,
+                        gold,
+                        parsed.line_number,
+                        parsed.text,
+                        parsed.source,
+                        parsed.multiword,
+                    ]
+                )
                 + "\n"
             )
             n_sentences += 1
@@ -360,8 +369,8 @@ def _spool(job: ImportJob, spool) -> int:
 
 def _unspool(spool) -> Iterator[tuple[importers.ParsedSentence, list[int] | None]]:
     for line in spool:
-        tokens, gold, line_number, text, source = json.loads(line)
-        yield importers.ParsedSentence(tokens, None, line_number, text, source), gold
+        tokens, gold, line_number, text, source, multiword = json.loads(line)
+        yield importers.ParsedSentence(tokens, None, line_number, text, source, multiword), gold
 
 
 def _job_write(job: ImportJob, sentences, n_sentences: int) -> CorpusImport:

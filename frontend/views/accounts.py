@@ -68,49 +68,73 @@ class SignupForm(forms.Form):
     )
 
 
+def _register(request: HttpRequest, form: SignupForm) -> int:
+    """Create the account `form` holds (the same service as `POST /api/auth/register/`) and sign
+    in. Returns the page's status: 200 once signed in, else 400 or 429 with the form's errors."""
+    allowed, wait = signup_allowed(request)
+    if not allowed:
+        form.add_error(None, f"Too many attempts. Try again in {int(wait or 60) + 1} seconds.")
+        return 429
+    if not form.is_valid():
+        return 400
+    try:
+        user, _token = services.user_register(**form.cleaned_data)
+    except InvalidInput as exc:
+        for field, messages in (exc.fields or {"__all__": [exc.message]}).items():
+            for message in messages:
+                form.add_error(field if field in form.fields else None, message)
+        return 400
+    login(request, user, backend="accounts.backends.ThrottledModelBackend")
+    return 200
+
+
 @never_cache
 @csrf_protect
 @require_http_methods(["GET", "POST"])
 def signup(request: HttpRequest) -> HttpResponse:
-    """Create an account (through the same service as `POST /api/auth/register/`), sign in."""
+    """Create an account and sign in, then on to `next`."""
     next_url = _safe_next(request)
     if request.user.is_authenticated:
         return redirect(next_url)
     form = SignupForm(request.POST or None)
     status = 200
     if request.method == "POST":
-        allowed, wait = signup_allowed(request)
-        if not allowed:
-            form.add_error(None, f"Too many attempts. Try again in {int(wait or 60) + 1} seconds.")
-            status = 429
-        elif form.is_valid():
-            try:
-                user, _token = services.user_register(**form.cleaned_data)
-            except InvalidInput as exc:
-                for field, messages in (exc.fields or {"__all__": [exc.message]}).items():
-                    for message in messages:
-                        form.add_error(field if field in form.fields else None, message)
-            else:
-                login(request, user, backend="accounts.backends.ThrottledModelBackend")
-                return redirect(next_url)
-        if status == 200 and form.errors:
-            status = 400
+        status = _register(request, form)
+        if status == 200:
+            return redirect(next_url)
     return render(request, "frontend/signup.html", {"form": form, "next": next_url}, status=status)
 
 
 @never_cache
+@csrf_protect
+@require_http_methods(["GET", "POST"])
 def join(request: HttpRequest, code: str) -> HttpResponse:
-    """An invite link. Signed out: sign in or sign up first. Signed in: the page's script
-    joins through `POST /api/join/` and moves on to the annotator page."""
+    """An invite link. The code is checked first: an unknown (or rotated) code says so before
+    anyone signs up. Signed out: sign in, or sign up here (a refused password comes back to this
+    page, the invite kept). Signed in: the page's script joins through `POST /api/join/` and
+    moves on to the annotator page."""
+    project = selectors.invite_project(code=code[:64])
+    signup_form = SignupForm()
+    status = 200 if project is not None else 404
+    if request.method == "POST":
+        if request.user.is_authenticated or project is None:
+            return redirect("frontend:join", code=code)
+        signup_form = SignupForm(request.POST)
+        status = _register(request, signup_form)
+        if status == 200:
+            return redirect("frontend:join", code=code)
     return render(
         request,
         "frontend/join.html",
         {
             "code": code,
-            "private": selectors.invite_privacy(code=code[:64]),
+            "project": project,
+            "archived": project is not None and project.status == project.Status.ARCHIVED,
+            "private": selectors.invite_privacy(project=project),
             "login_form": AuthenticationForm(request),
-            "signup_form": SignupForm(),
+            "form": signup_form,
         },
+        status=status,
     )
 
 

@@ -8,16 +8,20 @@ from django.contrib.auth.decorators import login_required
 from django.core.exceptions import PermissionDenied
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import render
+from django.template.loader import render_to_string
 from django.views.decorators.gzip import gzip_page
 from django.views.decorators.http import require_GET
 
 from annotation import selectors
-from annotation.models import DEFAULT_VERIFICATION_SHARE, Membership
+from annotation.models import DEFAULT_EVALUATION_FRACTION, DEFAULT_VERIFICATION_SHARE, Membership
 from annotation.scheduler import MAX_LEASES
 from common.exceptions import NotFound
 from common.permissions import is_manager
 from common.text import LANGUAGES
+from frontend.page_text import ANNOTATE_TEXT, page_language
+from frontend.storage import blank_comment_lines
 from frontend.tagsets import PRESET_CHOICES, presets_for_form
+from learning import predictions
 from learning.core.privacy import DEFAULT_MECHANISM, MAX_ALPHA, MECHANISMS
 
 
@@ -48,11 +52,29 @@ def home(request: HttpRequest) -> HttpResponse:
 @gzip_page
 def annotate(request: HttpRequest, project_id: int) -> HttpResponse:
     membership = _membership(request, project_id)
+    lang = page_language(membership.project.language)
     return render(
         request,
         "frontend/annotate.html",
-        {"project": membership.project, "membership": membership, "max_leases": MAX_LEASES},
+        {
+            "project": membership.project,
+            "membership": membership,
+            "max_leases": MAX_LEASES,
+            "lang": lang,
+            "text": ANNOTATE_TEXT[lang],
+        },
     )
+
+
+@require_GET
+def annotate_worker(request: HttpRequest) -> HttpResponse:
+    """The annotator pages' service worker. Served from /annotate/ (not /static/) because a
+    worker serves only the pages under its own folder; revalidated on every visit, so a new
+    version takes over at the next load."""
+    source = render_to_string("frontend/annotate-worker.js", request=request)
+    response = HttpResponse(blank_comment_lines(source), content_type="text/javascript")
+    response["Cache-Control"] = "no-cache"
+    return response
 
 
 @require_GET
@@ -69,6 +91,7 @@ def project_new(request: HttpRequest) -> HttpResponse:
             "default_mechanism": DEFAULT_MECHANISM,
             "max_alpha": f"{MAX_ALPHA:g}",
             "default_verification_share": DEFAULT_VERIFICATION_SHARE,
+            "default_evaluation_fraction": DEFAULT_EVALUATION_FRACTION,
         },
     )
 
@@ -79,8 +102,14 @@ def project_detail(request: HttpRequest, project_id: int) -> HttpResponse:
     membership = _membership(request, project_id)
     if not is_manager(membership):
         raise PermissionDenied("Only the project's managers see its dashboard.")
+    project = membership.project
+    predictions.warm_up(language=project.language)
     return render(
         request,
         "frontend/project.html",
-        {"project": membership.project, "languages": LANGUAGES},
+        {
+            "project": project,
+            "languages": LANGUAGES,
+            "default_evaluation_fraction": DEFAULT_EVALUATION_FRACTION,
+        },
     )

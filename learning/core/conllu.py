@@ -32,6 +32,8 @@ __all__ = [
     "conllu_sentence",
     "is_word_id",
     "iter_conllu",
+    "multiword_tokens",
+    "split_multiword",
     "read_conllu",
 ]
 
@@ -100,6 +102,33 @@ def iter_conllu(lines: Iterable[str]) -> Iterator[ConlluSentence]:
         yield sentence
     elif sentence.sent_id is not None or sentence.text is not None:
         raise ConlluError(line_number, "sentence has comments but no tokens")
+
+
+def multiword_tokens(lines: Iterable[str]) -> list[list]:
+    """The multiword tokens of a sentence's lines as read (`ConlluSentence.lines`): one
+    ``[start, length, form]`` for each, ``start`` the 0-based index of its first word among the
+    sentence's words, e.g. ``[[3, 2, "au"]]`` for French "au" = "à" + "le" at words 4 and 5.
+
+    The words carry the tags; the form is what the text says, what a reader reads."""
+    found = []
+    for line in lines:
+        if not line or line.startswith("#"):
+            continue
+        first, _, rest = line.partition("\t")
+        low, dash, high = first.partition("-")
+        if dash and is_word_id(low) and is_word_id(high) and int(high) > int(low):
+            found.append([int(low) - 1, int(high) - int(low) + 1, rest.partition("\t")[0]])
+    return found
+
+
+def split_multiword(tokens: Sequence[str], splits: dict[str, list[str]]) -> list[str]:
+    """`tokens` with each written form that a corpus splits (``splits``: form -> its words, e.g.
+    ``{"au": ["à", "le"]}``) replaced by its words, so that text is cut the way the corpus was.
+    A form not found as written is looked up in lower case."""
+    out: list[str] = []
+    for token in tokens:
+        out.extend(splits.get(token) or splits.get(token.lower()) or [token])
+    return out
 
 
 _TAG_COLUMNS = {"upos": 3, "xpos": 4}

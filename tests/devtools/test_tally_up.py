@@ -81,7 +81,7 @@ def test_a_signal_to_tally_up_alone_stops_every_child(tmp_path, signum):
     up = subprocess.Popen(
         [sys.executable, "manage.py", "tally_up", "--port", str(port), "--no-demo"],
         cwd=ROOT, env=child_env(TALLY_DATA_DIR=str(tmp_path)),
-        stdout=log_path.open("wb"), stderr=subprocess.STDOUT,
+        stdout=log_path.open("wb"), stderr=subprocess.STDOUT, stdin=subprocess.PIPE,
     )  # fmt: skip
     try:
         deadline = time.monotonic() + 180
@@ -94,6 +94,19 @@ def test_a_signal_to_tally_up_alone_stops_every_child(tmp_path, signum):
             time.sleep(0.3)
         # The banner is printed once the server answers, not before.
         assert httpx.get(f"http://127.0.0.1:{port}/healthz").status_code == 200
+        # Issue 26, item 10: the banner comes last, after the children's start-up lines, and
+        # again on Enter; the development server's notices are not shown.
+        output = log_path.read_text()
+        assert output.rindex("Tally is up at") > max(
+            output.index(" ready."), output.index("beat: Starting")
+        ), output
+        up.stdin.write(b"\n")
+        up.stdin.flush()
+        while log_path.read_text().count("Tally is up at") < 2:
+            assert up.poll() is None and time.monotonic() < deadline, log_path.read_text()
+            time.sleep(0.2)
+        for notice in ("This is a development server", "Performing system checks", "GET /healthz"):
+            assert notice not in log_path.read_text(), notice
         children = _children(up.pid)
         assert len(children) == 3, children
         pids = subprocess.run(
@@ -118,3 +131,29 @@ def test_a_signal_to_tally_up_alone_stops_every_child(tmp_path, signum):
     finally:
         if up.poll() is None:
             up.kill()
+
+
+def test_routine_lines_are_hidden_and_the_rest_shown():
+    from devtools.management.commands.tally_up import routine
+
+    hidden = [
+        ("web", "WARNING: This is a development server. Do not use it in a production setting."),
+        ("web", "For more information on production servers see: https://docs.djangoproject.com"),
+        ("web", "Performing system checks..."),
+        ("web", '[26/Nov/2026 06:01:31] "GET /healthz HTTP/1.1" 200 101'),
+        ("beat", "2026-11-26 INFO celery.beat Scheduler: Sending due task retrain-sweep (x)"),
+        ("worker", "INFO celery.worker.strategy Task learning.retrain_sweep[6264-15] received"),
+        ("worker", "INFO celery.app.trace Task learning.retrain_sweep[6264-15] succeeded in "
+                   "0.32s: {'queued': [], 'redelivered': []}"),
+    ]  # fmt: skip
+    shown = [
+        ("web", '[26/Nov/2026 06:01:31] "GET /healthz HTTP/1.1" 503 90'),
+        ("web", '[26/Nov/2026 06:01:31] "POST /api/observations/ HTTP/1.1" 201 300'),
+        ("web", "Starting development server at http://127.0.0.1:8000/"),
+        ("worker", "INFO celery.app.trace Task learning.retrain_sweep[6264-15] succeeded in "
+                   "0.32s: {'queued': [3], 'redelivered': []}"),
+        ("worker", "INFO celery.apps.worker celery@vm ready."),
+        ("beat", "ERROR celery.beat Message Error: Couldn't apply scheduled task"),
+    ]  # fmt: skip
+    assert all(routine(name, line) for name, line in hidden)
+    assert not any(routine(name, line) for name, line in shown)

@@ -301,7 +301,11 @@ def test_page_weight_and_no_third_party_requests(new_context, live_server, proje
     # is fetched once (the preloaded URLs are those imported).
     scripts = [r.url for r in responses if urlsplit(r.url).path.endswith(".js")]
     assert len(scripts) == len(set(scripts)) > 1, scripts
-    assert transferred <= 50 * 1024, transferred
+    # Uncompressed, comments and all: 50 KB before issue 26; 58 KB with the shelf of held tasks,
+    # the observers of reach.js, words as written and the page's messages (text.js); 59.6 KB
+    # with issue 29's answer that asks for the next task. What a phone downloads in production
+    # is the compressed figure (23.4 KB).
+    assert transferred <= 60 * 1024, transferred
     assert compressed <= 25 * 1024, compressed
     print(f"annotator page: {transferred} B transferred here, {compressed} B gzip-compressed")
 

@@ -195,3 +195,37 @@ def test_footer_follows_the_answers_given(new_context, project, annotator):
             timeout=5_000,
         )
         assert Observation.objects.filter(assignment=lease).exists()
+
+
+def test_questions_seen_after_a_banner_goes_need_no_tap(new_context, project, annotator):
+    """Issue 26, item 2: the "answers waiting" banner pushes the next task's second question
+    behind the dock; when the answer is sent the banner goes and the question comes up without
+    a scroll. Submit must say "Submit" then, not ask for a tap that does nothing."""
+    from tests.frontend.test_annotate_browser import answer_by_taps, gold_counts
+
+    page = new_context(annotator, **PHONE).new_page()
+    held = []
+    page.route("**/api/observations/", lambda route: held.append(route))
+    page.goto(f"/annotate/{project.pk}/")
+    lease = shown_lease(page)
+    wait_for_lookahead(page, annotator, project)
+    # A banner tall enough to push the second question of the next task behind the dock.
+    page.evaluate("document.getElementById('pending').style.minHeight = '260px'")
+    answer_by_taps(page, gold_counts(lease))
+    page.wait_for_function(
+        f"() => document.getElementById('task').dataset.assignment !== '{lease.pk}'"
+    )
+    page.wait_for_selector("text=1 answer waiting to be sent")
+    assert page.evaluate(ON_SCREEN) == [0]
+    assert page.inner_text("#submit") == "1 more question ↓"
+
+    for _ in range(50):
+        if held:
+            break
+        page.wait_for_timeout(100)
+    held.pop().continue_()
+    page.wait_for_selector("#pending", state="hidden")
+    assert page.evaluate("window.scrollY") == 0
+    assert page.evaluate(ON_SCREEN) == [0, 1]
+    page.wait_for_function("() => document.getElementById('submit').textContent === 'Submit'")
+    no_more_tasks(page)

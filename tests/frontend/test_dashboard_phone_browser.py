@@ -118,3 +118,63 @@ def test_learning_curve_spreads_its_points(dashboard):
     assert len(labels) >= 2
     assert labels[0][0] >= 0 and labels[-1][1] <= plot["width"]
     assert all(a[1] < b[0] for a, b in zip(labels, labels[1:], strict=False))
+
+
+def fits(page, selector: str) -> bool:
+    box = page.locator(selector).first.bounding_box()
+    return box is not None and box["x"] >= 0 and box["x"] + box["width"] <= 360
+
+
+def test_scores_and_versions_fit_a_phone_without_sideways_scrolling(dashboard):
+    """Issue 26, item 8: at 360 px F1, Support and the model's Download link were off screen."""
+    page = dashboard
+    page.wait_for_selector("#f1 table")
+    page.wait_for_selector("#versions table")
+    for wrap in ("f1", "versions"):
+        scroller = page.evaluate(
+            f"(() => {{ const w = document.querySelector('#{wrap} .table-wrap') ||"
+            f" document.getElementById('{wrap}'); return [w.scrollWidth, w.clientWidth]; }})()"
+        )
+        assert scroller[0] <= scroller[1], (wrap, scroller)
+    for header in ("F1", "Support"):
+        assert fits(page, f"#f1 th:text-is('{header}')"), header
+    assert fits(page, "#versions a:text-is('Download')")
+    assert fits(page, "#versions th:text-is('Accuracy')")
+
+
+def test_progress_cards_fill_their_rows(dashboard):
+    """Issue 26, item 8: no card alone on its row while the row above has several. With a
+    model and answers of both kinds the dashboard shows eight cards (7 + 1 before)."""
+    from annotation import scheduler, services
+    from annotation.models import Project, Sentence
+
+    page = dashboard
+    project = Project.objects.get(name="EWT on a phone")
+    sentence = Sentence.objects.filter(project=project, split="train").first()
+    services.verification_round_create(
+        project_id=project.pk,
+        version_number=1,
+        windows=[services.VerificationWindow(sentence.pk, 0, sentence.gold_tags[:3])],
+    )
+    Project.objects.filter(pk=project.pk).update(verification_share=1.0)
+    project.refresh_from_db()
+    checker = UserFactory(username="checker")
+    services.membership_join(user=checker, code=project.invite_code)
+    lease = scheduler.task_lease_next(project=project, annotator=checker, kind_draw=0.0)
+    assert lease.kind == "verify"
+    services.observation_submit(
+        annotator=checker, assignment_id=lease.assignment_id, idempotency_key="check-1",
+        answer=True, seconds_on_device=1.5,
+    )  # fmt: skip
+    page.reload()
+    page.wait_for_function("() => document.querySelectorAll('#kpis .kpi').length === 8")
+    for width in (360, 1280):
+        page.set_viewport_size({"width": width, "height": 800})
+        page.wait_for_timeout(100)
+        tops = page.evaluate(
+            "[...document.querySelectorAll('#kpis .kpi')]"
+            ".map((k) => Math.round(k.getBoundingClientRect().top))"
+        )
+        rows = [tops.count(top) for top in sorted(set(tops))]
+        assert len(tops) == 8, tops
+        assert max(rows) - min(rows) <= 1, (width, rows)

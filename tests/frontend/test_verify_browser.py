@@ -53,7 +53,8 @@ def test_yes_in_one_tap_and_no_with_the_wrong_word(new_context, verifying, annot
     )
     assert second.pk != lease.pk
     page.tap("#answer-no")
-    page.wait_for_selector("text=Which word is wrong?")
+    page.wait_for_selector("text=Which is the first wrong word?")
+    assert "first word whose tag is wrong" in page.inner_text("#q0-guide")
     assert page.is_visible("#answer-skip") and page.is_hidden("#answer-yes")
     page.tap(".vw[data-i='1']")
     page.wait_for_function(
@@ -68,6 +69,29 @@ def test_yes_in_one_tap_and_no_with_the_wrong_word(new_context, verifying, annot
     second_answer = Observation.objects.get(assignment=second)
     assert second_answer.answer is False and second_answer.wrong == 1
     assert second_answer.model_version == 1
+
+
+def test_a_one_word_check_asks_no_word(new_context, project, annotator):
+    """Issue 26, item 3: after a No on a single word there is no word to choose: it is stored
+    as the wrong one at once."""
+    windows = [
+        services.VerificationWindow(sentence_id=s.pk, start=1, shown_tags=s.gold_tags[1:2])
+        for s in Sentence.objects.filter(project=project)
+    ]
+    services.verification_round_create(project_id=project.pk, version_number=1, windows=windows)
+    Project.objects.filter(pk=project.pk).update(verification_share=1.0)
+    page = new_context(annotator, **PHONE).new_page()
+    page.goto(f"/annotate/{project.pk}/")
+    lease = shown_lease(page)
+    assert page.locator(".vw").count() == 1
+    page.tap("#answer-no")
+    page.wait_for_function(
+        f"() => document.querySelector('#task').dataset.assignment != '{lease.pk}'"
+    )
+    page.wait_for_selector("#pending", state="hidden")
+    no_more_tasks(page)
+    answer = Observation.objects.get(assignment=lease)
+    assert (answer.answer, answer.wrong) == (False, 0)
 
 
 def test_verification_answers_made_offline_are_stored_exactly_once(
@@ -93,7 +117,7 @@ def test_verification_answers_made_offline_are_stored_exactly_once(
         expected[lease.pk] = (answer, wrong)
         page.tap(button)
         if not answer:
-            page.wait_for_selector("text=Which word is wrong?")
+            page.wait_for_selector("text=Which is the first wrong word?")
             page.tap("#answer-skip" if wrong is None else f".vw[data-i='{wrong}']")
         if i < 2:
             page.wait_for_function(
@@ -133,7 +157,8 @@ def test_the_dashboard_sets_the_task_mix_and_shows_seconds_per_kind(
     page = new_context(manager, **PHONE).new_page()
     page.goto(f"/projects/{verifying.pk}/")
     page.wait_for_selector("#kpis .kpi")
-    assert "seconds per verification answer · 1 answers" in page.inner_text("#kpis")
+    assert "seconds per verification answer · 1 answer" in page.inner_text("#kpis")
+    assert "1 answers" not in page.inner_text("#kpis")  # issue 26, item 8
     page.wait_for_function("() => document.getElementById('mix-share').value === '1'")
     page.fill("#mix-share", "2")
     page.click("#task-mix button[type=submit]")

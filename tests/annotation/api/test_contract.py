@@ -266,6 +266,23 @@ def test_imports_are_listed_with_their_splits_in_one_query(project, manager):
     assert len(more) == len(queries)  # not one more query per import
 
 
+def test_an_upload_holds_out_as_the_form_does_by_default(project, manager):
+    """Issue 26, item 8: over the API `evaluation_fraction` defaulted to 0, the form to 0.1."""
+    from annotation.models import DEFAULT_EVALUATION_FRACTION
+    from tests.factories import SENTENCES
+
+    gold = [(tokens, tags) for tokens, tags in SENTENCES] * 10  # gold-tagged: may be held out
+    body = {"file": SimpleUploadedFile("c.jsonl", jsonl(gold)), "format": "jsonl", "seed": "0"}
+    response = client_for(manager).post(
+        f"/api/projects/{project.pk}/corpus/", body, format="multipart"
+    )
+    assert response.status_code == 201, response.json()
+    splits = response.json()["splits"]
+    held = splits["evaluation"] / sum(splits.values())
+    assert DEFAULT_EVALUATION_FRACTION == 0.1
+    assert 0.04 <= held <= 0.2, splits
+
+
 def test_pagination(project, corpus, manager):
     page = client_for(manager).get(f"/api/projects/{project.pk}/sentences/?limit=5&offset=5")
     body = page.json()

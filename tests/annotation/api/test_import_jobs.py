@@ -274,3 +274,19 @@ def test_a_project_deleted_while_its_job_runs_stops_the_job(
     assert services.import_job_run(job_id=job["id"]) == "cancelled"
     assert not Sentence.objects.exists() and not CorpusImport.objects.exists()
     assert not ImportJob.objects.exists()
+
+
+def test_a_job_keeps_the_words_as_written(project, manager, small_sync):
+    """Issue 26, item 5 through a job (issue 24, item 1): a large CoNLL-U file's multiword tokens
+    go through the job's spool and are stored as a small import stores them."""
+    rest = "\t_" * 8
+    sentence = (
+        f"1-2\tdu{rest}\n1\tde\t_\tDET\t_\t_\t_\t_\t_\t_\n2\tle\t_\tDET\t_\t_\t_\t_\t_\t_\n"
+        "3\tchien\t_\tNOUN\t_\t_\t_\t_\t_\t_\n\n"
+    )
+    response = _upload(client_for(manager), project, (sentence * 60).encode(), format="conllu")
+    assert response.status_code == 202, response.content
+    assert services.import_job_run(job_id=response.json()["id"]) == "done"
+    stored = project.sentences.values_list("tokens", "multiword")
+    assert len(stored) == 60
+    assert set(map(str, stored)) == {str((["de", "le", "chien"], [[0, 2, "du"]]))}

@@ -56,7 +56,6 @@ test("a verification answer: Yes, or No with the wrong word's place or none", ()
   assert.deepEqual(verify.verificationAnswer(true, 2), { answer: true }); // a Yes names no word
   assert.deepEqual(verify.verificationAnswer(false, 2), { answer: false, wrong: 2 });
   assert.deepEqual(verify.verificationAnswer(false), { answer: false, wrong: null });
-  assert.equal(verify.QUESTION, "Are all of these tags right?");
 });
 
 test("the footer gives seconds per answer by task kind once two kinds were timed", () => {

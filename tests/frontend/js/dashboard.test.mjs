@@ -77,3 +77,15 @@ test("the task mix takes a share from 0 to 1", () => {
   assert.deepEqual(parseShare("0"), { share: 0 });
   for (const bad of ["", "1.5", "-0.1", "half", "NaN"]) assert.match(parseShare(bad).error, /from 0/);
 });
+
+test("progress cards fill their rows evenly, and counts take their noun's number (issue 26)", async () => {
+  const { balancedColumns } = await import("../../../frontend/static/frontend/js/dashboard/progress.js");
+  const { counted } = await import("../../../frontend/static/frontend/js/lib/format.js");
+  assert.equal(balancedColumns(8, 7), 4); // 4 + 4, not 7 + 1
+  assert.equal(balancedColumns(7, 7), 7);
+  assert.equal(balancedColumns(5, 4), 3); // 3 + 2, not 4 + 1
+  assert.equal(balancedColumns(0, 4), 1);
+  assert.equal(counted(1, "check"), "1 check");
+  assert.equal(counted(2, "check"), "2 checks");
+  assert.equal(counted(0, "answer"), "0 answers");
+});

@@ -76,6 +76,17 @@ test("forget drops a held task", async () => {
   assert.deepEqual([ahead.take().assignment, ahead.size], [3, 0]);
 });
 
+test("tasks held before a reload come first, and every change is reported (issue 26)", async () => {
+  const { lease } = server(5);
+  const reported = [];
+  const ahead = createLookahead({ lease, maxHeld: 3, onChange: (held) => reported.push(held.map((t) => t.assignment)) });
+  ahead.restore([task(1), task(2)]);
+  assert.equal(ahead.take().assignment, 1);
+  await ahead.fill({ current: () => task(1), canLease: () => true, isAnswered: () => false });
+  assert.deepEqual(ahead.tasks.map((t) => t.assignment), [2, 5]);
+  assert.deepEqual(reported, [[1, 2], [2], [2, 5]]);
+});
+
 // One round trip per answer (issue 29): the answer asks for the next task, the reply brings it.
 
 test("an answer asks for its next task naming every lease held, until the cap", async () => {

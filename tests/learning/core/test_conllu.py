@@ -2,7 +2,14 @@ import gzip
 
 import pytest
 
-from learning.core.conllu import ConlluError, conllu_head, iter_conllu, read_conllu
+from learning.core.conllu import (
+    ConlluError,
+    conllu_head,
+    iter_conllu,
+    multiword_tokens,
+    read_conllu,
+    split_multiword,
+)
 from tests.ewt import EWT_DIR
 
 SAMPLE = """# newdoc id = d1
@@ -152,3 +159,34 @@ def test_ewt_round_trips_line_by_line(name):
             assert old_columns[:3] + old_columns[4:] == new_columns[:3] + new_columns[4:]
         else:
             assert new == old
+
+
+def test_multiword_tokens_are_read_with_their_first_word_and_length():
+    lines = [
+        "# text = Il va au marché des fleurs.",
+        "1\tIl\t_\tPRON\t_\t_\t0\t_\t_\t_",
+        "2\tva\t_\tVERB\t_\t_\t0\t_\t_\t_",
+        "3-4\tau\t_\t_\t_\t_\t_\t_\t_\t_",
+        "3\tà\t_\tADP\t_\t_\t0\t_\t_\t_",
+        "4\tle\t_\tDET\t_\t_\t0\t_\t_\t_",
+        "5\tmarché\t_\tNOUN\t_\t_\t0\t_\t_\t_",
+        "5.1\tvide\t_\t_\t_\t_\t_\t_\t_\t_",
+        "6-7\tdes\t_\t_\t_\t_\t_\t_\t_\t_",
+        "6\tde\t_\tADP\t_\t_\t0\t_\t_\t_",
+        "7\tles\t_\tDET\t_\t_\t0\t_\t_\t_",
+    ]
+    assert multiword_tokens(lines) == [[2, 2, "au"], [5, 2, "des"]]
+    assert multiword_tokens(lines[:3]) == []
+
+
+def test_split_multiword_cuts_text_as_the_corpus_did():
+    splits = {"au": ["à", "le"], "des": ["de", "les"], "Au": ["À", "le"]}
+    assert split_multiword(["Il", "va", "au", "marché"], splits) == [
+        "Il",
+        "va",
+        "à",
+        "le",
+        "marché",
+    ]
+    assert split_multiword(["Au", "DES"], splits) == ["À", "le", "de", "les"]
+    assert split_multiword(["rien"], {}) == ["rien"]

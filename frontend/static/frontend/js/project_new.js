@@ -28,18 +28,23 @@ function preset() {
   return form.querySelector("input[name=preset]:checked").value;
 }
 
+// A preset's tags with their guidelines in the chosen language (English where not translated).
+function presetTags(name) {
+  return presets[name][$("language").value] || presets[name].en;
+}
+
 function renderTagSet() {
   const chosen = preset();
   const custom = chosen === "custom";
   $("custom-field").hidden = !custom;
   $("tag-preview").hidden = custom;
   if (custom) {
-    if (!$("custom_tags").value.trim()) $("custom_tags").value = presets[lastPreset].map(asLine).join("\n");
+    if (!$("custom_tags").value.trim()) $("custom_tags").value = presetTags(lastPreset).map(asLine).join("\n");
     return;
   }
   lastPreset = chosen;
   $("tag-preview").replaceChildren(
-    ...presets[chosen].map((tag) =>
+    ...presetTags(chosen).map((tag) =>
       el("li", {}, el("b", { text: tag.name }), ` ${tag.guideline}`, tag.examples.length ? el("span", { class: "muted", text: ` e.g. ${tag.examples.join(", ")}` }) : null),
     ),
   );
@@ -53,7 +58,10 @@ form.addEventListener("change", (event) => {
     const asked = number("tags_per_task", { nullable: true });
     if (event.target.checked && (asked === null || asked > 3)) $("tags_per_task").value = "1";
   }
-  if (event.target.id === "language") corpus.preview();
+  if (event.target.id === "language") {
+    corpus.preview();
+    renderTagSet();
+  }
 });
 
 function number(id, { nullable = false, float = false } = {}) {

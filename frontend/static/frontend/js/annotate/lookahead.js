@@ -4,26 +4,39 @@
 // may bring one (`holdingForNext`, `offer`). No DOM.
 
 // `lease(holding)`: asks the server for a task, naming the assignments held; resolves to the task
-// or null (none for now), rejects when it fails.
-export function createLookahead({ lease, maxHeld }) {
+// or null (none for now), rejects when it fails. `onChange(tasks)`: the tasks held, whenever
+// they change (the page keeps them for a reload without a connection).
+export function createLookahead({ lease, maxHeld, onChange = () => {} }) {
   let held = [];
   const holdingOf = (current) => (current ? [current, ...held] : held).map((task) => task.assignment);
   // Keep `next` unless the page has it already (on screen, held, answered). True if kept.
   function offer(next, { current, isAnswered }) {
     if (!next || holdingOf(current).includes(next.assignment) || isAnswered(next.assignment)) return false;
     held.push(next);
+    onChange(held);
     return true;
   }
   return {
     get size() {
       return held.length;
     },
+    get tasks() {
+      return [...held];
+    },
     // The next task held ahead, out of the list; undefined if none.
     take() {
-      return held.shift();
+      const next = held.shift();
+      onChange(held);
+      return next;
     },
     forget(assignment) {
       held = held.filter((task) => task.assignment !== assignment);
+      onChange(held);
+    },
+    // Tasks held before the page was reloaded, ahead of any leased from now on.
+    restore(tasks) {
+      held = [...tasks, ...held.filter((task) => !tasks.some((t) => t.assignment === task.assignment))];
+      onChange(held);
     },
     // The leases an answer names when it asks for the next task; null when no room.
     holdingForNext(current) {
@@ -35,6 +48,7 @@ export function createLookahead({ lease, maxHeld }) {
     discard(unfit) {
       const before = held.length;
       held = held.filter((task) => !unfit(task));
+      if (held.length !== before) onChange(held);
       return before - held.length;
     },
     // Lease until `maxHeld` are held, counting the task on screen (`current()`, read again after

@@ -3,7 +3,9 @@
 // The pieces: the outbox keeps every answer on the device until the server has it (outbox.js);
 // tasks are leased ahead so the next one shows at once (lookahead.js); a task is shown by its
 // kind (kinds/); Submit takes the answer only once every question has been on screen (reach.js);
-// in a private project each count is randomized before anything keeps it (privacy.js).
+// in a private project each count is randomized before anything keeps it (privacy.js); the tasks
+// held are kept on the device and a service worker serves the page without a connection, so a
+// reload offline goes on with them (shelf.js).
 import { api, serverNow } from "../lib/http.js";
 import { $ } from "../lib/dom.js";
 import { kindOf, loadKind } from "./kinds/index.js";
@@ -12,8 +14,11 @@ import { createOutbox, createSender, newKey } from "./outbox.js";
 import { createReach } from "./reach.js";
 import { createProgress, kept, say, setState, showNotice, showPending } from "./screen.js";
 import { renderSentence } from "./sentence.js";
+import { createShelf, keepForOffline } from "./shelf.js";
+import { setLanguage, t } from "./text.js";
 
 const app = $("app");
+await setLanguage(document.documentElement.lang);
 const PROJECT = Number(app.dataset.project);
 const LOGIN_URL = app.dataset.login;
 const MAX_HELD = Number(app.dataset.maxLeases) || 3; // the server's cap on live leases
@@ -25,6 +30,7 @@ try {
   /* no storage in some private modes: the outbox keeps answers in memory */
 }
 const outbox = createOutbox(storage, `tally.outbox.${app.dataset.user}`);
+const shelf = createShelf(storage, `tally.held.${app.dataset.user}.${PROJECT}`);
 const progress = createProgress();
 let online = navigator.onLine !== false;
 let signedOut = false;
@@ -74,12 +80,18 @@ function band() {
 function labelSubmit(unseen) {
   const button = $("submit");
   button.classList.toggle("more", unseen > 0);
-  button.textContent = unseen > 0 ? `${unseen} more ${unseen === 1 ? "question" : "questions"} ↓` : "Submit";
+  button.textContent = unseen > 0 ? (unseen === 1 ? t("moreQuestions1") : t("moreQuestions", { n: unseen })) : t("submit");
+}
+
+// The tasks held (on screen first), kept for a reload without a connection.
+function shelve(ahead = lookahead.tasks) {
+  shelf.save(task ? [task, ...ahead] : ahead);
 }
 
 function show(next) {
   reach?.stop();
   task = next;
+  shelve();
   $("task").dataset.assignment = String(next.assignment);
   shownAt = performance.now();
   const expires = Date.parse(next.expires_at) - serverNow();
@@ -147,6 +159,7 @@ function keep(answer) {
   showPending(outbox.size(), online);
   say("Answer saved.");
   task = null;
+  shelve();
   clearTimeout(expiryTimer);
   advance();
 }
@@ -194,7 +207,23 @@ async function lease(holding) {
   }
   return next;
 }
-const lookahead = createLookahead({ lease, maxHeld: MAX_HELD });
+const lookahead = createLookahead({ lease, maxHeld: MAX_HELD, onChange: (ahead) => shelve(ahead) });
+
+// The tasks held when the page was last closed, whose kinds this page can show (loaded from the
+// service worker's copy when offline).
+async function restoreHeld() {
+  const held = [];
+  for (const kept of shelf.load({ now: serverNow(), isAnswered: (assignment) => outbox.has(assignment) })) {
+    try {
+      await checkPrivacy(kept); // a task leased before the project became private is not kept
+      await loadKind(kept);
+      held.push(kept);
+    } catch {
+      /* refused, or its kind's module is not on this device: the server gives the lease back later */
+    }
+  }
+  lookahead.restore(held);
+}
 
 function fillLookahead() {
   return lookahead.fill({
@@ -324,4 +353,7 @@ document.addEventListener("visibilitychange", () => {
 });
 
 showPending(outbox.size(), online);
-advance().then(loadStats); // the task first: it is what the annotator waits for
+restoreHeld()
+  .then(advance)
+  .then(loadStats) // the task first: it is what the annotator waits for
+  .then(() => keepForOffline(app.dataset.worker));

@@ -35,6 +35,13 @@ export function createReach({ rows, band, onChange }) {
   };
   window.addEventListener("scroll", later, { passive: true });
   window.addEventListener("resize", later);
+  // The page moves without a scroll too: a banner above the task comes or goes, the sentence
+  // unfolds, the dock grows. Any change of the page's size or of a question's place on screen
+  // checks again.
+  const resized = typeof ResizeObserver === "function" ? new ResizeObserver(later) : null;
+  const moved = typeof IntersectionObserver === "function" ? new IntersectionObserver(later, { threshold: [0, 0.25, 0.5, 0.75, 1] }) : null;
+  for (const node of [document.body, ...rows]) resized?.observe(node);
+  for (const row of rows) moved?.observe(row);
   onChange(unseen);
   check();
 
@@ -55,6 +62,8 @@ export function createReach({ rows, band, onChange }) {
     stop() {
       window.removeEventListener("scroll", later);
       window.removeEventListener("resize", later);
+      resized?.disconnect();
+      moved?.disconnect();
       cancelAnimationFrame(frame);
     },
   };

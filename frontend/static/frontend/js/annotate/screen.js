@@ -2,6 +2,7 @@
 // paused, signed out), the notice, the banner of answers waiting to be sent, the screen reader's
 // announcements, and the progress shown in the top bar and the footer.
 import { $, el } from "../lib/dom.js";
+import { t } from "./text.js";
 
 export function say(text) {
   const live = $("sr-live");
@@ -42,33 +43,31 @@ export function showNotice(text, action = null) {
   if (action) notice.append(el("button", { type: "button", text: action.label, onclick: action.onClick }));
 }
 
-const answers = (n) => `${n} ${n === 1 ? "answer" : "answers"}`;
-
 export function showPending(n, online) {
   const pending = $("pending");
   pending.hidden = n === 0;
-  pending.textContent = `${online ? "" : "Offline · "}${answers(n)} waiting to be sent`;
+  pending.textContent = `${online ? "" : t("offline")}${n === 1 ? t("waiting1") : t("waiting", { n })}`;
 }
 
 // "Your 2 answers are kept on this device…" for the state screens.
 export function kept(n) {
-  return `Your ${n === 1 ? "answer is" : `${n} answers are`} kept on this device`;
+  return n === 1 ? t("kept1") : t("kept", { n });
 }
 
 // The footer's line, from the annotator's progress in this project.
 // `kinds`: seconds per answer measured on this page, by task kind ({count: {n, seconds}, …}):
 // shown per kind once answers of two kinds were timed (a check takes less than a count).
-const KIND_NAMES = { count: "count", verify: "check" };
+const kindName = (kind) => t(`kind_${kind}`) ?? kind;
 
 export function statsLine({ observations, seconds, checkScore, estimated, kinds = {} }) {
-  if (!observations) return "Your first answers: take your time.";
+  if (!observations) return t("firstAnswers");
   const timed = Object.entries(kinds).filter(([, k]) => k.n > 0);
   const pace =
     timed.length > 1
-      ? timed.map(([kind, k]) => `${(k.seconds / k.n).toFixed(1)} s per ${KIND_NAMES[kind] || kind}`)
-      : [`${(seconds / observations).toFixed(1)} s per answer`];
-  const parts = [`${answers(observations)} in all`, ...pace];
-  if (checkScore !== null && checkScore !== undefined) parts.push(`${estimated ? "about " : ""}${Math.round(checkScore * 100)} % right on check tasks${estimated ? " (estimated: answers are private)" : ""}`);
+      ? timed.map(([kind, k]) => t("perKind", { s: (k.seconds / k.n).toFixed(1), kind: kindName(kind) }))
+      : [t("perAnswer", { s: (seconds / observations).toFixed(1) })];
+  const parts = [observations === 1 ? t("inAll1") : t("inAll", { n: observations }), ...pace];
+  if (checkScore !== null && checkScore !== undefined) parts.push(t(estimated ? "aboutRightOnChecks" : "rightOnChecks", { pct: Math.round(checkScore * 100) }));
   return parts.join(" · ");
 }
 

@@ -5,21 +5,21 @@
 // until it ends.
 import { mountCorpusFields } from "../lib/corpus_form.js";
 import { $, el, toast } from "../lib/dom.js";
-import { fmt } from "../lib/format.js";
+import { counted, fmt } from "../lib/format.js";
 import { api, describe } from "../lib/http.js";
 
 // What a fixed setting shows: its value, read-only, and why it cannot change. A private project's
 // privacy level and mechanism, and what privacy does to its numbers, are shown as text.
 export function fixedSettings(project, languages) {
   const frozen = new Set(project.frozen || []);
-  const why = "fixed: the project has sentences";
+  const why = "fixed now that the project has sentences";
   const rows = [
     ["Language", languages[project.language] || project.language, frozen.has("language") ? why : "changes with the next import"],
-    ["Tags", project.tags.map((tag) => tag.name).join(" "), frozen.has("tags") ? `${why} (guidelines can change)` : ""],
+    ["Tags", project.tags.map((tag) => tag.name).join(" "), frozen.has("tags") ? `names ${why}; guidelines can still change` : ""],
   ];
   if (project.private) {
     rows.push(
-      ["Privacy", `private · α = ${project.alpha} per answer · ${project.mechanism} mechanism`, frozen.has("alpha") ? "fixed: the project has answers" : "fixed once the first answer exists"],
+      ["Privacy", `private · α = ${project.alpha} per answer · ${project.mechanism} mechanism`, frozen.has("alpha") ? "fixed now that the project has answers" : "fixed once the first answer exists"],
       [
         "Counts",
         "privatized: each answer is randomized on the annotator's phone; observations and exports hold the released values only, and annotator scores and check scores are estimated from them (they need more answers)",
@@ -50,7 +50,7 @@ export function mountCorpus({ base, store, fail, reloadStats, reloadProject }) {
         "li",
         {},
         el("b", { text: c.filename || c.format }),
-        ` · ${fmt.format(c.sentences)} sentences (${fmt.format(c.splits.train)} to annotate, ${fmt.format(c.splits.evaluation)} held out, ${fmt.format(c.splits.gold_check)} checks)`,
+        ` · ${counted(c.sentences, "sentence")} (${fmt.format(c.splits.train)} to annotate, ${fmt.format(c.splits.evaluation)} held out, ${counted(c.splits.gold_check, "check")})`,
       ),
     );
     $("imports").replaceChildren(items.length ? el("ul", {}, ...items) : el("p", { class: "muted", text: "No corpus yet." }));

@@ -1,5 +1,5 @@
 // The project's name, status (pause / resume), invite link and code, and its deletion (after
-// the manager types its name).
+// the manager types its name in the page).
 import { $, toast } from "../lib/dom.js";
 import { api } from "../lib/http.js";
 import { copyButton } from "./ui.js";
@@ -41,18 +41,38 @@ export function mountHeader({ base, store, fail }) {
     }
   });
 
-  $("delete-project").addEventListener("click", async () => {
+  // Deleting: the page asks for the project's name in place (no browser prompt), says when it
+  // does not match, and says what happened before it leaves for the project list.
+  const confirmBox = $("delete-confirm");
+  const deleteStatus = $("delete-status");
+  function askToDelete(open) {
+    confirmBox.hidden = !open;
+    $("delete-project").setAttribute("aria-expanded", String(open));
+    deleteStatus.textContent = "";
+    $("delete-name").value = "";
+    if (open) {
+      $("delete-expected").textContent = store.get("project").name;
+      $("delete-name").focus();
+    }
+  }
+  $("delete-project").addEventListener("click", () => askToDelete(confirmBox.hidden));
+  $("delete-cancel").addEventListener("click", () => askToDelete(false));
+  confirmBox.addEventListener("submit", async (event) => {
+    event.preventDefault();
     const { name } = store.get("project");
-    const typed = window.prompt(`This deletes "${name}" with all its sentences, answers and models, for good. Type the project's name to delete it.`);
-    if (typed === null) return;
-    if (typed.trim() !== name.trim()) {
-      toast("The name did not match: nothing was deleted.");
+    if ($("delete-name").value.trim() !== name.trim()) {
+      deleteStatus.textContent = "The name does not match: nothing was deleted.";
       return;
     }
+    $("delete-go").disabled = true;
+    deleteStatus.textContent = "Deleting…";
     try {
       await api("DELETE", `${base}/`);
-      window.location.assign("/");
+      deleteStatus.textContent = `“${name}” is deleted. Taking you to your projects…`;
+      setTimeout(() => window.location.assign("/"), 1500);
     } catch (error) {
+      $("delete-go").disabled = false;
+      deleteStatus.textContent = "";
       fail(error);
     }
   });

@@ -31,5 +31,5 @@ export function renderPerTag(report) {
       el("td", { class: "num", text: fmt.format(r.support) }),
     ),
   );
-  $("f1").replaceChildren(el("div", { class: "table-wrap" }, table(head, body)));
+  $("f1").replaceChildren(el("div", { class: "table-wrap" }, table(head, body, "table per-tag")));
 }

@@ -1,7 +1,7 @@
 // Progress: answers, coverage, corpus size, annotators, live tasks, and the latest model's
 // accuracy when it has one.
 import { $, el } from "../lib/dom.js";
-import { fixed, fmt, pct } from "../lib/format.js";
+import { counted, fixed, fmt, pct } from "../lib/format.js";
 import { api } from "../lib/http.js";
 
 function kpi(label, value, fraction) {
@@ -22,8 +22,14 @@ export function kindKpis(byKind) {
   return Object.entries(byKind || {})
     .filter(([, k]) => k.observations > 0)
     .map(([kind, k]) =>
-      kpi(`seconds per ${KIND_LABELS[kind] || kind} answer · ${fmt.format(k.observations)} answers`, fixed(k.seconds_per_answer, 1)),
+      kpi(`seconds per ${KIND_LABELS[kind] || kind} answer · ${counted(k.observations, "answer")}`, fixed(k.seconds_per_answer, 1)),
     );
+}
+
+// Columns that fill every row as evenly as `max` per row allows: 8 cards in rows of 4 + 4, not
+// 7 + 1.
+export function balancedColumns(n, max) {
+  return n ? Math.ceil(n / Math.ceil(n / max)) : 1;
 }
 
 export function mountProgress({ base, store }) {
@@ -45,6 +51,9 @@ export function mountProgress({ base, store }) {
       items.splice(1, 0, kpi("test accuracy of the latest model", pct(report.accuracy), report.accuracy));
     }
     $("kpis").replaceChildren(...items);
+    // The stylesheet picks one of these by the screen's width (app.css, .kpis).
+    $("kpis").style.setProperty("--kpi-cols-m", String(balancedColumns(items.length, 4)));
+    $("kpis").style.setProperty("--kpi-cols-l", String(balancedColumns(items.length, 7)));
   }
   store.watch(["stats", "report"], render);
 

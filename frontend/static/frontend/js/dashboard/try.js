@@ -1,15 +1,26 @@
-// "Try the model": tag a sentence typed by the manager with the current model.
+// "Try the model": tag a sentence typed by the manager with the current model. While the server
+// works the button is disabled and says so (the first call of a process may load the tokenizer
+// and the model; the dashboard has the server load them as it opens: learning/predictions.py).
 import { $, el } from "../lib/dom.js";
 import { pct } from "../lib/format.js";
 import { api, describe } from "../lib/http.js";
 import { empty } from "./ui.js";
 
+function busy(on) {
+  const button = $("try").querySelector("button[type=submit]");
+  button.disabled = on;
+  button.textContent = on ? "Tagging…" : "Tag it";
+  $("try-out").setAttribute("aria-busy", String(on));
+  if (on) $("try-out").replaceChildren(el("p", { class: "empty busy", text: "Tagging your sentence…" }));
+}
+
 export function mountTry({ base }) {
   $("try").addEventListener("submit", async (event) => {
     event.preventDefault();
     const text = $("try-text").value.trim();
-    if (!text) return;
+    if (!text || $("try").querySelector("button[type=submit]").disabled) return;
     const out = $("try-out");
+    busy(true);
     try {
       const result = await api("POST", `${base}/predict/`, { text });
       const words = result.tokens.map((token, i) =>
@@ -18,6 +29,8 @@ export function mountTry({ base }) {
       out.replaceChildren(el("ol", { class: "predicted", "aria-label": `Tags from model version ${result.version}` }, ...words));
     } catch (error) {
       out.replaceChildren(empty(error.code === "no_model" ? "No model yet: retrain once there are answers." : describe(error)));
+    } finally {
+      busy(false);
     }
   });
 }

@@ -28,7 +28,7 @@ export function mountVersions({ base }) {
         el("td", {}, el("a", { href: `${base}/models/${v.version}/download`, download: "", text: "Download" })),
       ),
     );
-    $("versions").replaceChildren(table(head, rows));
+    $("versions").replaceChildren(table(head, rows, "table versions"));
     if (!document.getElementById("export-predictions")) {
       $("exports").append(el("li", {}, el("a", { id: "export-predictions", href: `${base}/exports/predictions.conllu`, download: "", text: "Predicted tags of the corpus (CoNLL-U)" })));
     }

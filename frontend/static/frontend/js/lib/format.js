@@ -7,3 +7,6 @@ export const pct = (x) => (x === null || x === undefined || Number.isNaN(x) ? "�
 
 // A number with `digits` decimals, or "–" when unknown.
 export const fixed = (x, digits) => (x === null || x === undefined ? "–" : Number(x).toFixed(digits));
+
+// "1 check", "2 checks": a count and its noun (`plural` when adding an s will not do).
+export const counted = (n, noun, plural = `${noun}s`) => `${fmt.format(n)} ${n === 1 ? noun : plural}`;

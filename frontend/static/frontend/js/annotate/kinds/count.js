@@ -5,6 +5,7 @@
 //   answer()   the kind's part of the observation body (here {counts: {tag: n}})
 //   activate(i), key(key) → handled?   for pointer and keyboard
 import { el } from "../../lib/dom.js";
+import { t } from "../text.js";
 
 // Each count is at most the window, and together they cannot exceed it.
 export function maxFor(counts, i, maxCount) {
@@ -14,7 +15,7 @@ export function maxFor(counts, i, maxCount) {
 
 function examplesOf(tag) {
   const examples = (tag.examples || []).filter(Boolean);
-  return examples.length ? ` e.g. ${examples.map((e) => `“${e}”`).join(", ")}` : "";
+  return examples.length ? ` ${t("eg")} ${examples.map((e) => `“${e}”`).join(", ")}` : "";
 }
 
 function question(tag, i, change) {
@@ -24,11 +25,12 @@ function question(tag, i, change) {
   const counter = el(
     "div",
     { class: "counter", role: "group", "aria-labelledby": `${id}-h` },
-    el("button", { type: "button", class: "dec", text: "−", "aria-label": `One fewer ${tag.name}`, onclick: () => change(i, -1) }),
-    el("output", { id: `${id}-n`, text: "0", "aria-label": `${tag.name} count` }),
-    el("button", { type: "button", class: "inc", text: "+", "aria-label": `One more ${tag.name}`, onclick: () => change(i, +1) }),
+    el("button", { type: "button", class: "dec", text: "−", "aria-label": t("fewer", { tag: tag.name }), onclick: () => change(i, -1) }),
+    el("output", { id: `${id}-n`, text: "0", "aria-label": t("countOf", { tag: tag.name }) }),
+    el("button", { type: "button", class: "inc", text: "+", "aria-label": t("more", { tag: tag.name }), onclick: () => change(i, +1) }),
   );
-  const heading = el("h3", { id: `${id}-h` }, "How many ", el("b", { text: tag.name }), " in the highlight?");
+  const [before, after] = t("howMany");
+  const heading = el("h3", { id: `${id}-h` }, before, el("b", { text: tag.name }), after);
   return el("div", { class: "q", id }, el("div", { class: "text" }, heading, guide), counter);
 }
 

@@ -1,15 +1,15 @@
 // The verification task: the highlighted words with the tag the model shows under each, and one
 // question, "Are all of these tags right?": Yes / No in the dock, in thumb reach. After No,
-// optionally "Which word is wrong?": tap the word, or Skip. Tapping a tag before answering shows
+// optionally "Which is the first wrong word?": tap it, or Skip. The first, because that is what
+// the answer means to the learning side and to the gold checks (learning/core/verification.py:
+// the words before it are right); after a No on a single word, that word is the wrong one. Tapping a tag before answering shows
 // its one-line guideline.
 //
 // Besides a kind's view (count.js), this one answers by itself: `send(part)` is called with the
 // kind's part of the observation body ({answer: true} or {answer: false, wrong: i | null}), and
 // `dock` is the element its buttons go in (the page hides its Submit for it).
 import { el } from "../../lib/dom.js";
-
-export const QUESTION = "Are all of these tags right?";
-export const WHICH = "Which word is wrong?";
+import { t } from "../text.js";
 
 // The body of an answer: Yes, or No with the position in the window of the word tapped (or null).
 export function verificationAnswer(yes, wrong = null) {
@@ -19,7 +19,7 @@ export function verificationAnswer(yes, wrong = null) {
 function guidelineOf(tag) {
   if (!tag) return "";
   const examples = (tag.examples || []).filter(Boolean);
-  const eg = examples.length ? ` e.g. ${examples.map((e) => `“${e}”`).join(", ")}` : "";
+  const eg = examples.length ? ` ${t("eg")} ${examples.map((e) => `“${e}”`).join(", ")}` : "";
   return `${tag.name}: ${tag.guideline || ""}${eg}`;
 }
 
@@ -27,10 +27,10 @@ export function render(task, box, { say, send, dock }) {
   const byName = Object.fromEntries(task.tags.map((tag) => [tag.name, tag]));
   const { start, length } = task.window;
   const words = task.tokens.slice(start, start + length);
-  let asking = true; // false once No was tapped: "Which word is wrong?"
+  let asking = true; // false once No was tapped: which is the first wrong word?
 
-  const heading = el("h3", { id: "q0-h", text: QUESTION });
-  const guide = el("p", { class: "guide", id: "q0-guide", "aria-live": "polite" }, "Tap a tag to see what it means.");
+  const heading = el("h3", { id: "q0-h", text: t("allRight") });
+  const guide = el("p", { class: "guide", id: "q0-guide", "aria-live": "polite" }, t("tapTag"));
   const cells = words.map((word, i) =>
     el(
       "button",
@@ -44,21 +44,22 @@ export function render(task, box, { say, send, dock }) {
   box.replaceChildren(row);
   box.classList.remove("single");
 
-  const yes = el("button", { type: "button", class: "choice-yes", id: "answer-yes", text: "Yes", onclick: () => answer(true) });
-  const no = el("button", { type: "button", class: "choice-no", id: "answer-no", text: "No", onclick: () => answer(false) });
-  const skip = el("button", { type: "button", class: "choice-skip", id: "answer-skip", text: "Skip", onclick: () => send(verificationAnswer(false, null)) });
+  const yes = el("button", { type: "button", class: "choice-yes", id: "answer-yes", text: t("yes"), onclick: () => answer(true) });
+  const no = el("button", { type: "button", class: "choice-no", id: "answer-no", text: t("no"), onclick: () => answer(false) });
+  const skip = el("button", { type: "button", class: "choice-skip", id: "answer-skip", text: t("skip"), onclick: () => send(verificationAnswer(false, null)) });
   dock.replaceChildren(yes, no);
 
   function answer(isYes) {
     if (!asking) return;
     if (isYes) return send(verificationAnswer(true));
+    if (words.length === 1) return send(verificationAnswer(false, 0));
     asking = false;
     row.classList.add("which");
-    heading.textContent = WHICH;
-    guide.textContent = "Tap the word whose tag is wrong, or Skip.";
-    cells.forEach((cell) => cell.setAttribute("aria-label", `${cell.textContent}: this one is wrong`));
+    heading.textContent = t("firstWrong");
+    guide.textContent = t("tapFirstWrong");
+    cells.forEach((cell) => cell.setAttribute("aria-label", t("firstWrongLabel", { word: cell.textContent })));
     dock.replaceChildren(skip);
-    say(`${WHICH} Tap it, or Skip.`);
+    say(`${t("firstWrong")} ${t("tapFirstWrong")}`);
   }
   function tap(i) {
     if (!asking) return send(verificationAnswer(false, i));
