@@ -113,14 +113,20 @@ def _settle_privacy(project: Project, *, previous_alpha: float | None = None) ->
         )
 
 
+def _leases_hold(project: Project) -> None:
+    """Every lease bumps its annotator's `lease_serial` under that row's lock: bumping them all
+    waits for the leases being made now (their tasks are then seen), and a lease begun before
+    this transaction commits leases nothing and asks the scheduler again, which reads the
+    project afresh (`annotation.hotpath`: `fresh`). Taken before the project's row, as a lease
+    takes them (its membership, then the project's row for its assignment's foreign key): the
+    other order deadlocked with a lease."""
+    Membership.objects.filter(project=project).update(lease_serial=F("lease_serial") + 1)
+
+
 def _privacy_change_check(project: Project, changed: list[str]) -> None:
     """Privacy is chosen before annotators start: a phone may hold a task leased under the old
     settings and answer it offline, and a true count (or a Yes / No) that has left the phone
-    cannot be taken back. Every lease bumps its annotator's `lease_serial` under that row's
-    lock, so bumping them all here waits for the leases being made now (then seen below), and a
-    lease begun before this change commits leases nothing and asks the scheduler again, which
-    reads the project afresh (`annotation.hotpath`: `fresh`)."""
-    Membership.objects.filter(project=project).update(lease_serial=F("lease_serial") + 1)
+    cannot be taken back (the leases being made were waited for: `_leases_hold`)."""
     if project.observations.exists():
         raise Conflict(
             "The privacy settings cannot change once the project has answers: every answer "
@@ -192,6 +198,8 @@ def project_update(
     unknown = set(fields) - set(_PROJECT_FIELDS)
     if unknown:
         raise InvalidInput(f"Unknown fields: {', '.join(sorted(unknown))}.")
+    if set(fields) & set(PRIVACY_FIELDS):
+        _leases_hold(project)  # before the project's row: the order a lease takes them in
     project = Project.objects.select_for_update().get(pk=project.pk)
     changes_language = fields.get("language", project.language) != project.language
     if changes_language and project.sentences.exists():

@@ -141,8 +141,8 @@ def test_each_answer_brings_the_next_task_in_one_round_trip(new_context, project
     page.goto(f"/annotate/{project.pk}/")
     wait_for_lookahead(page, annotator, project)
     sent = []
-    page.on(
-        "requestfinished",
+    page.on(  # requests sent from now on (a lease ahead may still be finishing)
+        "request",
         lambda request: (
             "/api/" in request.url
             and request.method == "POST"
