@@ -3,17 +3,19 @@
 from django.conf import settings
 from django.core.files.uploadhandler import FileUploadHandler, StopUpload
 from drf_spectacular.types import OpenApiTypes
-from drf_spectacular.utils import extend_schema
+from drf_spectacular.utils import OpenApiResponse, extend_schema
 from rest_framework import status
 from rest_framework.response import Response
 
 from annotation import importers, selectors, services
+from annotation.api.schemas import ImportOut, PreviewOut, SentenceOut
 from annotation.api.serializers import (
     CorpusPreviewSerializer,
     CorpusUploadSerializer,
     import_out,
 )
 from common.api.base import ApiView, ManagerView, paginated
+from common.api.errors import ErrorSerializer
 from common.api.parsers import MultiPartParser
 from common.exceptions import InvalidCorpus, PayloadTooLarge
 from common.text import as_sentence
@@ -77,11 +79,27 @@ class UploadGuard:
 class CorpusView(UploadGuard, ManagerView):
     parser_classes = [MultiPartParser]
 
-    @extend_schema(responses={200: OpenApiTypes.OBJECT})
+    @extend_schema(responses={200: ImportOut(many=True)})
     def get(self, request, project_id):
         return paginated(self, selectors.imports_of_project(project=self.project), import_out)
 
-    @extend_schema(request=CorpusUploadSerializer, responses={201: OpenApiTypes.OBJECT})
+    @extend_schema(
+        request=CorpusUploadSerializer,
+        responses={
+            201: OpenApiResponse(ImportOut, description="Imported."),
+            202: OpenApiResponse(
+                OpenApiTypes.OBJECT, description="Accepted: a large import runs as a job."
+            ),
+            409: OpenApiResponse(
+                ErrorSerializer,
+                description="`duplicate_corpus`: the project has this file's content already; "
+                "send `allow_duplicate` to import it again.",
+            ),
+            413: OpenApiResponse(
+                ErrorSerializer, description="The file, or what it holds, passes a limit."
+            ),
+        },
+    )
     def post(self, request, project_id):
         limit = settings.TALLY_MAX_UPLOAD_BYTES
         fields = self.upload_checked(CorpusUploadSerializer, request.data)
@@ -104,7 +122,7 @@ class CorpusPreviewView(UploadGuard, ApiView):
 
     parser_classes = [MultiPartParser]
 
-    @extend_schema(request=CorpusPreviewSerializer, responses={200: OpenApiTypes.OBJECT})
+    @extend_schema(request=CorpusPreviewSerializer, responses={200: PreviewOut})
     def post(self, request):
         fields = self.upload_checked(CorpusPreviewSerializer, request.data)
         limit = settings.TALLY_MAX_UPLOAD_BYTES
@@ -125,7 +143,7 @@ class CorpusPreviewView(UploadGuard, ApiView):
 
 
 class SentenceListView(ManagerView):
-    @extend_schema(responses={200: OpenApiTypes.OBJECT})
+    @extend_schema(responses={200: SentenceOut(many=True)})
     def get(self, request, project_id):
         names = selectors.project_tag_names(project=self.project)
         return paginated(

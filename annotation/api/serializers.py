@@ -103,6 +103,14 @@ class CorpusUploadSerializer(serializers.Serializer):
         return value
 
 
+class ProjectWithCorpusSerializer(CorpusUploadSerializer):
+    """The multipart body that creates a project with its corpus, for the schema: the project's
+    settings as one JSON part, and the upload's fields (the view reads them as two)."""
+
+    project = ProjectWriteSerializer(help_text="The project's settings, as JSON.")
+    allow_duplicate = None  # a new project has no corpus to be a duplicate of
+
+
 class CorpusPreviewSerializer(serializers.Serializer):
     file = serializers.FileField(allow_empty_file=False)
     format = serializers.ChoiceField(choices=CorpusImport.Format.choices)

@@ -13,6 +13,7 @@ class ApiView(APIView):
     # Token first, so that an anonymous request is answered 401 with `WWW-Authenticate: Token`.
     # Session auth (browsers) enforces CSRF on unsafe methods.
     authentication_classes = [TokenAuthentication, SessionAuthentication]
+    pagination_class = Pagination  # what `paginated` pages with (the schema reads it here)
 
     def get_exception_handler(self):
         return exception_handler
@@ -27,6 +28,6 @@ class ManagerView(ProjectView):
 
 
 def paginated(view: APIView, queryset, shape) -> Response:
-    paginator = Pagination()
+    paginator = view.pagination_class()
     page = paginator.paginate_queryset(queryset, view.request, view=view)
     return paginator.get_paginated_response([shape(item) for item in page])

@@ -2,7 +2,7 @@
 
 drf-spectacular's views render an error with their own renderer (YAML for the schema, an HTML
 template for the docs, which has no template for an OPTIONS answer: a 500); here an error is
-always the API's JSON error body.
+always the API's JSON error body. How views are read: `common.api.schema`.
 """
 
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView

@@ -2,12 +2,13 @@
 
 from django.http import StreamingHttpResponse
 from drf_spectacular.types import OpenApiTypes
-from drf_spectacular.utils import extend_schema
+from drf_spectacular.utils import OpenApiParameter, extend_schema
 from rest_framework import serializers
 from rest_framework.response import Response
 
 from common.api.base import ManagerView, ProjectView
 from learning import predictions
+from learning.api.schemas import PredictionOut
 
 
 class PredictSerializer(serializers.Serializer):
@@ -15,7 +16,7 @@ class PredictSerializer(serializers.Serializer):
 
 
 class PredictView(ProjectView):
-    @extend_schema(request=PredictSerializer, responses={200: OpenApiTypes.OBJECT})
+    @extend_schema(request=PredictSerializer, responses={200: PredictionOut})
     def post(self, request, project_id):
         data = PredictSerializer(data=request.data)
         data.is_valid(raise_exception=True)
@@ -29,7 +30,16 @@ class PredictView(ProjectView):
 
 
 class PredictionsExportView(ManagerView):
-    @extend_schema(responses={(200, "text/plain"): OpenApiTypes.BINARY})
+    @extend_schema(
+        parameters=[
+            OpenApiParameter(
+                "misc",
+                enum=["1"],
+                description="1: a CoNLL-U source's MISC also gets each tag's probability.",
+            )
+        ],
+        responses={(200, "text/plain"): OpenApiTypes.STR},
+    )
     def get(self, request, project_id):
         version = predictions.current_version(project_id=self.project.pk)
         response = StreamingHttpResponse(
