@@ -11,11 +11,13 @@ from __future__ import annotations
 from django.db import connection
 from django.http import HttpRequest, HttpResponse
 from django.utils import timezone
-from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import OpenApiResponse
 from rest_framework import serializers
 
 from annotation import hotpath, scheduler, selectors, services
+from annotation.api.schemas import ObservationOut, TaskOut
 from annotation.api.serializers import observation_out, task_out
+from common.api.errors import ErrorSerializer
 from common.api.plain import Caller, invalid_token, json_body, json_response, plain_view
 from common.exceptions import InvalidInput, NotFound
 from config.converters import MAX_ID
@@ -65,7 +67,13 @@ def next_task_fields(data) -> dict:
 
 @plain_view(
     request=NextTaskSerializer,
-    responses={200: OpenApiTypes.OBJECT, 204: None, 409: OpenApiTypes.OBJECT},
+    responses={
+        200: TaskOut,
+        204: OpenApiResponse(description="No task for you now."),
+        409: OpenApiResponse(
+            ErrorSerializer, description="You hold the most leases allowed, or it is paused."
+        ),
+    },
 )
 def next_task(request: HttpRequest, caller: Caller, project_id: int) -> HttpResponse:
     """Lease the caller's next task in the project (204 when there is none for them)."""
@@ -232,7 +240,15 @@ def _verification_plain(fields: dict) -> bool:
 
 @plain_view(
     request=ObservationSubmitSerializer,
-    responses={200: OpenApiTypes.OBJECT, 201: OpenApiTypes.OBJECT},
+    responses={
+        200: OpenApiResponse(ObservationOut, description="Stored before (`replayed`)."),
+        201: OpenApiResponse(ObservationOut, description="Stored."),
+        404: OpenApiResponse(ErrorSerializer, description="No such lease of yours."),
+        409: OpenApiResponse(
+            ErrorSerializer,
+            description="Answered already, the lease expired, or the key was used for another.",
+        ),
+    },
 )
 def observation_submit(request: HttpRequest, caller: Caller) -> HttpResponse:
     """Store the answer to a lease (201): the counts of a count task, or Yes / No (and optionally
