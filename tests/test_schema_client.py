@@ -200,12 +200,12 @@ def test_a_manager_and_an_annotator_run_their_flows_with_the_generated_client(li
             break
         assert isinstance(task, models.TaskOut), task
         window = gold[tuple(task.tokens)][task.window.start :][: task.window.length]
-        counts = models.ObservationSubmitRequestCounts.from_dict(
+        counts = models.CountAnswerRequestCounts.from_dict(
             {tag.name: window.count(tag.name) for tag in task.tags}
         )
         stored = _op(m, "observations_create").sync_detailed(
             client=annotator,
-            body=models.ObservationSubmitRequest(
+            body=models.CountAnswerRequest(
                 assignment=task.assignment,
                 counts=counts,
                 idempotency_key=f"answer-{number}",

@@ -11,7 +11,11 @@ from __future__ import annotations
 from django.db import connection
 from django.http import HttpRequest, HttpResponse
 from django.utils import timezone
-from drf_spectacular.utils import OpenApiResponse
+from drf_spectacular.utils import (
+    OpenApiResponse,
+    PolymorphicProxySerializer,
+    extend_schema_field,
+)
 from rest_framework import serializers
 
 from annotation import hotpath, scheduler, selectors, services
@@ -23,6 +27,7 @@ from common.exceptions import InvalidInput, NotFound
 from config.converters import MAX_ID
 
 MAX_KEY = 64
+MAX_SECONDS = 1e7
 
 
 def _is_id(value) -> bool:
@@ -42,9 +47,7 @@ class NextTaskSerializer(serializers.Serializer):
 
 
 def next_task_fields(data) -> dict:
-    """Validate a next-task request: an empty body, or `{"holding": [assignment ids]}`."""
-    if data is None:
-        return {"holding": []}
+    """Validate a next-task request: an empty body (`data` {}), or `{"holding": [ids]}`."""
     if not isinstance(data, dict):
         raise InvalidInput("Expected a JSON object.")
     holding = data.get("holding", [])
@@ -77,7 +80,9 @@ def next_task_fields(data) -> dict:
 )
 def next_task(request: HttpRequest, caller: Caller, project_id: int) -> HttpResponse:
     """Lease the caller's next task in the project (204 when there is none for them)."""
-    holding = next_task_fields(json_body(request, optional=True))["holding"]
+    data = json_body(request, optional=True)  # None: no body, or a JSON `null`
+    # No body is no lease held; a `null` is not an object, as the schema says.
+    holding = next_task_fields({} if data is None and not request.body else data)["holding"]
     now = timezone.now()
     gold_draw, kind_draw = scheduler.gold_draw(), scheduler.gold_draw()
     if connection.vendor == "postgresql":
@@ -128,38 +133,63 @@ def next_task(request: HttpRequest, caller: Caller, project_id: int) -> HttpResp
     )
 
 
-class PrivacySerializer(serializers.Serializer):
-    """How a private project's answer was released: the task's `privacy.mechanism` and
-    `privacy.alpha`, sent back as they came."""
+@extend_schema_field(
+    {
+        "type": "object",
+        "properties": {"mechanism": {"type": "string"}, "alpha": {"type": "number"}},
+        "required": ["mechanism", "alpha"],
+        "additionalProperties": False,
+        "description": "The task's `privacy.mechanism` and `privacy.alpha`, as they came.",
+    }
+)
+class _PrivacyField(serializers.DictField):
+    """How a private project's answer was released, for the schema: those two keys only, as
+    `submission_fields` checks."""
 
-    mechanism = serializers.CharField()
-    alpha = serializers.FloatField()
+
+@extend_schema_field(
+    {"type": "number", "minimum": 0, "maximum": MAX_SECONDS, "exclusiveMaximum": True,
+     "nullable": True}
+)  # fmt: skip
+class _SecondsField(serializers.FloatField):
+    """Seconds on the device, for the schema: from 0 to less than `MAX_SECONDS`."""
 
 
-class ObservationSubmitSerializer(serializers.Serializer):
-    """The submission body, for the schema; `submission_fields` checks its shape,
+class _AnswerSerializer(serializers.Serializer):
+    """What every submission holds, for the schema; `submission_fields` checks its shape,
     `services.counts_check` the counts of a count task and `services.verification_check` the
-    answer to a verification task. A private project takes `released` and `privacy` instead of
-    `counts`."""
+    answer to a verification task."""
 
     assignment = serializers.IntegerField(min_value=1, max_value=MAX_ID)
+    seconds_on_device = _SecondsField(required=False, allow_null=True)
+    idempotency_key = serializers.CharField(min_length=1, max_length=MAX_KEY)
+
+
+class CountAnswerSerializer(_AnswerSerializer):
+    """The answer to a count task."""
+
     counts = serializers.DictField(
         child=serializers.IntegerField(min_value=0),
-        required=False,
         help_text="A count task's answer: the count of each asked tag (projects that are not "
         "private).",
     )
+
+
+class PrivateCountAnswerSerializer(_AnswerSerializer):
+    """The answer to a count task of a private project: released values only."""
+
     released = serializers.DictField(
         child=serializers.IntegerField(min_value=0),
-        required=False,
         help_text="Private projects: each asked tag's count as released on the phone by the "
         "task's `privacy.release` distribution; the true count is never sent.",
     )
-    privacy = PrivacySerializer(
-        required=False, help_text="Private projects: the task's mechanism and alpha."
-    )
+    privacy = _PrivacyField()
+
+
+class VerificationAnswerSerializer(_AnswerSerializer):
+    """The answer to a verification task."""
+
     answer = serializers.BooleanField(
-        required=False,
         help_text="A verification task's answer: true if all the shown tags are right.",
     )
     wrong = serializers.IntegerField(
@@ -168,8 +198,14 @@ class ObservationSubmitSerializer(serializers.Serializer):
         min_value=0,
         help_text="After a No (optional): the position in the window (0-based) of a wrong word.",
     )
-    seconds_on_device = serializers.FloatField(required=False, allow_null=True, min_value=0)
-    idempotency_key = serializers.CharField(min_length=1, max_length=MAX_KEY)
+
+
+# Exactly one of `counts`, `released` (with `privacy`) and `answer`, as `submission_fields` checks.
+ObservationSubmitSerializer = PolymorphicProxySerializer(
+    component_name="ObservationSubmit",
+    serializers=[CountAnswerSerializer, PrivateCountAnswerSerializer, VerificationAnswerSerializer],
+    resource_type_field_name=None,
+)
 
 
 def submission_fields(data) -> dict:
@@ -209,7 +245,9 @@ def submission_fields(data) -> dict:
         errors["privacy"] = ['An object {"mechanism": name, "alpha": number}, as the task gave.']
     seconds = data.get("seconds_on_device")
     if seconds is not None and (
-        isinstance(seconds, bool) or not isinstance(seconds, int | float) or not 0 <= seconds < 1e7
+        isinstance(seconds, bool)
+        or not isinstance(seconds, int | float)
+        or not 0 <= seconds < MAX_SECONDS
     ):
         errors["seconds_on_device"] = ["A non-negative number of seconds, or null."]
     if errors:

@@ -437,9 +437,16 @@ def test_schema_and_docs(manager):
     assert {"200", "201", "400", "401", "404", "409"} <= set(submit["post"]["responses"])
     # `counts`, or in a private project `released` with `privacy` (issue 13); a verification
     # task is answered with Yes / No and the wrong word (issue 15).
-    submission = bodies["ObservationSubmitRequest"]
-    assert set(submission["required"]) == {"assignment", "idempotency_key"}
-    assert {"counts", "released", "privacy", "answer", "wrong"} <= set(submission["properties"])
+    # Exactly one of them (issue 24).
+    variants = [
+        bodies[ref["$ref"].rsplit("/", 1)[1]] for ref in bodies["ObservationSubmitRequest"]["oneOf"]
+    ]
+    assert [set(variant["required"]) for variant in variants] == [
+        {"assignment", "idempotency_key", "counts"},
+        {"assignment", "idempotency_key", "released", "privacy"},
+        {"assignment", "idempotency_key", "answer"},
+    ]
+    assert "wrong" in variants[2]["properties"]
     assert {"private", "alpha", "mechanism", "verification_share"} <= set(
         bodies["ProjectWriteRequest"]["properties"]
     )
