@@ -11,9 +11,10 @@ from accounts.throttles import RegisterThrottle
 from annotation import selectors
 from common.api.base import ApiView
 from common.api.errors import ErrorSerializer
+from common.api.typed import TypedSerializer
 
 
-class CredentialsSerializer(serializers.Serializer):
+class CredentialsSerializer(TypedSerializer):
     username = serializers.RegexField(r"^[\w.@+-]+\Z", max_length=150)
     password = serializers.CharField(max_length=128, trim_whitespace=False)
 

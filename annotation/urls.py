@@ -2,15 +2,22 @@
 
 from django.http import JsonResponse
 from django.urls import path
+from django.views.decorators.csrf import csrf_exempt
 from drf_spectacular.utils import inline_serializer
 from rest_framework import serializers
 
 from annotation.api import corpus, cycle, exports, projects
+from common.api.errors import request_error
 from common.api.schema import described
 
 
+@csrf_exempt  # nothing to protect; and a method it does not serve is its 405, not CSRF's 403
 def ping(request):
     """Trivial view: no auth, no database. The benchmark's ceiling."""
+    if request.method not in ("GET", "HEAD"):
+        response = request_error(request, 405, "method_not_allowed", "Only GET is allowed here.")
+        response["Allow"] = "GET, HEAD"
+        return response
     return JsonResponse({"ok": True})
 
 

@@ -35,6 +35,8 @@ from learning import services as learning_services
 
 
 class ProjectListView(UploadGuard, ApiView):
+    """Your projects (any role); create one."""
+
     parser_classes = [JsonParser, MultiPartParser]
 
     @extend_schema(responses={200: ProjectOut(many=True)})
@@ -127,7 +129,17 @@ class ProjectDetailView(ProjectView):
             transaction.on_commit(lambda: learning_services.model_files_delete(files))
         return Response(status=status.HTTP_204_NO_CONTENT)
 
-    @extend_schema(request=ProjectWriteSerializer, responses={200: ProjectOut})
+    @extend_schema(
+        request=ProjectWriteSerializer,
+        responses={
+            200: ProjectOut,
+            409: OpenApiResponse(
+                ErrorSerializer,
+                description="A setting that is fixed now: the language and tag names once the "
+                "project has sentences, the privacy settings once it has answers.",
+            ),
+        },
+    )
     def patch(self, request, project_id):
         if not is_manager(self.membership):
             self.permission_denied(request, "Only the project's managers may do this.")
@@ -144,7 +156,15 @@ class InviteRotateView(ManagerView):
 
 
 class JoinView(ApiView):
-    @extend_schema(request=JoinSerializer, responses={200: JoinOut, 201: JoinOut})
+    @extend_schema(
+        request=JoinSerializer,
+        responses={
+            200: OpenApiResponse(JoinOut, description="A member already."),
+            201: OpenApiResponse(JoinOut, description="Joined."),
+            404: OpenApiResponse(ErrorSerializer, description="No project has this code."),
+            409: OpenApiResponse(ErrorSerializer, description="The project is archived."),
+        },
+    )
     def post(self, request):
         data = JoinSerializer(data=request.data)
         data.is_valid(raise_exception=True)
@@ -176,7 +196,12 @@ class MemberListView(ManagerView):
 
 
 class MemberDetailView(ManagerView):
-    @extend_schema(responses={204: None})
+    @extend_schema(
+        responses={
+            204: None,
+            409: OpenApiResponse(ErrorSerializer, description="The owner cannot be removed."),
+        }
+    )
     def delete(self, request, project_id, user_id):
         services.membership_remove(project=self.project, user_id=user_id)
         return Response(status=status.HTTP_204_NO_CONTENT)

@@ -18,6 +18,14 @@ class ApiView(APIView):
     def get_exception_handler(self):
         return exception_handler
 
+    def initial(self, request, *args, **kwargs):
+        # A method the URL does not serve is a 405 (with `Allow`) whoever asks, as Django's own
+        # views answer: DRF asked for credentials (401) or hid the project (404) first.
+        method = request.method.lower()
+        if method not in self.http_method_names or not hasattr(self, method):
+            self.http_method_not_allowed(request)
+        super().initial(request, *args, **kwargs)
+
 
 class ProjectView(ProjectScope, ApiView):
     """A view under /api/projects/{project_id}/: members only (others get 404)."""

@@ -6,22 +6,12 @@ always the API's JSON error body. How views are read: `common.api.schema`.
 """
 
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
-from rest_framework.renderers import JSONRenderer
 
-from common.api.errors import exception_handler
+from common.api.errors import JsonErrors
 
 
-class _JsonErrors:
+class _JsonErrors(JsonErrors):
     http_method_names = ["get", "head"]
-
-    def get_exception_handler(self):
-        return exception_handler
-
-    def handle_exception(self, exc):
-        response = super().handle_exception(exc)
-        self.request.accepted_renderer = JSONRenderer()
-        self.request.accepted_media_type = JSONRenderer.media_type
-        return response
 
 
 class SchemaView(_JsonErrors, SpectacularAPIView):

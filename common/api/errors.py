@@ -3,6 +3,7 @@
 from django.core.exceptions import PermissionDenied as DjangoPermissionDenied
 from django.http import Http404, HttpResponse, JsonResponse
 from rest_framework import exceptions, serializers, status
+from rest_framework.renderers import JSONRenderer
 from rest_framework.response import Response
 from rest_framework.views import exception_handler as drf_exception_handler
 
@@ -83,6 +84,20 @@ def exception_handler(exc, context):
         body = error_body(code, str(exc.detail))
     response.data = body
     return response
+
+
+class JsonErrors:
+    """A view mixin: errors are the API's JSON body whatever the view renders when it succeeds
+    (an event stream, a YAML schema, an HTML page)."""
+
+    def get_exception_handler(self):
+        return exception_handler
+
+    def handle_exception(self, exc):
+        response = super().handle_exception(exc)
+        self.request.accepted_renderer = JSONRenderer()
+        self.request.accepted_media_type = JSONRenderer.media_type
+        return response
 
 
 def is_api(request) -> bool:

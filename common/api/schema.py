@@ -10,7 +10,8 @@ from collections.abc import Callable
 
 import uritemplate
 from drf_spectacular.openapi import AutoSchema
-from drf_spectacular.utils import extend_schema
+from drf_spectacular.plumbing import force_instance
+from drf_spectacular.utils import PolymorphicProxySerializer, extend_schema
 from rest_framework.permissions import AllowAny
 from rest_framework.views import APIView
 
@@ -39,6 +40,20 @@ class TallySchema(AutoSchema):
         # JSON, unless a view reads multipart only (file uploads).
         media_types = super().map_parsers()
         return [JSON] if JSON in media_types else media_types
+
+    def _get_request_body(self, direction="request"):
+        body = super()._get_request_body(direction)
+        # drf-spectacular reads `required` off the body's component, and a oneOf has none: the
+        # body is required when every alternative has required fields.
+        serializer = self.get_request_serializer() if body else None
+        if isinstance(serializer, PolymorphicProxySerializer):
+            variants = serializer.serializers
+            variants = variants.values() if isinstance(variants, dict) else variants
+            if all(
+                any(field.required for field in force_instance(v).fields.values()) for v in variants
+            ):
+                body["required"] = True
+        return body
 
     def _get_response_bodies(self, direction="response"):
         responses = super()._get_response_bodies(direction)

@@ -17,7 +17,7 @@ from rest_framework.exceptions import APIException
 from rest_framework.renderers import BaseRenderer, JSONRenderer
 
 from common.api.base import ManagerView
-from common.api.errors import ErrorSerializer
+from common.api.errors import ErrorSerializer, JsonErrors
 from learning import push
 from learning.stream_slots import stream_slot_acquire, stream_slot_release
 
@@ -78,7 +78,7 @@ class _SlottedAsyncStream(_Slotted):
         return aiter(self.content)
 
 
-class EventsView(ManagerView):
+class EventsView(JsonErrors, ManagerView):
     renderer_classes = [JSONRenderer, EventStreamRenderer]
 
     @extend_schema(

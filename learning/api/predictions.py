@@ -2,17 +2,24 @@
 
 from django.http import StreamingHttpResponse
 from drf_spectacular.types import OpenApiTypes
-from drf_spectacular.utils import OpenApiParameter, extend_schema
+from drf_spectacular.utils import OpenApiParameter, extend_schema, extend_schema_field
 from rest_framework import serializers
 from rest_framework.response import Response
 
 from common.api.base import ManagerView, ProjectView
+from common.api.typed import TypedSerializer
 from learning import predictions
 from learning.api.schemas import PredictionOut
 
 
-class PredictSerializer(serializers.Serializer):
-    text = serializers.CharField(trim_whitespace=False, allow_blank=True)
+@extend_schema_field({"type": "string", "pattern": r"\S"})
+class _TextField(serializers.CharField):
+    """Text with something to tag in it (the schema says so; `text_tag` checks it and its
+    size, in words a user understands)."""
+
+
+class PredictSerializer(TypedSerializer):
+    text = _TextField(trim_whitespace=False, error_messages={"blank": "Give some words to tag."})
 
 
 class PredictView(ProjectView):
@@ -34,8 +41,8 @@ class PredictionsExportView(ManagerView):
         parameters=[
             OpenApiParameter(
                 "misc",
-                enum=["1"],
-                description="1: a CoNLL-U source's MISC also gets each tag's probability.",
+                description="1: a CoNLL-U source's MISC also gets each tag's probability "
+                "(any other value: it is kept as it was).",
             )
         ],
         responses={(200, "text/plain"): OpenApiTypes.STR},

@@ -1,17 +1,19 @@
 """Webhook CRUD and delivery log (managers)."""
 
-from drf_spectacular.utils import extend_schema
+from drf_spectacular.utils import OpenApiResponse, extend_schema
 from rest_framework import serializers, status
 from rest_framework.response import Response
 
 from common.api.base import ManagerView, paginated
+from common.api.errors import ErrorSerializer
+from common.api.typed import TypedSerializer
 from common.exceptions import NotFound
 from learning.api.schemas import DeliveryOut, WebhookCreatedOut, WebhookOut
 from learning.api.shapes import delivery_out, webhook_out
 from learning.webhooks import selectors, services
 
 
-class WebhookSerializer(serializers.Serializer):
+class WebhookSerializer(TypedSerializer):
     url = serializers.CharField(max_length=500, trim_whitespace=True)
     secret = serializers.CharField(required=False, trim_whitespace=False)
     active = serializers.BooleanField(required=False, default=True)
@@ -26,7 +28,13 @@ class WebhookListView(ManagerView):
             webhook_out,
         )
 
-    @extend_schema(request=WebhookSerializer, responses={201: WebhookCreatedOut})
+    @extend_schema(
+        request=WebhookSerializer,
+        responses={
+            201: WebhookCreatedOut,
+            409: OpenApiResponse(ErrorSerializer, description="The project has the most allowed."),
+        },
+    )
     def post(self, request, project_id):
         data = WebhookSerializer(data=request.data)
         data.is_valid(raise_exception=True)
