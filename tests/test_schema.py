@@ -5,11 +5,13 @@ tests/test_schemathesis.py."""
 import json
 
 import pytest
+from django.core.files.uploadedfile import SimpleUploadedFile
 from rest_framework.test import APIClient
 
 from tests.factories import client_for, make_project, member
 
 METHODS = ("get", "put", "post", "patch", "delete")
+PRESET = {"name": "P", "tag_preset": "ud_upos"}
 # Its 202 (a large import accepted as a job) is the import job's engineer's to type.
 UPLOAD = "/api/projects/{project_id}/corpus/"
 
@@ -197,3 +199,37 @@ def test_an_unknown_invite_code_is_a_documented_404(schema, project):
     response = client.post("/api/join/", {"code": "no-such-code"}, format="json")
     assert response.status_code == 404
     assert {"404", "409"} <= set(schema["paths"]["/api/join/"]["post"]["responses"])
+
+
+@pytest.mark.parametrize(
+    "url, body, field",
+    [
+        ("/api/projects/", {"name": 0, "tag_preset": "ud_upos"}, "name"),
+        ("/api/projects/", {**PRESET, "window_size": "5"}, "window_size"),
+        ("/api/projects/", {**PRESET, "window_size": 5.0}, "window_size"),
+        ("/api/projects/", {**PRESET, "private": 1}, "private"),
+        ("/api/projects/", {"name": "P", "tags": [{"name": 7}]}, "tags"),
+        ("/api/projects/", {"name": "P", "tags": [{"name": "X", "examples": [1]}]}, "tags"),
+        ("/api/join/", {"code": 12345}, "code"),
+    ],
+)
+def test_a_json_value_of_another_type_is_refused(project, url, body, field):
+    """DRF took "5" and 5.0 as 5, 0 as "0", 1 as true: schemathesis's wrong-typed bodies were
+    accepted. Now a 400 that names the field."""
+    response = client_for(project.owner).post(url, body, format="json")
+    assert response.status_code == 400, response.content
+    assert field in response.json()["error"]["fields"]
+
+
+def test_form_fields_are_still_read_as_text(project):
+    """Multipart fields are text by nature: a corpus upload's numbers still come as text."""
+    response = client_for(project.owner).post(
+        f"/api/projects/{project.pk}/corpus/",
+        {
+            "file": SimpleUploadedFile("corpus.txt", b"a b c\n", content_type="text/plain"),
+            "format": "tokenized",
+            "evaluation_fraction": "0.5",
+        },
+        format="multipart",
+    )
+    assert response.status_code == 201, response.content
