@@ -24,7 +24,6 @@ _ERRORS = {
     401: "Not signed in: send `Authorization: Token <key>`.",
     403: "Not allowed: only the project's managers may do this (or a session's CSRF check failed).",
     404: "No such object, or not one of your projects.",
-    409: "In conflict with the object's state: the message says what to do.",
     413: "The request is too large: the message names the limit.",
     415: "The body must be JSON (`application/json`).",
     429: "Too many requests: wait and try again.",
