@@ -46,3 +46,11 @@ max_requests_jitter = max_requests // 10
 accesslog = "-" if os.environ.get("WEB_ACCESS_LOG", "") in {"1", "true", "yes"} else None
 errorlog = "-"
 forwarded_allow_ips = os.environ.get("FORWARDED_ALLOW_IPS", "127.0.0.1")
+# gunicorn's control socket (for `gunicornc`) defaults to one path per user ($HOME/.gunicorn/
+# gunicorn.ctl or $XDG_RUNTIME_DIR/gunicorn.ctl), shared by every instance that user starts: a
+# second server on the machine (a benchmark's, a test's) takes it over, and `gunicornc` then
+# commands the wrong one, or none once that one exits. Tally needs no control socket: off unless
+# WEB_CONTROL_SOCKET names a path for this instance.
+control_socket_disable = not os.environ.get("WEB_CONTROL_SOCKET")
+if not control_socket_disable:
+    control_socket = os.environ["WEB_CONTROL_SOCKET"]

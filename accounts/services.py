@@ -9,15 +9,15 @@ from django.db import IntegrityError, transaction
 from rest_framework.authtoken.models import Token
 
 from accounts.backends import throttled
+from accounts.usernames import username_for_new_account
 from common.exceptions import InvalidInput
 
 
 def user_register(*, username: str, password: str):
-    """Create an account and its API token."""
+    """Create an account and its API token. The name is stored as every sign-in reads it
+    (NFKC), and may not pass for another (`accounts.usernames`)."""
     User = get_user_model()
-    if User.objects.filter(username__iexact=username).exists():
-        raise InvalidInput("That username is taken.", fields={"username": ["Already taken."]})
-    user = User(username=username)
+    user = User(username=username_for_new_account(username))
     try:
         validate_password(password, user)
     except ValidationError as exc:

@@ -6,6 +6,12 @@ a guesser gets `TALLY_LOGIN_RATE` wrong passwords per username (default 10 a min
 every spelling of the name that authentication treats as the same account, and an address gets
 `TALLY_LOGIN_ADDRESS_RATE` failures (default 60 a minute) whatever names it tries.
 
+Ten wrong passwords from anywhere must not lock the owner out (issue 24): an address from which
+the account has signed in before (in the last `KNOWN_ADDRESS_DAYS` days; an IPv6 address by its
+/64, which a device keeps while its address changes) has a username budget of its own. Guesses
+from everywhere else share the username's budget; guesses from a known address spend only that
+address's, so a guesser there gets as few tries and the owner elsewhere is not held up by them.
+
 Each attempt reserves one unit of both budgets before the password is checked (so parallel
 guesses cannot overshoot), and a successful attempt gives its units back. Budgets are counters
 per fixed window in the cache (Redis in production: one atomic increment each), so every process
@@ -91,24 +97,52 @@ class _Budget:
             cache.decr(self.taken_key)
 
 
-class SigninAttempt:
-    """One sign-in attempt's reservation; `succeeded()` gives it back."""
+KNOWN_ADDRESS_DAYS = 90
 
-    def __init__(self, budgets: list[_Budget]) -> None:
+
+def _network(address: str) -> str:
+    """What marks an address as known: itself (IPv4), its /64 (IPv6, whose last 64 bits a
+    device changes for privacy), or the text as given when it is not an address."""
+    try:
+        ip = ipaddress.ip_address(address)
+    except ValueError:
+        return address
+    if ip.version == 4:
+        return str(ip)
+    if ip.ipv4_mapped is not None:
+        return str(ip.ipv4_mapped)
+    return str(ipaddress.ip_network(f"{ip}/64", strict=False))
+
+
+class SigninAttempt:
+    """One sign-in attempt's reservation; `succeeded()` gives it back and marks the address as
+    one the account signs in from."""
+
+    def __init__(self, budgets: list[_Budget], known_key: str | None = None) -> None:
         self.budgets = budgets
+        self.known_key = known_key
 
     def succeeded(self) -> None:
         for budget in self.budgets:
             budget.give_back()
+        if self.known_key:
+            cache.set(self.known_key, 1, timeout=KNOWN_ADDRESS_DAYS * 86400)
 
 
 def signin_attempt_start(*, address: str, username: str) -> SigninAttempt:
     """Reserve one failure of the username's and the address's budgets, or raise
-    `SigninThrottled` (with the seconds to wait) when either is spent."""
+    `SigninThrottled` (with the seconds to wait) when either is spent. The username's budget
+    is the one of this address when the account has signed in from it before, else the one
+    shared by every other address."""
     per_user, user_period = _rate(settings.TALLY_LOGIN_RATE)
     per_address, address_period = _rate(settings.TALLY_LOGIN_ADDRESS_RATE)
+    account = username_key(username)
+    known_key = f"signin-known:{account}:{_network(address)}" if address else None
+    user_key = f"signin-fail:user:{account}"
+    if known_key and cache.get(known_key):
+        user_key += f":from:{_network(address)}"
     budgets = [
-        _Budget(f"signin-fail:user:{username_key(username)}", per_user, user_period),
+        _Budget(user_key, per_user, user_period),
         _Budget(f"signin-fail:address:{address}", per_address, address_period),
     ]
     now = time.time()
@@ -117,8 +151,9 @@ def signin_attempt_start(*, address: str, username: str) -> SigninAttempt:
         within, seconds = budget.take(now)
         if not within:
             wait = max(wait, seconds)
-    attempt = SigninAttempt(budgets)
+    attempt = SigninAttempt(budgets, known_key)
     if wait:
+        attempt.known_key = None  # nor does it make the address known
         attempt.succeeded()  # a refused attempt tried no password: it spends nothing
         raise SigninThrottled(wait)
     return attempt

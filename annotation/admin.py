@@ -48,6 +48,14 @@ class CorpusImportAdmin(admin.ModelAdmin):
     raw_id_fields = ["project", "created_by"]
 
 
+@admin.register(models.ImportJob)
+class ImportJobAdmin(admin.ModelAdmin):
+    list_display = ["id", "project", "filename", "status", "sentences_read", "created_at"]
+    list_filter = ["status"]
+    list_select_related = ["project"]
+    raw_id_fields = ["project", "created_by", "corpus_import"]
+
+
 @admin.register(models.Sentence)
 class SentenceAdmin(admin.ModelAdmin):
     list_display = ["id", "project", "position", "length", "split", "__str__"]

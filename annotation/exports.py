@@ -9,6 +9,7 @@ from __future__ import annotations
 import csv
 import io
 import json
+import re
 from collections.abc import Iterator
 
 from annotation import selectors
@@ -66,21 +67,27 @@ def observations_jsonl(*, project: Project) -> Iterator[str]:
 
 # A spreadsheet reads a cell that starts with one of these as a formula (CSV injection).
 _FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")
+# Where a spreadsheet set to `;`-separated files (most of continental Europe) starts a cell inside
+# one of ours: after a `;`, past spaces and quotes.
+_FORMULA_AFTER_SEMICOLON = re.compile(r"(;[\s\"]*)(?=[=+\-@\t\r])")
 
 
 class SafeCsvWriter:
     """`csv.writer` whose every text cell is shown as text by spreadsheets: a cell that would
-    start a formula gets a leading `'` (OWASP's advice). Every CSV Tally writes goes through it,
-    so a value added tomorrow (a tag name, a username, a filename) is escaped too."""
+    start a formula gets a leading `'` (OWASP's advice), and so does every part of it that a
+    `;`-separated reading would make a cell (`X;=2+2` is written `X;'=2+2`). Every CSV Tally
+    writes goes through it, so a value added tomorrow (a tag name, a username, a filename) is
+    escaped too."""
 
     def __init__(self, buffer) -> None:
         self._writer = csv.writer(buffer)
 
     @staticmethod
     def cell(value):
-        if isinstance(value, str) and value.startswith(_FORMULA_STARTS):
-            return "'" + value
-        return value
+        if not isinstance(value, str):
+            return value
+        value = _FORMULA_AFTER_SEMICOLON.sub(r"\1'", value)
+        return "'" + value if value.startswith(_FORMULA_STARTS) else value
 
     def writerow(self, row) -> None:
         self._writer.writerow([self.cell(value) for value in row])
@@ -107,9 +114,7 @@ def observations_csv(*, project: Project) -> Iterator[str]:
 
 
 def corpus_conllu(*, project: Project) -> Iterator[str]:
-    """Every sentence with its gold tags (`_` when it has none). A sentence imported from
-    CoNLL-U is written as it was read (ids, comments, multiword tokens, every column); the others
-    get `# sent_id`, `# split` and `# text` and their tags in the UPOS column."""
+    """Every sentence with its gold tags (`_` when it has none), as `sentence_conllu` writes it."""
     names = selectors.project_tag_names(project=project)
     rows = (
         Sentence.objects.filter(project=project)
@@ -120,11 +125,30 @@ def corpus_conllu(*, project: Project) -> Iterator[str]:
     )
     for pk, split, tokens, gold, text, source, column in rows.iterator(chunk_size=_CHUNK):
         tags = ["_"] * len(tokens) if gold is None else [names[tag] for tag in gold]
-        if source:
-            yield conllu_sentence(tokens, tags, source=source.split("\n"), column=column)
-            continue
-        yield conllu_sentence(
-            tokens,
-            tags,
-            comments=[("sent_id", pk), ("split", split), ("text", text or " ".join(tokens))],
-        )
+        yield sentence_conllu(
+            sentence_id=pk, split=split, tokens=tokens, tags=tags, text=text, source=source,
+            column=column,
+        )  # fmt: skip
+
+
+def sentence_conllu(
+    *,
+    sentence_id: int,
+    split: str,
+    tokens: list[str],
+    tags: list[str],
+    text: str,
+    source: str,
+    column: str | None,
+) -> str:
+    """One stored sentence in the corpus export. A sentence imported from CoNLL-U (`source`) is
+    written as it was read (ids, comments, multiword tokens, every column) with `tags` in its tag
+    `column`; the others get `# sent_id`, `# split` and `# text` and their tags in the UPOS
+    column. Either way Tally's CoNLL-U reader reads it back to the same tokens and tags."""
+    if source:
+        return conllu_sentence(tokens, tags, source=source.split("\n"), column=column or "upos")
+    return conllu_sentence(
+        tokens,
+        tags,
+        comments=[("sent_id", sentence_id), ("split", split), ("text", text or " ".join(tokens))],
+    )

@@ -10,14 +10,15 @@ from __future__ import annotations
 import gzip
 import hashlib
 import json
+import re
 import unicodedata
 import zlib
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from typing import BinaryIO
 
-from common.text import text_sentences
-from learning.core.conllu import ConlluError, iter_conllu
+from common.text import TextTooSlow, text_sentences
+from learning.core.conllu import ConlluError, is_word_id, iter_conllu
 
 MAX_SENTENCE_TOKENS = 500
 MAX_TOKEN_CHARS = 500  # real corpora have long URLs (EWT: 140 characters)
@@ -135,8 +136,30 @@ def parse_conllu(lines: Iterable[str], *, tag_column: str = "upos") -> Iterator[
         raise CorpusError(exc.line_number, exc.message) from exc
 
 
+# Refused anywhere in a CoNLL-U line, not only in FORM (`_refused`): control characters but the
+# tab (NUL cannot be stored; CR, VT, FF, NEL end a line for some readers, so the export would
+# not read back), surrogates, line and paragraph separators, and the bidirectional controls.
+_REFUSED_IN_CONLLU = re.compile(
+    "[\x00-\x08\x0a-\x1f\x7f-\x9f\ud800-\udfff\u2028\u2029\u202a-\u202e\u2066-\u2069]"
+)
+
+
+def _conllu_refused(char: str) -> str:
+    if char == "\x00":
+        return "a NUL character, which is not text"
+    if char == "\r":
+        return "a carriage return inside the line (lines end with a line feed, or CR LF)"
+    if char in _BIDI_CONTROLS:
+        return (
+            f"a bidirectional control character (U+{ord(char):04X}), which can make the text "
+            "shown differ from the text stored"
+        )
+    return f"a control character (U+{ord(char):04X}), which would break the file's lines"
+
+
 def _conllu_sentences_bounded(lines: Iterable[str]) -> Iterator[str]:
-    """Pass CoNLL-U lines through, refusing a sentence at its token line past the limit.
+    """Pass CoNLL-U lines through, refusing a line that holds a character Tally cannot store or
+    write back (`_REFUSED_IN_CONLLU`), and a sentence at its token line past the limit.
 
     The CoNLL-U reader gathers a sentence's tokens until its blank line: without this, a file of
     one endless sentence (millions of short token lines) would be held whole before the token
@@ -144,9 +167,13 @@ def _conllu_sentences_bounded(lines: Iterable[str]) -> Iterator[str]:
     """
     n_tokens = 0
     for line_number, line in enumerate(lines, start=1):
+        found = _REFUSED_IN_CONLLU.search(line.rstrip("\r\n"))
+        if found:
+            column = _column_name(line, found.start())
+            raise CorpusError(line_number, f"{column} contains {_conllu_refused(found.group())}")
         if not line.strip():
             n_tokens = 0
-        elif line.partition("\t")[0].isdigit():
+        elif is_word_id(line.partition("\t")[0]):
             n_tokens += 1
             if n_tokens > MAX_SENTENCE_TOKENS:
                 raise CorpusError(
@@ -155,13 +182,27 @@ def _conllu_sentences_bounded(lines: Iterable[str]) -> Iterator[str]:
         yield line
 
 
+_CONLLU_COLUMNS = ("ID", "FORM", "LEMMA", "UPOS", "XPOS", "FEATS", "HEAD", "DEPREL", "DEPS", "MISC")
+
+
+def _column_name(line: str, position: int) -> str:
+    """Where in a CoNLL-U line `position` is, for an error message: "the comment", "MISC"."""
+    if line.startswith("#"):
+        return "the comment"
+    index = line.count("\t", 0, position)
+    return _CONLLU_COLUMNS[index] if index < len(_CONLLU_COLUMNS) else "the line"
+
+
 def parse_text(lines: Iterable[str], *, language: str) -> Iterator[ParsedSentence]:
     """Running text: paragraphs (separated by blank lines) cut into sentences and tokens by the
     tokenizer of `language` (`common.text`); a sentence of more than `MAX_SENTENCE_TOKENS`
     tokens is cut into pieces of that many."""
-    for sentence in text_sentences(lines, language=language, max_tokens=MAX_SENTENCE_TOKENS):
-        _check_tokens(sentence.tokens, sentence.line_number)
-        yield ParsedSentence(sentence.tokens, None, sentence.line_number, text=sentence.text)
+    try:
+        for sentence in text_sentences(lines, language=language, max_tokens=MAX_SENTENCE_TOKENS):
+            _check_tokens(sentence.tokens, sentence.line_number)
+            yield ParsedSentence(sentence.tokens, None, sentence.line_number, text=sentence.text)
+    except TextTooSlow as exc:
+        raise CorpusError(exc.line_number, exc.message) from exc
 
 
 def parse_tokenized(lines: Iterable[str]) -> Iterator[ParsedSentence]:
@@ -253,3 +294,78 @@ def preview(
     return [
         {"tokens": s.tokens, "tags": s.tags, "line": s.line_number} for s in shown[:n_sentences]
     ]
+
+
+class CorpusTooManySentences(ValueError):
+    def __init__(self, limit: int) -> None:
+        self.limit = limit
+        super().__init__(f"the corpus has more than {limit} sentences")
+
+
+@dataclass(frozen=True, slots=True)
+class Scan:
+    """What a quick pass over a file tells before it is parsed."""
+
+    size: int  # bytes of text (after gzip)
+    content_hash: str  # SHA-256 of those bytes, as `read_lines(digest=...)` computes it
+    sentences: int  # an estimate: exact but for a line cut by the reading (tokenized, JSONL,
+    # CoNLL-U), an upper bound for plain text (sentence ends and paragraph breaks)
+
+
+_SCAN_CHUNK = 1024 * 1024
+_SPACES_BUT_NEWLINE = b" \t\r\x0b\x0c"
+
+
+def _sentence_marks(format: str, chunk: bytes) -> int:
+    """About how many sentences start in `chunk`, counted by C loops (a regular expression
+    took seconds on 50 MB of blank lines)."""
+    if format == "conllu":  # the first token line of each sentence
+        return chunk.count(b"\n1\t") + chunk.startswith(b"1\t")
+    if format == "text":  # sentence ends and paragraph breaks: a bound, not a count
+        return sum(chunk.count(end) for end in (b".", b"!", b"?")) + chunk.count(b"\n\n")
+    # tokenized, JSON lines: the lines with something on them
+    return len(chunk.translate(None, _SPACES_BUT_NEWLINE).split())
+
+
+def scan(binary: BinaryIO, *, format: str, max_bytes: int, max_sentences: int) -> Scan:
+    """Read a file once, fast (in C, a megabyte at a time): its size, content hash and about how
+    many sentences it holds, so that a file too large is refused before any is parsed.
+
+    Raises `CorpusTooLarge` past `max_bytes`, `CorpusError` at a line longer than
+    `MAX_LINE_BYTES` (as `read_lines` would), and `CorpusTooManySentences` as soon as the file
+    surely holds more than `max_sentences` (not for plain text, whose count is only a bound).
+    The stream is left at its start."""
+    head = binary.read(2)
+    binary.seek(0)
+    stream: BinaryIO = gzip.GzipFile(fileobj=binary) if head == _GZIP_MAGIC else binary
+    digest = hashlib.sha256()
+    size = sentences = chunks = newlines = line_length = 0
+    try:
+        while chunk := stream.read(_SCAN_CHUNK):
+            size += len(chunk)
+            chunks += 1
+            if size > max_bytes:
+                raise CorpusTooLarge(max_bytes)
+            digest.update(chunk)
+            first = chunk.find(b"\n")
+            if first < 0:
+                line_length += len(chunk)
+            else:
+                line_length += first + 1
+                if line_length > MAX_LINE_BYTES:
+                    break
+                newlines += chunk.count(b"\n")
+                line_length = len(chunk) - chunk.rfind(b"\n") - 1
+            if line_length > MAX_LINE_BYTES:
+                break
+            # A mark cut by a chunk's end may count twice: at most once per chunk.
+            sentences += _sentence_marks(format, chunk)
+            if format != "text" and sentences - chunks > max_sentences:
+                raise CorpusTooManySentences(max_sentences)
+    except (OSError, EOFError, zlib.error) as exc:
+        raise CorpusError(newlines + 1, f"cannot decompress: {exc}") from exc
+    finally:
+        binary.seek(0)
+    if line_length > MAX_LINE_BYTES:
+        raise CorpusError(newlines + 1, f"line is longer than {MAX_LINE_BYTES} bytes")
+    return Scan(size=size, content_hash=digest.hexdigest(), sentences=sentences)

@@ -21,15 +21,18 @@ from django.db import models
 from django.db.models import Q
 
 from common.text import DEFAULT_LANGUAGE, LANGUAGES
-from learning.core.privacy import DEFAULT_MECHANISM, MAX_PRIVATE_TAGS, MECHANISMS
+from learning.core.privacy import DEFAULT_MECHANISM, MAX_ALPHA, MAX_PRIVATE_TAGS, MECHANISMS
 
-__all__ = ["DEFAULT_MECHANISM", "MAX_PRIVATE_TAGS", "MECHANISMS"]  # re-exported for the app
+# re-exported for the app
+__all__ = ["DEFAULT_MECHANISM", "MAX_ALPHA", "MAX_PRIVATE_TAGS", "MECHANISMS"]
 
 MAX_WINDOW = 50
 MAX_TAGS = 200
 MAX_REDUNDANCY = 100
-# Private projects: the privacy level per answer (ε of ε-local differential privacy).
-MIN_ALPHA, MAX_ALPHA, DEFAULT_ALPHA = 0.1, 20.0, 3.0
+# Private projects: the privacy level per answer (ε of ε-local differential privacy), at most
+# MAX_ALPHA for a new level. The table's check allows the older cap, STORED_MAX_ALPHA: projects
+# made before MAX_ALPHA keep the level their answers were released with.
+MIN_ALPHA, DEFAULT_ALPHA, STORED_MAX_ALPHA = 0.1, 3.0, 20.0
 # The share of tasks served as verification tasks once the project has a model (0: counts
 # only; 1: verification only). New projects get this; the lead sets it from the measured study.
 DEFAULT_VERIFICATION_SHARE = 0.5
@@ -118,7 +121,8 @@ class Project(models.Model):
             ),
             models.CheckConstraint(
                 condition=Q(private=False, alpha__isnull=True, mechanism="")
-                | Q(private=True, alpha__gte=MIN_ALPHA, alpha__lte=MAX_ALPHA) & ~Q(mechanism=""),
+                | Q(private=True, alpha__gte=MIN_ALPHA, alpha__lte=STORED_MAX_ALPHA)
+                & ~Q(mechanism=""),
                 name="privacy_settings",
             ),
             models.CheckConstraint(
@@ -214,6 +218,66 @@ class CorpusImport(models.Model):
 
     def __str__(self) -> str:
         return f"{self.filename or self.format} ({self.sentences} sentences)"
+
+
+class ImportJob(models.Model):
+    """A corpus import too large for a request, run by a worker (`annotation.tasks.import_run`).
+
+    The worker reads the upload (kept in the default storage until the job ends) into a spool,
+    reporting progress here, then writes every sentence and task in one transaction: a job
+    cancelled or killed leaves nothing behind. `idempotency_key`, when the client sends one,
+    makes a retried upload find its first job instead of importing twice."""
+
+    class Status(models.TextChoices):
+        QUEUED = "queued"
+        RUNNING = "running"
+        DONE = "done"
+        FAILED = "failed"
+        CANCELLED = "cancelled"
+
+    ACTIVE = (Status.QUEUED, Status.RUNNING)
+
+    project = models.ForeignKey(Project, on_delete=models.CASCADE, related_name="import_jobs")
+    created_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, null=True, related_name="+"
+    )
+    status = models.CharField(max_length=10, choices=Status.choices, default=Status.QUEUED)
+    filename = models.CharField(max_length=255, blank=True, default="")
+    format = models.CharField(max_length=10, choices=CorpusImport.Format.choices)
+    tag_column = models.CharField(max_length=4, blank=True, default="")
+    evaluation_fraction = models.FloatField(default=0.0)
+    gold_check_fraction = models.FloatField(default=0.0)
+    seed = models.BigIntegerField(null=True, blank=True)
+    allow_duplicate = models.BooleanField(default=False)
+    upload = models.CharField(max_length=255, blank=True, default="")  # name in default storage
+    content_hash = models.CharField(max_length=64, blank=True, default="")
+    idempotency_key = models.CharField(max_length=64, blank=True, default="")
+    sentences_read = models.PositiveIntegerField(default=0)
+    sentences_expected = models.PositiveIntegerField(null=True, blank=True)  # an estimate
+    cancel_requested = models.BooleanField(default=False)
+    corpus_import = models.OneToOneField(
+        CorpusImport, on_delete=models.SET_NULL, null=True, blank=True, related_name="job"
+    )
+    error_code = models.CharField(max_length=32, blank=True, default="")
+    error = models.TextField(blank=True, default="")
+    error_line = models.PositiveIntegerField(null=True, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+    started_at = models.DateTimeField(null=True, blank=True)
+    heartbeat_at = models.DateTimeField(null=True, blank=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["project", "id"]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["project", "idempotency_key"],
+                condition=~Q(idempotency_key=""),
+                name="import_job_key_uniq",
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"import job {self.pk} ({self.status})"
 
 
 class Sentence(models.Model):

@@ -229,7 +229,8 @@ def task_lease_next(
     unless they hold `MAX_LEASES` live leases already (`LeaseLimit`).
 
     `gold_draw`: the uniform [0, 1) number that decides a gold check task, when the caller drew
-    it already (the API draws it for its one-statement lease, see `annotation.hotpath`), and
+    it already (`annotation.cycle.task_next_for_annotator` draws it for the one-statement lease
+    first, see `annotation.hotpath`), and
     `kind_draw` likewise the one that decides a verification task (`verification_drawn`).
 
     A `flagged` annotator (see `Membership.flagged`) gets only gold check tasks: their answers no

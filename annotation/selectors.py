@@ -6,6 +6,7 @@ does not exist for them.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from datetime import datetime, timedelta
 
 import numpy as np
@@ -15,6 +16,7 @@ from django.utils import timezone
 from annotation.models import (
     Assignment,
     CorpusImport,
+    ImportJob,
     Membership,
     Observation,
     Project,
@@ -44,10 +46,45 @@ def membership_for(*, user, project_id: int) -> Membership:
     return membership
 
 
-def invite_is_private(*, code: str) -> bool:
-    """Whether the project this invite code names is private (what the join page tells the
-    invitee before they join; False for an unknown code, which joining reports)."""
-    return Project.objects.filter(invite_code=code, private=True).exists() if code else False
+@dataclass(frozen=True)
+class InvitePrivacy:
+    """What a private project's privacy level means for one answer, in the terms the invite
+    page uses: `alpha` and `mechanism` as set; `true_share` the probability that a released
+    count is the true one (over the true counts, at the project's window and tags per task);
+    `odds` = e^α, the most by which any answer is likelier under one true answer than another."""
+
+    alpha: float
+    mechanism: str
+    true_share: float
+    odds: float
+
+    @property
+    def true_percent(self) -> str:
+        """`true_share` as a percentage a reader trusts: 99.8, not a rounded-up 100."""
+        percent = 100 * self.true_share
+        return f"{percent:.1f}" if percent >= 99 else f"{percent:.0f}"
+
+    @property
+    def odds_text(self) -> str:
+        return f"{self.odds:,.0f}" if self.odds >= 10 else f"{self.odds:.1f}"
+
+
+def invite_privacy(*, code: str) -> InvitePrivacy | None:
+    """The privacy of the project this invite code names, for the invitee to read before they
+    join; None when it is not private (or the code is unknown, which joining reports)."""
+    project = Project.objects.filter(invite_code=code, private=True).first() if code else None
+    if project is None:
+        return None
+    mechanism = project_mechanism(project=project)
+    n_tags = mechanism.n_tags
+    asked = min(project.tags_per_task or n_tags, n_tags)
+    channel = mechanism.channel(project.window_size, asked)
+    return InvitePrivacy(
+        alpha=project.alpha,
+        mechanism=project.mechanism,
+        true_share=float(np.diagonal(channel).mean()),
+        odds=float(np.exp(project.alpha)),
+    )
 
 
 def memberships_of_user(*, user) -> QuerySet[Membership]:
@@ -143,6 +180,31 @@ def imports_of_project(*, project: Project) -> QuerySet[CorpusImport]:
 def import_split_counts(record: CorpusImport) -> dict[str, int]:
     """Sentences by split of an import read by `imports_of_project`."""
     return {split: getattr(record, f"n_{split}") for split in Sentence.Split.values}
+
+
+def import_jobs_of_project(*, project: Project) -> QuerySet[ImportJob]:
+    """The project's import jobs, newest first."""
+    return ImportJob.objects.filter(project=project).order_by("-id")
+
+
+def import_jobs_due(*, now: datetime, grace: timedelta, stale: timedelta) -> list[int]:
+    """Jobs to queue (again): queued for longer than `grace` (their message was lost: the broker
+    was down), or running without a report for longer than `stale` (their worker died)."""
+    return list(
+        ImportJob.objects.filter(
+            Q(status=ImportJob.Status.QUEUED, created_at__lt=now - grace)
+            | Q(status=ImportJob.Status.RUNNING, heartbeat_at__lt=now - stale)
+        )
+        .order_by("id")
+        .values_list("id", flat=True)[:100]
+    )
+
+
+def import_job_of_project(*, project: Project, job_id: int) -> ImportJob:
+    job = ImportJob.objects.filter(project=project, pk=job_id).first()
+    if job is None:
+        raise NotFound("No such import job.")
+    return job
 
 
 def sentences_of_project(*, project: Project) -> QuerySet[Sentence]:
@@ -272,7 +334,7 @@ def _private_check_score(*, project: Project, rows) -> float | None:
     estimates, needed = [], 0.0
     for start, length, tags, counts, gold in rows.iterator(chunk_size=500):
         window = gold[start : start + length]
-        inverse = _channel_inverse(mechanism, length, len(tags))
+        inverse = mechanism.channel_inverse(length, len(tags))
         channel = mechanism.channel(length, len(tags))
         value, spread = 1.0, 1.0
         for tag, released in zip(tags, counts, strict=True):
@@ -284,10 +346,6 @@ def _private_check_score(*, project: Project, rows) -> float | None:
     if not estimates or len(estimates) < needed / len(estimates):
         return None
     return round(min(max(sum(estimates) / len(estimates), 0.0), 1.0), 2)
-
-
-def _channel_inverse(mechanism: Mechanism, window: int, n_asked: int):
-    return np.linalg.inv(mechanism.channel(window, n_asked))
 
 
 def annotator_stats(*, project: Project, user, now: datetime | None = None) -> dict:

@@ -51,6 +51,17 @@ urlpatterns = [
     path(P + "stats/", projects.ProjectStatsView.as_view(), name="project-stats"),
     path(P + "stats/me/", projects.MyStatsView.as_view(), name="my-stats"),
     path(P + "corpus/", corpus.CorpusView.as_view(), name="corpus"),
+    path(P + "corpus/jobs/", corpus.ImportJobListView.as_view(), name="import-job-list"),
+    path(
+        P + "corpus/jobs/<id:job_id>/",
+        corpus.ImportJobDetailView.as_view(),
+        name="import-job-detail",
+    ),
+    path(
+        P + "corpus/jobs/<id:job_id>/cancel/",
+        corpus.ImportJobCancelView.as_view(),
+        name="import-job-cancel",
+    ),
     path(P + "sentences/", corpus.SentenceListView.as_view(), name="sentence-list"),
     path(P + "observations/", exports.ObservationListView.as_view(), name="observation-list"),
     *(

@@ -65,3 +65,15 @@ class InvalidCorpus(DomainError):
 
 class PayloadTooLarge(DomainError):
     code = "payload_too_large"
+
+
+class NotAuthenticated(DomainError):
+    """No credentials (401 with `WWW-Authenticate: Token`)."""
+
+    code = "not_authenticated"
+
+
+class AuthenticationFailed(NotAuthenticated):
+    """Credentials that name no active user: an unknown token, a malformed header (401)."""
+
+    code = "authentication_failed"

@@ -6,6 +6,10 @@
   /api/observations` is `POST /api/observations/`), instead of Django's redirect, which a POST
   cannot follow (and which is a 500 in development); an API URL that does not exist is a 404 in
   the error shape, in development too (Django's debug 404 is an HTML page).
+- `ContentSecurityPolicy`: every page (HTML, SVG) says which sources it may load and run
+  (`CONTENT_SECURITY_POLICY`): scripts and styles only from files of this site, no inline script
+  or style, no plugin, no framing, forms posting here only. A script that got into a page some
+  other way would not run. A view that needs another policy sets the header itself.
 - `DatabaseUnavailable`: while the database cannot be reached (down, restarting, recovering), a
   request that needs it is answered 503 with `Retry-After`, in the API's error shape, not 500:
   nothing is wrong with the request, and a client that retries will get through. Errors raised
@@ -17,6 +21,7 @@ from __future__ import annotations
 
 import json
 
+from django.conf import settings
 from django.db import InterfaceError, OperationalError
 from django.urls import is_valid_path
 
@@ -48,6 +53,24 @@ def _nul_in_request(request) -> str | None:
         if name.startswith("HTTP_") and isinstance(value, str) and "\x00" in value:
             return f"The header {name[5:].replace('_', '-').title()}"
     return None
+
+
+class ContentSecurityPolicy:
+    def __init__(self, get_response) -> None:
+        self.get_response = get_response
+
+    def __call__(self, request):
+        response = self.get_response(request)
+        # Only documents run what they load: pages (HTML) and SVG, which can hold scripts. The
+        # other responses (JSON, scripts, styles) would only carry its bytes.
+        # Django's debug pages for 404 and 500 (development only) are styled and scripted inline.
+        debug_page = settings.DEBUG and response.status_code in (404, 500)
+        if response.get("Content-Type", "").startswith(_DOCUMENT_TYPES) and not debug_page:
+            response.headers.setdefault("Content-Security-Policy", settings.CONTENT_SECURITY_POLICY)
+        return response
+
+
+_DOCUMENT_TYPES = ("text/html", "image/svg+xml", "application/xhtml+xml")
 
 
 class ApiTrailingSlash:

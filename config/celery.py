@@ -20,4 +20,10 @@ app.conf.beat_schedule = {
         "schedule": float(settings.TALLY_RETRAIN_SWEEP_SECONDS),
         "options": {"expires": max(settings.TALLY_RETRAIN_SWEEP_SECONDS * 0.9, 1.0)},
     },
+    # Import jobs whose message was lost (broker down) or whose worker died: queued again.
+    "import-sweep": {
+        "task": "annotation.import_sweep",
+        "schedule": 60.0,
+        "options": {"expires": 54.0},
+    },
 }

@@ -75,12 +75,14 @@ INSTALLED_APPS = [
     "django_celery_beat",
     "annotation",
     "learning",
+    "delivery",
     "frontend",
     "devtools",
 ]
 
 MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
+    "common.middleware.ContentSecurityPolicy",
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "common.middleware.RefuseUnreadable",
     "corsheaders.middleware.CorsMiddleware",
@@ -93,6 +95,24 @@ MIDDLEWARE = [
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "common.middleware.DatabaseUnavailable",
 ]
+
+# The pages load their scripts, styles, images and fonts from this site only and talk to it only
+# (the API, the event streams); nothing inline runs, nothing frames them (common.middleware).
+# The interactive API docs relax it for Swagger UI's own inline style (common.api.docs).
+CONTENT_SECURITY_POLICY = "; ".join(
+    [
+        "default-src 'self'",
+        "script-src 'self'",
+        "style-src 'self'",
+        "img-src 'self' data:",
+        "font-src 'self'",
+        "connect-src 'self'",
+        "object-src 'none'",
+        "base-uri 'none'",
+        "form-action 'self'",
+        "frame-ancestors 'none'",
+    ]
+)
 
 ROOT_URLCONF = "config.urls"
 WSGI_APPLICATION = "config.wsgi.application"
@@ -201,6 +221,15 @@ STORAGES = {
 # Uploads: corpora stream to a temporary file past 2.5 MB; the import itself enforces its limit.
 TALLY_MAX_UPLOAD_BYTES = env_int("TALLY_MAX_UPLOAD_BYTES", 50 * 1024 * 1024, minimum=1024)
 FILE_UPLOAD_MAX_MEMORY_SIZE = 2_621_440
+# What one import may create (annotation/services/corpus.py): sentences per file, sentences and
+# tasks per project. Beyond them a 413 names the setting. A file larger than
+# TALLY_IMPORT_SYNC_BYTES (decompressed) or with more than TALLY_IMPORT_SYNC_SENTENCES is imported
+# by a worker (202 and a job to follow) instead of inside the request.
+TALLY_MAX_IMPORT_SENTENCES = env_int("TALLY_MAX_IMPORT_SENTENCES", 100_000, minimum=1)
+TALLY_MAX_PROJECT_SENTENCES = env_int("TALLY_MAX_PROJECT_SENTENCES", 500_000, minimum=1)
+TALLY_MAX_PROJECT_TASKS = env_int("TALLY_MAX_PROJECT_TASKS", 2_000_000, minimum=1)
+TALLY_IMPORT_SYNC_BYTES = env_int("TALLY_IMPORT_SYNC_BYTES", 1024 * 1024, minimum=0)
+TALLY_IMPORT_SYNC_SENTENCES = env_int("TALLY_IMPORT_SYNC_SENTENCES", 2_000, minimum=0)
 DATA_UPLOAD_MAX_MEMORY_SIZE = 2_621_440
 
 REST_FRAMEWORK = {
@@ -218,7 +247,11 @@ REST_FRAMEWORK = {
     "DEFAULT_PAGINATION_CLASS": "common.api.pagination.Pagination",
     "EXCEPTION_HANDLER": "common.api.errors.exception_handler",
     "PAGE_SIZE": 50,
-    "DEFAULT_THROTTLE_RATES": {"register": env_rate("TALLY_REGISTER_RATE", "60/min")},
+    "DEFAULT_THROTTLE_RATES": {
+        "register": env_rate("TALLY_REGISTER_RATE", "60/min"),
+        # `POST predict/` per user: "Try the model" by hand stays far below it.
+        "predict": env_rate("TALLY_PREDICT_RATE", "30/min"),
+    },
     "UNAUTHENTICATED_USER": "django.contrib.auth.models.AnonymousUser",
 }
 # Sign-in (accounts/signin.py): failed attempts per username and per client address, at every
@@ -243,7 +276,7 @@ SPECTACULAR_SETTINGS = {
     "ENUM_NAME_OVERRIDES": {
         "ProjectStatusEnum": "annotation.models.Project.Status",
         "RunStatusEnum": "learning.models.RetrainRun.Status",
-        "DeliveryStatusEnum": "learning.models.WebhookDelivery.Status",
+        "DeliveryStatusEnum": "delivery.models.WebhookDelivery.Status",
     },
     # Swagger UI from the drf-spectacular-sidecar package's static files, not from a CDN.
     "SWAGGER_UI_DIST": "SIDECAR",

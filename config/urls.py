@@ -16,6 +16,7 @@ urlpatterns = [
     path("api/", include("annotation.urls")),  # first: the annotator's cycle
     path("api/", include("accounts.urls")),
     path("api/", include("learning.urls")),
+    path("api/", include("delivery.urls")),
     path("api/schema/", SchemaView.as_view(), name="schema"),
     path("api/docs/", DocsView.as_view(url_name="schema"), name="api-docs"),
     path("", include("frontend.urls")),

@@ -25,7 +25,7 @@ from annotation import scheduler, services
 from annotation.models import Project, Sentence
 from learning import selectors
 from learning.core.conllu import conllu_head
-from learning.core.simulate import simulated_answer
+from learning.experiments.simulate import simulated_answer
 from learning.models import RetrainRun
 from learning.tasks import retrain_and_push
 

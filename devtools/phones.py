@@ -252,5 +252,5 @@ def _retrain_target(*, manager, corpus, sentences: int, answers: int) -> dict:
             counts={names[k]: window.count(k) for k in lease.tags},
             idempotency_key=uuid.uuid4().hex,
         )
-    learning_services.retrain_project(project_id=project.pk, trigger="manual")
+    learning_services.retrain_run(project_id=project.pk, trigger="manual")
     return {"project": project.pk, "token": Token.objects.create(user=user).key}

@@ -9,10 +9,13 @@ bytes for storage.
   `.npz` archive of plain arrays plus a JSON header, loaded with `allow_pickle=False`).
 
 Held-out observations: an observation is held out of fitting when a multiplicative hash of its
-id falls in the lowest `HOLDOUT_FRACTION` of the range. That slice is deterministic and stable: an
-observation held out once is held out in every version, so count-consistency is comparable across
-the learning curve. Projects with fewer than `HOLDOUT_MIN_OBSERVATIONS` observations hold nothing
-out (their count-consistency is null).
+id falls in the lowest `HOLDOUT_FRACTION` of the range, or, in a project with more than
+`HOLDOUT_ANSWERS / HOLDOUT_FRACTION` answers, in the lowest share that holds out about
+`HOLDOUT_ANSWERS` (enough for the count-consistency; every answer held out is one the model does
+not learn from, docs/learning-notes.md). The slice is deterministic and nested: a project that
+grows only returns answers to fitting, so count-consistency stays comparable across the learning
+curve. Projects with fewer
+than `HOLDOUT_MIN_OBSERVATIONS` observations hold nothing out (their count-consistency is null).
 """
 
 from __future__ import annotations
@@ -34,6 +37,7 @@ from learning.core.verification import VerificationAnswers
 
 CHUNK_SIZE = 5000
 HOLDOUT_FRACTION = 0.1
+HOLDOUT_ANSWERS = 1000
 HOLDOUT_MIN_OBSERVATIONS = 50
 _HASH = np.uint64(2654435761)
 _HASH_RANGE = 2**32
@@ -86,7 +90,8 @@ def holdout_mask(observation_ids: np.ndarray) -> np.ndarray:
     if ids.shape[0] < HOLDOUT_MIN_OBSERVATIONS:
         return np.zeros(ids.shape[0], dtype=bool)
     hashed = (ids * _HASH) % np.uint64(_HASH_RANGE)
-    return hashed < np.uint64(int(HOLDOUT_FRACTION * _HASH_RANGE))
+    share = min(HOLDOUT_FRACTION, HOLDOUT_ANSWERS / ids.shape[0])
+    return hashed < np.uint64(int(share * _HASH_RANGE))
 
 
 def project_tagset(*, project_id: int) -> tuple[str, ...]:

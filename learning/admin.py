@@ -1,18 +1,10 @@
-"""Django admin of the learning app. Versions, reports, runs and deliveries are records of what
-happened: read-only here. Schedules and webhooks are editable."""
+"""Django admin of the learning app. Versions, reports and runs are records of what happened:
+read-only here. Schedules are editable."""
 
 from django.contrib import admin
-from django.db.models import URLField
 
+from common.admin import ReadOnlyAdmin
 from learning import models
-
-
-class ReadOnlyAdmin(admin.ModelAdmin):
-    def has_add_permission(self, request):
-        return False
-
-    def has_change_permission(self, request, obj=None):
-        return False
 
 
 class AccuracyReportInline(admin.StackedInline):
@@ -66,34 +58,3 @@ class RetrainScheduleAdmin(admin.ModelAdmin):
     list_display = ["project", "interval_minutes", "enabled", "last_enqueued_at"]
     list_editable = ["interval_minutes", "enabled"]
     raw_id_fields = ["project"]
-
-
-class DeliveryInline(admin.TabularInline):
-    model = models.WebhookDelivery
-    extra = 0
-    can_delete = False
-    fields = ["event", "version_number", "status", "attempts", "response_code", "error",
-              "last_attempt_at", "delivered_at"]  # fmt: skip
-    readonly_fields = fields
-    ordering = ["-id"]
-
-    def has_add_permission(self, request, obj=None):
-        return False
-
-
-@admin.register(models.Webhook)
-class WebhookAdmin(admin.ModelAdmin):
-    """Admin edits bypass the target check of the API; prefer the API."""
-
-    list_display = ["id", "project", "url", "active", "created_at"]
-    list_filter = ["active"]
-    formfield_overrides = {URLField: {"assume_scheme": "https"}}
-    raw_id_fields = ["project"]
-    inlines = [DeliveryInline]
-
-
-@admin.register(models.WebhookDelivery)
-class WebhookDeliveryAdmin(ReadOnlyAdmin):
-    list_display = ["id", "webhook", "event", "status", "attempts", "response_code", "created_at"]
-    list_filter = ["status"]
-    list_select_related = ["webhook"]

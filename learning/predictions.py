@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from common.exceptions import InvalidInput, PayloadTooLarge
-from common.text import text_sentences
+from common.text import TextTooSlow, text_sentences
 from learning import adapter, selectors
 from learning.core.conllu import conllu_sentence
 from learning.exceptions import NoModel
@@ -34,7 +34,13 @@ def text_tag(*, project_id: int, text: str, language: str) -> dict:
     probability, the `ALTERNATIVES` most probable tags, and the sentences as token ranges."""
     if len(text) > MAX_TEXT_CHARS:
         raise PayloadTooLarge(f"The text is longer than {MAX_TEXT_CHARS} characters.")
-    sentences = [s.tokens for s in text_sentences(text.splitlines(), language=language)]
+    try:
+        sentences = [s.tokens for s in text_sentences(text.splitlines(), language=language)]
+    except TextTooSlow as exc:  # NLTK's time limit, reached on a busy server: not a 500
+        raise InvalidInput(
+            "This text took too long to cut into sentences; try again, or try a shorter text.",
+            fields={"text": ["Took too long to cut into sentences."]},
+        ) from exc
     sentences = [tokens for tokens in sentences if tokens]
     tokens = [token for sentence in sentences for token in sentence]
     if not tokens:

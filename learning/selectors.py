@@ -1,5 +1,5 @@
 """Reads of the learning app: current versions, reports, due projects, runs (webhooks:
-`learning.webhooks.selectors`)."""
+`delivery.webhooks.selectors`)."""
 
 from __future__ import annotations
 

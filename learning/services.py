@@ -1,9 +1,10 @@
 """Writes of the learning app: the retrain job, schedules, and the sweep's bookkeeping.
 
-`retrain_project` is the job: claim the project's lock, read through the adapter, fit the core's
-`CountTagger` warm-started from the current version, evaluate, write the model file, then the
-version, its report, the annotator quality rows, the run record and the webhook deliveries in one
-transaction (after re-confirming the lock inside it). A worker killed anywhere before that commit
+`retrain_run` is the job: claim the project's lock; `version_learn` reads through the adapter,
+fits the core's `CountTagger` warm-started from the current version and builds the report
+(writing nothing); `version_store` writes the model file, then the version, its report, the
+annotator quality rows, the run record and the webhook deliveries in one transaction (after
+re-confirming the lock inside it). A worker killed anywhere before that commit
 leaves the previous version current and nothing half-written visible (at worst an orphan model
 file, which is deleted when the job fails in-process). Pushing the result is the caller's job,
 after this returns (the transaction has committed by then): see `learning.tasks`.
@@ -26,6 +27,7 @@ from annotation.models import Project
 from annotation.services import memberships_flag_update, verification_round_create
 from common.exceptions import Conflict, InvalidInput
 from config.version import code_version
+from delivery.webhooks.outbox import deliveries_create
 from learning import adapter, locks, selectors, verification
 from learning.core import report
 from learning.core.pipeline import CountTagger
@@ -38,43 +40,12 @@ from learning.models import (
     RetrainRun,
     RetrainSchedule,
 )
-from learning.webhooks.outbox import deliveries_create
 
 logger = logging.getLogger(__name__)
 
-# CountTagger settings. The served model is contextual (the word and its neighbours, with word
-# classes learned from the project's own text); the node-only moment model is its first stage.
-# Full fit: λ chosen on each project's own held-out answers (by squared count error, see
-# `learning.core.solver.select_ridge`; a constant picked on one corpus would not carry over to
-# another) and 3 exact-count EM iterations. Warm-started fit: the previous version's models are a
-# good start, so fewer L-BFGS iterations per fit reach the same accuracy (see benchmark_retrain).
-HYPERPARAMETERS = {
-    "model": "context",
-    "ridge": "auto",
-    "alpha": 1.0,
-    "n_em_iter": 3,
-    "n_em_iter_private": 30,  # privatized counts: EM converges more slowly (CountTagger)
-    "n_context_iter_private": 6,
-    "n_bp_rounds": 1,
-    "reliability": True,
-    "flag_threshold": 0.5,
-    "min_flag_observations": 10,
-    "max_fit_iter": 100,
-    "em_fit_iter": 10,
-    "n_context_iter": 2,
-    "context_fit_iter": 60,
-    "context_refit_iter": 20,
-}
-WARM_HYPERPARAMETERS = {
-    **HYPERPARAMETERS,
-    "n_em_iter": 2,
-    "n_em_iter_private": 10,
-    "n_context_iter_private": 1,
-    "max_fit_iter": 20,
-    "em_fit_iter": 5,
-    "n_context_iter": 1,
-    "context_fit_iter": 20,
-}
+# The retrain passes CountTagger nothing but the project's facts (its answers, a privacy
+# mechanism, the previous version to warm-start from): the schedule is the one CountTagger's
+# "auto" picks, the same as simulate_crowd measures (learning.core.schedule).
 RANDOM_STATE = 0
 
 
@@ -86,6 +57,11 @@ class NoObservations(Conflict):
     """ "Retrain now" on a project without a single observation (API code `no_observations`)."""
 
     code = "no_observations"
+
+
+class NotEnoughAnswers(RetrainError):
+    """The answers so far carry nothing to learn from: the run is skipped with this message,
+    and the next sweep tries again with the answers given meanwhile."""
 
 
 class LockLost(RetrainError):
@@ -154,10 +130,24 @@ def effort_with_gain(effort: dict | None, accuracy: float | None, previous) -> d
     return out
 
 
-def _fit_and_store(
-    *, project_id: int, run: RetrainRun, owner: str, current: ModelVersion | None
-) -> RetrainOutcome:
-    started = time.perf_counter()
+@dataclass
+class Learned:
+    """What a retrain learned and what its report says, before anything is stored."""
+
+    data: adapter.TrainingData
+    estimator: CountTagger
+    number: int  # the version it will be
+    warm_started: bool
+    evaluation: dict
+    consistency: float | None
+    table: list[dict]
+    windows: list | None  # the new version's verification windows (None: the project asks none)
+    timings: dict[str, float]
+
+
+def version_learn(*, project_id: int, current: ModelVersion | None) -> Learned:
+    """Read the project's answers, fit the next version from them and build its report; writes
+    nothing."""
     timings: dict[str, float] = {}
     tic = time.perf_counter()
     excluded = selectors.flagged_annotator_ids(project_id)
@@ -166,16 +156,12 @@ def _fit_and_store(
     timings["read"] = time.perf_counter() - tic
     if len(data.fit) == 0:
         raise RetrainError("No observations to fit: every answer is held out or flagged.")
-    params = WARM_HYPERPARAMETERS if warm is not None else HYPERPARAMETERS
-    if data.mechanism is not None:
-        params = {
-            **params,
-            "min_flag_observations": data.mechanism.min_judged_answers(
-                params["min_flag_observations"], data.judged
-            ),
-        }
+    if data.mechanism is None and data.verifications is None and not data.fit.counts.any():
+        raise NotEnoughAnswers(
+            "Not enough answers to learn from yet: every answer so far counts 0 of each tag it "
+            "asks. The model is trained as soon as answers count some tags."
+        )
     estimator = CountTagger(
-        **params,
         word_classes=_reusable_word_classes(current, warm, data),
         random_state=RANDOM_STATE,
     )
@@ -201,8 +187,8 @@ def _fit_and_store(
         annotators=data.answers.annotators,
         answers=data.answers.answers,
         median_seconds=data.answers.median_seconds,
-        flag_threshold=params["flag_threshold"],
-        min_observations=params["min_flag_observations"],
+        flag_threshold=estimator.flag_threshold,
+        min_observations=estimator.min_flag_observations_,
         mechanism=data.mechanism,
     )
     verification.table_add_verification(
@@ -210,8 +196,8 @@ def _fit_and_store(
         probs=probs,
         judged=data.verifications_judged,
         fitted=estimator.verification_reliability_,
-        flag_threshold=params["flag_threshold"],
-        min_observations=params["min_flag_observations"],
+        flag_threshold=estimator.flag_threshold,
+        min_observations=estimator.min_flag_observations_,
     )
     names = _usernames(row["annotator"] for row in table)
     for row in table:
@@ -223,7 +209,32 @@ def _fit_and_store(
     number = (current.number if current else 0) + 1
     windows = _verification_round(project_id=project_id, tagger=tagger, data=data, number=number)
     timings["verification_round"] = time.perf_counter() - tic
+    return Learned(
+        data=data,
+        estimator=estimator,
+        number=number,
+        warm_started=warm is not None,
+        evaluation=evaluation,
+        consistency=consistency,
+        table=table,
+        windows=windows,
+        timings=timings,
+    )
 
+
+def version_store(
+    *,
+    project_id: int,
+    run: RetrainRun,
+    owner: str,
+    current: ModelVersion | None,
+    learned: Learned,
+    started: float,
+) -> RetrainOutcome:
+    """Write the model file, then the version, its report, the annotator rows, the run and the
+    webhook deliveries in one transaction, after re-confirming the lock inside it."""
+    data, estimator, number, table = learned.data, learned.estimator, learned.number, learned.table
+    tagger, evaluation, timings = estimator.tagger_, learned.evaluation, learned.timings
     tic = time.perf_counter()
     name = default_storage.save(
         f"models/project-{project_id}/v{number}-{owner[:8]}.npz",
@@ -247,7 +258,11 @@ def _fit_and_store(
                 observations_count=data.observations_total,
                 newest_observation=data.newest_observation,
                 hyperparameters={
-                    **params,
+                    "model": estimator.model,
+                    "schedule": estimator.schedule_.as_dict(),
+                    "ridge": estimator.ridge_,
+                    "alpha": estimator.alpha_,
+                    "min_flag_observations": estimator.min_flag_observations_,
                     "random_state": RANDOM_STATE,
                     "fitted_observations": len(data.fit),
                     "excluded_observations": data.excluded_observations,
@@ -263,11 +278,11 @@ def _fit_and_store(
                 },
                 timings={key: round(value, 3) for key, value in timings.items()},
                 code_version=code_version(),
-                warm_started_from=current.number if warm is not None else None,
+                warm_started_from=current.number if learned.warm_started else None,
             )
             AccuracyReport.objects.create(
                 version=version,
-                count_consistency=consistency,
+                count_consistency=learned.consistency,
                 held_out_observations=len(data.held_out),
                 skipped_observations=len(estimator.skipped_observations_),
                 annotators=table,
@@ -275,9 +290,9 @@ def _fit_and_store(
                 **evaluation,
             )
             _annotator_quality_store(project_id=project_id, number=number, table=table)
-            if windows is not None:
+            if learned.windows is not None:
                 verification_round_create(
-                    project_id=project_id, version_number=number, windows=windows
+                    project_id=project_id, version_number=number, windows=learned.windows
                 )
             memberships_flag_update(
                 project_id=project_id,
@@ -305,7 +320,7 @@ def _fit_and_store(
             "version": number,
             "observations": data.observations_total,
             "accuracy": evaluation["accuracy"],
-            "count_consistency": consistency,
+            "count_consistency": learned.consistency,
             "seconds": round(run.seconds, 3),
         },
     )
@@ -364,7 +379,7 @@ def _run_record(*, project_id: int, trigger: str, task_id: str, status: str, mes
     )
 
 
-def retrain_project(*, project_id: int, trigger: str, task_id: str = "") -> RetrainOutcome:
+def retrain_run(*, project_id: int, trigger: str, task_id: str = "") -> RetrainOutcome:
     """Retrain the project if it has observations newer than its current model (see the module
     docstring). Returns what happened; raises after recording a failed run."""
     if not Project.objects.filter(pk=project_id).exists():
@@ -408,8 +423,28 @@ def retrain_project(*, project_id: int, trigger: str, task_id: str = "") -> Retr
         )
         logger.info("retrain started", extra={"project_id": project_id, "run_id": run.pk})
         try:
-            return _fit_and_store(project_id=project_id, run=run, owner=owner, current=current)
+            started = time.perf_counter()
+            learned = version_learn(project_id=project_id, current=current)
+            return version_store(
+                project_id=project_id, run=run, owner=owner, current=current, learned=learned,
+                started=started,
+            )  # fmt: skip
+        except NotEnoughAnswers as exc:
+            RetrainRun.objects.filter(pk=run.pk).update(
+                status=RetrainRun.Status.SKIPPED, finished_at=timezone.now(), seconds=0.0,
+                error=str(exc),
+            )  # fmt: skip
+            logger.info("retrain skipped: not enough answers", extra={"project_id": project_id})
+            return RetrainOutcome(status=RetrainRun.Status.SKIPPED, run_id=run.pk, message=str(exc))
         except BaseException as exc:
+            if isinstance(exc, Exception) and not Project.objects.filter(pk=project_id).exists():
+                # Deleted meanwhile (the delete does not wait for a retrain): whatever failed
+                # for want of its rows, nothing was written (its lock row went with it).
+                logger.info("retrain discarded: project deleted", extra={"project_id": project_id})
+                return RetrainOutcome(
+                    status=RetrainRun.Status.SKIPPED,
+                    message="The project was deleted during the retrain; its result was discarded.",
+                )
             RetrainRun.objects.filter(pk=run.pk).update(
                 status=RetrainRun.Status.FAILED,
                 finished_at=timezone.now(),

@@ -1,4 +1,4 @@
-"""Celery tasks of the learning app: thin shells around `learning.services` / `learning.webhooks`.
+"""Celery tasks of the learning app: thin shells around `learning.services`.
 
 Scheduling: ONE periodic task, `learning.retrain_sweep` (declared in `config/celery.py`, run by
 beat with django-celery-beat's database scheduler), enqueues a retrain for every project that has
@@ -26,24 +26,22 @@ from celery import shared_task
 from django.conf import settings
 from django.db import DatabaseError
 from django.utils import timezone
-from kombu.exceptions import KombuError, OperationalError
-from redis.exceptions import RedisError
 
-from learning import push, selectors, services
-from learning.webhooks import outbox
-from learning.webhooks import selectors as webhook_selectors
+from delivery import push
+from delivery.tasks import BROKER_ERRORS, webhook_enqueue
+from delivery.webhooks import selectors as webhook_selectors
+from learning import selectors, services
 
 logger = logging.getLogger(__name__)
 
 DELIVERY_GRACE = timedelta(minutes=2)
-_BROKER_ERRORS = (OperationalError, KombuError, RedisError, OSError)
 
 
 def retrain_and_push(
     *, project_id: int, trigger: str, task_id: str = ""
 ) -> services.RetrainOutcome:
     """Retrain (one transaction), then push the new report to streams and webhooks."""
-    outcome = services.retrain_project(project_id=project_id, trigger=trigger, task_id=task_id)
+    outcome = services.retrain_run(project_id=project_id, trigger=trigger, task_id=task_id)
     if outcome.version is not None:
         push.report_publish(project_id=project_id, summary=outcome.summary)
         for delivery_id in outcome.delivery_ids:
@@ -79,7 +77,7 @@ def retrain_enqueue(*, project_id: int, trigger: str) -> bool:
     """Queue a retrain; False (logged) when the broker is unreachable — the sweep catches up."""
     try:
         retrain_project.apply_async(args=[project_id], kwargs={"trigger": trigger}, retry=False)
-    except _BROKER_ERRORS as exc:
+    except BROKER_ERRORS as exc:
         logger.warning(
             "cannot queue a retrain; the periodic sweep will catch up",
             extra={"project_id": project_id, "error": str(exc)[:200]},
@@ -106,30 +104,3 @@ def retrain_sweep() -> dict:
     if queued or redelivered:
         logger.info("retrain sweep", extra={"queued": queued, "redelivered": redelivered})
     return {"queued": queued, "redelivered": redelivered}
-
-
-@shared_task(
-    bind=True,
-    name="learning.webhook_deliver",
-    acks_late=True,
-    max_retries=outbox.MAX_ATTEMPTS,
-    time_limit=60,
-    soft_time_limit=50,
-)
-def webhook_deliver(self, delivery_id: int) -> str:
-    outcome = outbox.delivery_attempt(delivery_id=delivery_id)
-    if outcome.retry_in is not None:
-        raise self.retry(countdown=outcome.retry_in)
-    return outcome.status
-
-
-def webhook_enqueue(*, delivery_id: int) -> bool:
-    try:
-        webhook_deliver.apply_async(args=[delivery_id], retry=False)
-    except _BROKER_ERRORS as exc:
-        logger.warning(
-            "cannot queue a webhook delivery; the sweep will retry it",
-            extra={"delivery_id": delivery_id, "error": str(exc)[:200]},
-        )
-        return False
-    return True

@@ -2,7 +2,7 @@
 
 from django.urls import path
 
-from learning.api import events, predictions, retraining, versions, webhooks
+from learning.api import predictions, retraining, versions
 
 P = "projects/<id:project_id>/"
 
@@ -26,16 +26,4 @@ urlpatterns = [
         predictions.PredictionsExportView.as_view(),
         name="export-predictions-conllu",
     ),
-    path(P + "webhooks/", webhooks.WebhookListView.as_view(), name="webhook-list"),
-    path(
-        P + "webhooks/<id:webhook_id>/",
-        webhooks.WebhookDetailView.as_view(),
-        name="webhook-detail",
-    ),
-    path(
-        P + "webhooks/<id:webhook_id>/deliveries/",
-        webhooks.DeliveryListView.as_view(),
-        name="webhook-deliveries",
-    ),
-    path(P + "events/", events.EventsView.as_view(), name="events"),
 ]

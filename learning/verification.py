@@ -4,9 +4,10 @@ about, and the verification columns of the annotator table. The retrain service 
 **Which windows.** One per served sentence (training and gold-check sentences, at most
 `ROUND_MAX_SENTENCES` training ones a version, drawn at random): the window whose shown tags the
 new model is least sure of (the lowest `P(all right)`, the product of each word's most probable
-tag's probability), as `learning.core.simulate.simulate_verifications` does by default. The choice
-depends on the text and the model only, never on the true tags, so conditioning on the shown tags
-keeps the E-step exact (`learning.core.verification`); a version's tasks all show that version's
+tag's probability: `learning.core.verification.log_sure_by_start`), as
+`learning.experiments.simulate.simulate_verifications` does by default. The choice depends on
+the text and the model only, never on the true tags, so conditioning on the shown tags keeps the
+E-step exact (`learning.core.verification`); a version's tasks all show that version's
 most likely tags.
 
 **The table.** The fit judges verification answerers against its own beliefs
@@ -23,7 +24,12 @@ import numpy as np
 
 from annotation.services import VerificationWindow
 from learning.core.report import TokenProbabilities
-from learning.core.verification import VerificationAnswers, verification_reliability
+from learning.core.verification import (
+    VerificationAnswers,
+    log_sure_by_start,
+    probability_all_right,
+    verification_reliability,
+)
 
 ROUND_MAX_SENTENCES = 2000
 ROUND_MAX_GOLD_SENTENCES = 500
@@ -51,12 +57,10 @@ def round_windows(
         return []
     probs = TokenProbabilities.of(tagger, [tokens for _, tokens, _ in chosen])
     guess = probs.probs.argmax(axis=1)
-    log_sure = np.log(np.maximum(probs.probs.max(axis=1), 1e-300))
     windows = []
     for (sentence_id, tokens, gold), offset in zip(chosen, probs.offsets, strict=True):
         width = min(window, len(tokens))
-        cumulative = np.concatenate([[0.0], np.cumsum(log_sure[offset : offset + len(tokens)])])
-        start = int(np.argmin(cumulative[width:] - cumulative[:-width]))
+        start = int(np.argmin(log_sure_by_start(probs.probs[offset : offset + len(tokens)], width)))
         shown = guess[offset + start : offset + start + width]
         windows.append(
             VerificationWindow(
@@ -75,9 +79,8 @@ def probability_yes(probs: TokenProbabilities, answers: VerificationAnswers) -> 
     position = np.arange(width)[None, :]
     inside = position < answers.length[:, None]
     first = probs.offsets[answers.sentence] + answers.start
-    tokens = np.where(inside, first[:, None] + position, 0)
-    p = probs.probs[tokens, np.maximum(answers.shown, 0)]
-    return np.exp(np.where(inside, np.log(np.maximum(p, 1e-300)), 0.0).sum(axis=1))
+    tokens = np.where(inside, first[:, None] + position, -1)
+    return probability_all_right(probs.probs, tokens, answers.shown)
 
 
 def table_add_verification(

@@ -18,7 +18,7 @@ from django.core.cache import cache
 from django.db import connection
 
 from config.celery import app as celery_app
-from learning import stream_slots
+from delivery import stream_slots
 from learning.adapter import model_load
 from tests.factories import UserFactory, client_for, make_project, member
 

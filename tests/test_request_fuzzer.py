@@ -50,9 +50,9 @@ from drf_spectacular.generators import SchemaGenerator
 
 from annotation import scheduler
 from annotation.models import Membership
+from delivery.models import Webhook, WebhookDelivery
 from learning import services as learning_services
 from learning import tasks as learning_tasks
-from learning.models import Webhook, WebhookDelivery
 from tests.factories import UserFactory, make_project
 from tests.learning.crowd import answer_tasks, import_corpus, toy_sentences
 
@@ -281,7 +281,7 @@ def world(settings, tmp_path, monkeypatch, quiet):
         Membership.objects.create(project=project, user=user, role=Membership.Role.ANNOTATOR)
         crowd.append(user)
     answer_tasks(project, crowd, 40)
-    learning_services.retrain_project(project_id=project.pk, trigger="manual")
+    learning_services.retrain_run(project_id=project.pk, trigger="manual")
     annotator = crowd[0]
     # A count task (the bodies below answer one); verification tasks go through the same
     # endpoints, with the same rules of who may call them.
@@ -392,6 +392,7 @@ FILL = {
     "user_id": lambda w: [w.annotator.pk, w.manager.pk, w.outsider.pk, NOPE],
     "number": lambda w: [1, NOPE],
     "webhook_id": lambda w: [w.hook.pk, NOPE],
+    "job_id": lambda w: [1, NOPE],
     "code": lambda w: [
         w.project.invite_code,
         "nope",

@@ -12,8 +12,6 @@ from tests.factories import client_for, make_project, member
 
 METHODS = ("get", "put", "post", "patch", "delete")
 PRESET = {"name": "P", "tag_preset": "ud_upos"}
-# Its 202 (a large import accepted as a job) is the import job's engineer's to type.
-UPLOAD = "/api/projects/{project_id}/corpus/"
 
 
 @pytest.fixture
@@ -69,7 +67,7 @@ def test_every_answer_and_error_is_typed(schema):
             content = response.get("content", {})
             if code.startswith("4"):
                 assert content["application/json"]["schema"] == error, (method, path, code)
-            elif "application/json" in content and (path, code) != (UPLOAD, "202"):
+            elif "application/json" in content:
                 body = content["application/json"]["schema"]
                 assert body.get("$ref") or body.get("type") == "array", (method, path, code)
         if method != "get" and path != "/api/auth/register/":
@@ -84,7 +82,7 @@ def test_lists_are_paged_and_named_as_lists(schema):
         for path, method, operation in _operations(schema)
         if method == "get" and "limit" in {p["name"] for p in operation.get("parameters", [])}
     ]
-    assert len(lists) == 8
+    assert len(lists) == 9  # import jobs (issue 24 item 3) are the ninth
     for path, operation in lists:
         assert operation["operationId"].endswith("_list"), path
         parameters = {p["name"]: p["schema"] for p in operation["parameters"]}
@@ -233,3 +231,34 @@ def test_form_fields_are_still_read_as_text(project):
         format="multipart",
     )
     assert response.status_code == 201, response.content
+
+
+def test_the_answer_to_a_submission_documents_the_next_task(schema):
+    """An answer may ask for the next task (`next`, issue 29): its reply carries it."""
+    submit = schema["paths"]["/api/observations/"]["post"]["responses"]
+    for code in ("200", "201"):
+        ref = submit[code]["content"]["application/json"]["schema"]["$ref"]
+        assert ref == "#/components/schemas/ObservationSubmittedOut"
+    reply = schema["components"]["schemas"]["ObservationSubmittedOut"]["properties"]
+    assert reply["next"]["allOf"] == [{"$ref": "#/components/schemas/TaskOut"}]
+    assert reply["next"]["nullable"] is True
+    assert reply["next_error"]["allOf"] == [{"$ref": "#/components/schemas/ErrorDetail"}]
+
+
+def test_a_large_upload_s_job_is_typed(schema):
+    """A large upload answers 202 with its import job (issue 24 item 3), typed like the job's
+    own URL."""
+    job = {"$ref": "#/components/schemas/ImportJobOut"}
+    upload = schema["paths"]["/api/projects/{project_id}/corpus/"]["post"]["responses"]
+    assert upload["202"]["content"]["application/json"]["schema"] == job
+    detail = schema["paths"]["/api/projects/{project_id}/corpus/jobs/{job_id}/"]["get"]
+    assert detail["responses"]["200"]["content"]["application/json"]["schema"] == job
+    created = schema["paths"]["/api/projects/with-corpus/"]["post"]["responses"]
+    assert created["202"]["content"]["application/json"]["schema"] == {
+        "$ref": "#/components/schemas/ProjectWithImportJobOut"
+    }
+    body = schema["components"]["schemas"]["ImportJobOut"]
+    assert {"import", "url", "status", "progress", "error"} <= set(body["required"])
+    with_job = schema["components"]["schemas"]["ProjectWithImportJobOut"]
+    assert "import_job" in with_job["required"]
+    assert "import" in schema["components"]["schemas"]["ProjectWithImportOut"]["required"]

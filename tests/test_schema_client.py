@@ -151,8 +151,10 @@ def test_a_manager_and_an_annotator_run_their_flows_with_the_generated_client(li
             evaluation_fraction=0.25,
         ),
     )
-    assert isinstance(created, models.ProjectOut), created
+    # The project with its corpus's import (a small corpus is imported at once: 201).
+    assert isinstance(created, models.ProjectWithImportOut), created
     assert created.role == models.RoleEnum("manager") and len(created.tags) == 17
+    assert created.import_.sentences == 40
     project_id = created.id
 
     # … adds sentences, and lists them a page at a time.

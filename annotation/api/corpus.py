@@ -2,18 +2,19 @@
 
 from django.conf import settings
 from django.core.files.uploadhandler import FileUploadHandler, StopUpload
-from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiResponse, extend_schema
 from rest_framework import status
 from rest_framework.response import Response
 
 from annotation import importers, selectors, services
-from annotation.api.schemas import ImportOut, PreviewOut, SentenceOut
+from annotation.api.schemas import ImportJobOut, ImportOut, PreviewOut, SentenceOut
 from annotation.api.serializers import (
     CorpusPreviewSerializer,
     CorpusUploadSerializer,
+    import_job_out,
     import_out,
 )
+from annotation.models import ImportJob
 from common.api.base import ApiView, ManagerView, paginated
 from common.api.errors import ErrorSerializer
 from common.api.parsers import MultiPartParser
@@ -88,7 +89,9 @@ class CorpusView(UploadGuard, ManagerView):
         responses={
             201: OpenApiResponse(ImportOut, description="Imported."),
             202: OpenApiResponse(
-                OpenApiTypes.OBJECT, description="Accepted: a large import runs as a job."
+                ImportJobOut,
+                description="Accepted: a large import runs as a job (its `url` is also in "
+                "`Location`).",
             ),
             409: OpenApiResponse(
                 ErrorSerializer,
@@ -101,10 +104,12 @@ class CorpusView(UploadGuard, ManagerView):
         },
     )
     def post(self, request, project_id):
+        """201 and the import when the file was imported at once; 202 and the import job (its
+        `url` to follow, also in `Location`) when a worker imports it."""
         limit = settings.TALLY_MAX_UPLOAD_BYTES
         fields = self.upload_checked(CorpusUploadSerializer, request.data)
         upload = fields.pop("file")
-        record = services.corpus_import(
+        result = services.corpus_upload(
             project=self.project,
             user=request.user,
             file=upload,
@@ -112,8 +117,54 @@ class CorpusView(UploadGuard, ManagerView):
             max_bytes=limit,
             **fields,
         )
-        shown = selectors.imports_of_project(project=self.project).get(pk=record.pk)
-        return Response(import_out(shown), status=status.HTTP_201_CREATED)
+        return upload_response(self.project, result)
+
+
+def upload_response(project, result, body: dict | None = None) -> Response:
+    """An upload's answer: 201 and the import, or 202 and the job (with `Location`)."""
+    if isinstance(result, ImportJob):
+        job = import_job_out(result)
+        response = Response(
+            {**(body or {}), "import_job": job} if body is not None else job,
+            status=status.HTTP_202_ACCEPTED,
+        )
+        response["Location"] = job["url"]
+        return response
+    shown = import_out(selectors.imports_of_project(project=project).get(pk=result.pk))
+    return Response(
+        {**body, "import": shown} if body is not None else shown,
+        status=status.HTTP_201_CREATED,
+    )
+
+
+class ImportJobListView(ManagerView):
+    @extend_schema(responses={200: ImportJobOut(many=True)})
+    def get(self, request, project_id):
+        """The project's import jobs, newest first (the dashboard shows the running ones)."""
+        return paginated(
+            self, selectors.import_jobs_of_project(project=self.project), import_job_out
+        )
+
+
+class ImportJobDetailView(ManagerView):
+    @extend_schema(responses={200: ImportJobOut})
+    def get(self, request, project_id, job_id):
+        job = selectors.import_job_of_project(project=self.project, job_id=job_id)
+        return Response(import_job_out(job))
+
+
+class ImportJobCancelView(ManagerView):
+    @extend_schema(
+        request=None,
+        responses={
+            200: ImportJobOut,
+            409: OpenApiResponse(ErrorSerializer, description="The job has ended."),
+        },
+    )
+    def post(self, request, project_id, job_id):
+        """Stop a queued or running job: nothing of it is imported. 409 once it has ended."""
+        job = selectors.import_job_of_project(project=self.project, job_id=job_id)
+        return Response(import_job_out(services.import_job_cancel(job=job)))
 
 
 class CorpusPreviewView(UploadGuard, ApiView):

@@ -7,7 +7,7 @@ from rest_framework import status
 from rest_framework.response import Response
 
 from annotation import selectors, services
-from annotation.api.corpus import UploadGuard
+from annotation.api.corpus import UploadGuard, upload_response
 from annotation.api.schemas import (
     InviteOut,
     JoinOut,
@@ -15,6 +15,8 @@ from annotation.api.schemas import (
     MyStatsOut,
     ProjectOut,
     ProjectStatsOut,
+    ProjectWithImportJobOut,
+    ProjectWithImportOut,
 )
 from annotation.api.serializers import (
     CorpusUploadSerializer,
@@ -73,8 +75,9 @@ class ProjectListView(UploadGuard, ApiView):
         fields.pop("status", None)
         corpus = self.upload_checked(CorpusUploadSerializer, request.data)
         corpus.pop("allow_duplicate", None)
+        corpus.pop("idempotency_key", None)  # a new project cannot have seen the key
         upload = corpus.pop("file")
-        project = services.project_create_with_corpus(
+        project, result = services.project_create_with_corpus(
             owner=request.user,
             project_fields=fields,
             file=upload,
@@ -82,7 +85,8 @@ class ProjectListView(UploadGuard, ApiView):
             max_bytes=settings.TALLY_MAX_UPLOAD_BYTES,
             **corpus,
         )
-        return Response(project_out(project, "manager"), status=status.HTTP_201_CREATED)
+        # 201, or 202 with `import_job` when a worker imports the corpus (the project exists).
+        return upload_response(project, result, body=project_out(project, "manager"))
 
 
 class ProjectWithCorpusView(ProjectListView):
@@ -100,14 +104,20 @@ class ProjectWithCorpusView(ProjectListView):
             ProjectWithCorpusSerializer, encoding={"project": {"contentType": "application/json"}}
         ),
         responses={
-            201: ProjectOut,
+            201: OpenApiResponse(ProjectWithImportOut, description="Created and imported."),
+            202: OpenApiResponse(
+                ProjectWithImportJobOut,
+                description="Created; a large corpus is imported by a job (its `url` is also "
+                "in `Location`).",
+            ),
             413: OpenApiResponse(
                 ErrorSerializer, description="The file, or what it holds, passes a limit."
             ),
         },
     )
     def post(self, request):
-        """Create a project and import its corpus together, or neither."""
+        """Create a project and import its corpus together, or neither (a large corpus: the
+        project, and a job that imports it)."""
         return self._create_with_corpus(request)
 
 
@@ -123,9 +133,13 @@ class ProjectDetailView(ProjectView):
         files are learning's, and deleting a project takes both.)"""
         if not is_manager(self.membership):
             self.permission_denied(request, "Only the project's managers may do this.")
-        files = learning_services.model_files_of_project(project_id=self.project.pk)
+        files: list[str] = []
+
+        def list_files() -> None:  # once the project is locked: a version written before counts
+            files.extend(learning_services.model_files_of_project(project_id=self.project.pk))
+
         with transaction.atomic():
-            services.project_delete(project=self.project)
+            services.project_delete(project=self.project, before=list_files)
             transaction.on_commit(lambda: learning_services.model_files_delete(files))
         return Response(status=status.HTTP_204_NO_CONTENT)
 

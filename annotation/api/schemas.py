@@ -8,7 +8,8 @@ and nullable when it can be null. Nothing serializes with them.
 
 from rest_framework import serializers
 
-from annotation.models import CorpusImport, Membership, Project, Sentence, TaskKind
+from annotation.models import CorpusImport, ImportJob, Membership, Project, Sentence, TaskKind
+from common.api.errors import ErrorDetailSerializer
 
 # Shared pieces ---------------------------------------------------------------------------------
 
@@ -126,6 +127,48 @@ class ImportOut(serializers.Serializer):
     created_at = serializers.DateTimeField()
 
 
+class ImportJobErrorOut(serializers.Serializer):
+    code = serializers.CharField()
+    message = serializers.CharField()
+    line = serializers.IntegerField(allow_null=True)
+
+
+class ImportJobOut(serializers.Serializer):
+    """A corpus import run by a worker: where it is (`sentences_read` of about
+    `sentences_expected`), and how it ended (`import`, the import it made, or `error`)."""
+
+    id = serializers.IntegerField()
+    status = serializers.ChoiceField(choices=ImportJob.Status.choices)
+    url = serializers.CharField(help_text="Where to follow the job (also the 202's `Location`).")
+    filename = serializers.CharField(allow_blank=True)
+    format = serializers.ChoiceField(choices=CorpusImport.Format.choices)
+    sentences_read = serializers.IntegerField()
+    sentences_expected = serializers.IntegerField(allow_null=True, help_text="An estimate.")
+    progress = serializers.FloatField(allow_null=True)
+    cancel_requested = serializers.BooleanField()
+    # `import` is a Python keyword: the field is declared by name in the class's namespace.
+    locals()["import"] = serializers.IntegerField(
+        allow_null=True, help_text="The corpus import the job made."
+    )
+    error = ImportJobErrorOut(allow_null=True)
+    created_at = serializers.DateTimeField()
+    started_at = serializers.DateTimeField(allow_null=True)
+    finished_at = serializers.DateTimeField(allow_null=True)
+
+
+class ProjectWithImportOut(ProjectOut):
+    """A project created with its corpus, and the corpus's import."""
+
+    locals()["import"] = ImportOut()
+
+
+class ProjectWithImportJobOut(ProjectOut):
+    """A project created with a corpus large enough for a job: the project exists and fills
+    when `import_job` is done."""
+
+    import_job = ImportJobOut()
+
+
 class PreviewSentenceOut(serializers.Serializer):
     tokens = serializers.ListField(child=serializers.CharField())
     tags = serializers.ListField(child=serializers.CharField(), allow_null=True)
@@ -186,6 +229,22 @@ class ObservationOut(serializers.Serializer):
     idempotency_key = serializers.CharField()
     submitted_at = serializers.DateTimeField()
     replayed = serializers.BooleanField()
+
+
+class ObservationSubmittedOut(ObservationOut):
+    """The answer to a submission: the stored answer, and with `next` in the request the
+    caller's next task (one round trip instead of two)."""
+
+    next = TaskOut(
+        required=False,
+        allow_null=True,
+        help_text="Only when the request had `next`: your next task, null when there is none.",
+    )
+    next_error = ErrorDetailSerializer(
+        required=False,
+        help_text="Only when the request had `next` and the next task could not be leased "
+        "(the answer is stored all the same): why, as an error body's `error`.",
+    )
 
 
 class ObservationRowOut(serializers.Serializer):

@@ -18,12 +18,14 @@ from annotation.models import (
     MECHANISMS,
     MIN_ALPHA,
     CorpusImport,
+    ImportJob,
     Membership,
     Observation,
     Project,
     TaskKind,
 )
 from annotation.scheduler import Lease
+from annotation.services.projects import ALPHA_LIMIT_MESSAGE
 from annotation.tagsets import PRESETS
 from common.api.output import iso
 from common.api.typed import TypedSerializer
@@ -82,7 +84,9 @@ class ProjectWriteSerializer(TypedSerializer):
         max_value=MAX_ALPHA,
         required=False,
         allow_null=True,
-        help_text="Privacy level per answer of a private project (default 3).",
+        error_messages={"max_value": ALPHA_LIMIT_MESSAGE},
+        help_text="Privacy level per answer of a private project (default 3, at most "
+        f"{MAX_ALPHA:g}: above it a release is almost always the true count).",
     )
     mechanism = serializers.ChoiceField(
         choices=list(MECHANISMS),
@@ -107,6 +111,11 @@ class CorpusUploadSerializer(serializers.Serializer):
     gold_check_fraction = serializers.FloatField(min_value=0.0, max_value=1.0, default=0.0)
     seed = serializers.IntegerField(required=False, allow_null=True, default=None)
     allow_duplicate = serializers.BooleanField(required=False, default=False)
+    # A client that may retry (after a time-out) sends the same key again: it gets the first
+    # upload's import or job back, never a second import.
+    idempotency_key = serializers.CharField(
+        max_length=64, required=False, allow_blank=True, default=""
+    )
 
     def validate_file(self, value):
         if value.size > settings.TALLY_MAX_UPLOAD_BYTES:
@@ -207,7 +216,7 @@ def observation_out(observation, names: list[str], *, replayed: bool) -> dict:
     """A stored answer as its submitter sees it: `counts` by tag name, in the task's order (in a
     private project `released` and `privacy` instead); for a verification task the `answer`,
     the `wrong` word and the tags it was `shown`. `observation`: an `Observation`, or the row
-    the hot path stored (`hotpath.SubmitRow`, a count answer)."""
+    the statement of its kind stored (`annotation.kinds.count.Row`, `kinds.verify.Row`)."""
     kind = getattr(observation, "kind", TaskKind.COUNT.value)
     data = {"id": observation.id, "assignment": observation.assignment_id, "kind": kind}
     if kind == TaskKind.VERIFY:
@@ -267,4 +276,28 @@ def import_out(record: CorpusImport) -> dict:
         "gold_sentences": record.gold_sentences,
         "splits": selectors.import_split_counts(record),
         "created_at": iso(record.created_at),
+    }
+
+
+def import_job_out(job: ImportJob) -> dict:
+    """An import job: where it is (`sentences_read` of about `sentences_expected`), and how it
+    ended (`import`, the corpus import it made, or `error`)."""
+    expected = job.sentences_expected
+    return {
+        "id": job.pk,
+        "status": job.status,
+        "url": f"/api/projects/{job.project_id}/corpus/jobs/{job.pk}/",
+        "filename": job.filename,
+        "format": job.format,
+        "sentences_read": job.sentences_read,
+        "sentences_expected": expected,
+        "progress": min(job.sentences_read / expected, 1.0) if expected else None,
+        "cancel_requested": job.cancel_requested,
+        "import": job.corpus_import_id,
+        "error": None
+        if not job.error_code
+        else {"code": job.error_code, "message": job.error, "line": job.error_line},
+        "created_at": iso(job.created_at),
+        "started_at": iso(job.started_at),
+        "finished_at": iso(job.finished_at),
     }

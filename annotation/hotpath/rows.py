@@ -1,5 +1,6 @@
-"""What the hot path's statements answer: one named row each (columns by name, see
-`annotation.hotpath.statements`)."""
+"""What the lease statement answers: one named row (columns by name, see
+`annotation.hotpath.statements`; each task kind's submission row is in its module,
+`annotation.kinds`)."""
 
 from __future__ import annotations
 
@@ -40,46 +41,3 @@ class NextTaskRow:
         if self.assignment_id is None:
             return None
         return Lease(**{field.name: getattr(self, field.name) for field in fields(Lease)})
-
-
-@dataclass(frozen=True, slots=True)
-class SubmitRow:
-    """The caller (absent when the token is unknown), the project of the assignment (None when
-    there is no such assignment) and, when the statement stored the answer, the observation as
-    stored (`id` and the rest None otherwise). Its attributes are those `observation_out` reads
-    of an `Observation`."""
-
-    user_id: int
-    is_active: bool
-    project_id: int | None
-    project_updated_at: datetime | None
-    id: int | None
-    assignment_id: int | None
-    tags: list[int] | None
-    counts: list[int] | None
-    seconds_on_device: float | None
-    idempotency_key: str | None
-    submitted_at: datetime | None
-    mechanism: str | None
-    alpha: float | None
-
-
-@dataclass(frozen=True, slots=True)
-class VerificationSubmitRow:
-    """As `SubmitRow`, for a verification answer (`statements.SUBMIT_VERIFICATION`): the
-    observation as stored has the attributes `observation_out` reads of a verification answer."""
-
-    user_id: int
-    is_active: bool
-    project_id: int | None
-    project_updated_at: datetime | None
-    id: int | None
-    assignment_id: int | None
-    kind: str | None
-    shown_tags: list[int] | None
-    model_version: int | None
-    answer: bool | None
-    wrong: int | None
-    seconds_on_device: float | None
-    idempotency_key: str | None
-    submitted_at: datetime | None

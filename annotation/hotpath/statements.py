@@ -1,4 +1,6 @@
-"""The annotator's two requests on PostgreSQL, one statement each (see `annotation.hotpath`).
+"""The annotator's requests on PostgreSQL, one statement each (see `annotation.hotpath`): the
+lease here, and the parts every kind's submission statement shares (the statements themselves
+are beside the rules they mirror, in `annotation.kinds`).
 
 Every value is a query parameter; the statuses are the models' choices, written into the text
 once (as constants, so that the planner matches them to the partial indexes on `status`).
@@ -22,7 +24,7 @@ _CHOICES = {
 }
 
 
-def _statement(text: str) -> str:
+def statement(text: str) -> str:
     """The statement on one line with single spaces, the models' choices written in. psycopg
     caches its parse of a statement (placeholders to PostgreSQL's) only up to 4,096 bytes; laid
     out for reading, NEXT_TASK was longer and was parsed again on every request. Spaces around
@@ -74,7 +76,7 @@ _CALLER = """
 # a crash is harmless, the annotator asks again". But a phone holds its leases ahead and answers
 # them offline; a lease lost in a crash made its answer a 404, and the phone dropped it.
 # benchmark_faults: 5 answers refused after 2 PostgreSQL crashes in a minute.)
-NEXT_TASK = _statement(
+NEXT_TASK = statement(
     "WITH"  # noqa: S608 (constant text: the caller CTE and the models' choices)
     + _CALLER
     + """,
@@ -194,7 +196,22 @@ LEFT JOIN (
 # Shared by both submissions: who sends, their lease, its task and project, membership and
 # whether the idempotency key was used already (`ctx`); then the lease marked answered once the
 # statement's `valid` row exists (`answered`).
+#
+# The project's row is read under FOR KEY SHARE (`locked_project`), the lock the observation's
+# foreign key takes anyway, but taken before the checks: a manager's switch to private (or
+# archiving) holds the row FOR UPDATE until it commits, and this statement then waits and checks
+# the answer against the row as the switch left it. Read from the statement's snapshot instead,
+# an answer racing the switch was stored as a true count in a project that had just become
+# private (issue 24: 6 of 15 tries). The other way round, the switch waits for the answer and
+# then sees it (`project_update` refuses to change privacy once there are answers).
 _SUBMISSION_CONTEXT = """
+    locked_project AS MATERIALIZED (
+        SELECT p.id, p.status, p.updated_at, p.private, p.mechanism, p.alpha
+        FROM annotation_project p
+        WHERE p.id = (SELECT a.project_id FROM annotation_assignment a
+                      WHERE a.id = %(assignment)s::bigint)
+        FOR KEY SHARE
+    ),
     ctx AS (
         SELECT c.user_id, c.is_active, a.annotator_id = c.user_id AS mine, a.status,
                p.id AS project_id, p.status AS project_status,
@@ -211,11 +228,11 @@ _SUBMISSION_CONTEXT = """
         LEFT JOIN (
             annotation_assignment a
             JOIN annotation_task t ON t.id = a.task_id
-            JOIN annotation_project p ON p.id = a.project_id
+            JOIN locked_project p ON p.id = a.project_id
         ) ON a.id = %(assignment)s::bigint
     ),
 """
-_ANSWERED = """
+ANSWERED = """
     answered AS (
         UPDATE annotation_assignment a
         SET status = '{submitted}', submitted_at = %(now)s::timestamptz
@@ -225,116 +242,13 @@ _ANSWERED = """
     ),
 """
 
-# Both submissions begin alike: the caller, then the submission's context.
-_SUBMISSION_HEAD = (
+# Every kind's submission statement begins alike: the caller, then the submission's context;
+# each then checks the answer (`valid`), marks the lease answered (`ANSWERED`) and stores it
+# (annotation.kinds).
+SUBMISSION_HEAD = (
     "WITH"  # noqa: S608 (constant text: the caller CTE and the models' choices)
     + _CALLER
     + """,
 """
     + _SUBMISSION_CONTEXT
-)
-
-# The whole submission: caller, lease, task, project, membership and replay check (`ctx`), the
-# counts checked against the task (`given`, `valid`), and, when all is in order, the lease marked
-# answered and the observation stored. Parameters: user_id, key, assignment, idempotency_key,
-# names and counts (the submitted counts as two arrays), released, mechanism, alpha, seconds, now.
-#
-# A private project's answer is `released` values with the mechanism's parameters, which must be
-# the project's; the released values of several tags are drawn independently, so their sum is
-# not bounded by the window. Any other project takes true counts, without parameters.
-#
-# The check is a gate, not the judge: it stores exactly what `services.counts_check` accepts (the
-# counts name the task's tags and no other, each a whole number from 0 to the window, together at
-# most the window) and `services.privacy_check` allows, and whatever it does not store goes to
-# `services.observation_submit`, which says why (or returns the answer a replay stored, or loses
-# a race properly).
-SUBMIT = _statement(
-    _SUBMISSION_HEAD  # noqa: S608 (constant text, as below)
-    + """    given AS (
-        SELECT jsonb_agg(g.position ORDER BY g.position) AS tags,
-               jsonb_agg(x.n ORDER BY g.position) AS counts,
-               bool_and(x.n BETWEEN 0 AND ctx.length) AS in_range,
-               sum(x.n) AS total
-        FROM ctx
-        CROSS JOIN unnest(%(names)s::text[], %(counts)s::integer[]) AS x (name, n)
-        LEFT JOIN annotation_tag g ON g.project_id = ctx.project_id AND g.name = x.name
-    ),
-    valid AS (
-        SELECT ctx.*, given.counts AS count_values
-        FROM ctx CROSS JOIN given
-        WHERE ctx.is_active AND ctx.mine AND ctx.is_member AND NOT ctx.key_used
-          AND ctx.kind = '{count}'
-          AND ctx.project_status <> '{archived}' AND ctx.status IN ('{leased}', '{expired}')
-          AND given.tags = ctx.tags AND given.in_range
-          AND CASE WHEN ctx.private
-                   THEN %(released)s::boolean
-                        AND ctx.project_mechanism = %(mechanism)s::varchar
-                        AND ctx.project_alpha = %(alpha)s::double precision
-                   ELSE NOT %(released)s::boolean AND %(mechanism)s::varchar IS NULL
-                        AND %(alpha)s::double precision IS NULL
-                        AND given.total <= ctx.length
-              END
-    ),
-"""
-    + _ANSWERED
-    + """    stored AS (
-        INSERT INTO annotation_observation
-            (project_id, annotator_id, assignment_id, sentence_id, start, length, tags, counts,
-             is_gold, seconds_on_device, idempotency_key, submitted_at, mechanism, alpha)
-        SELECT v.project_id, v.user_id, answered.id, v.sentence_id, v.start, v.length, v.tags,
-               v.count_values, v.is_gold, %(seconds)s::double precision,
-               %(idempotency_key)s::varchar, %(now)s::timestamptz,
-               v.project_mechanism, v.project_alpha
-        FROM answered CROSS JOIN valid v
-        RETURNING id, assignment_id, tags, counts, seconds_on_device, idempotency_key,
-                  submitted_at, mechanism, alpha
-    )
-SELECT ctx.user_id, ctx.is_active, ctx.project_id, ctx.project_updated_at,
-       s.id, s.assignment_id, s.tags, s.counts, s.seconds_on_device, s.idempotency_key,
-       s.submitted_at, s.mechanism, s.alpha
-FROM ctx LEFT JOIN stored s ON true
-"""
-)
-
-
-# A verification answer (`kind` verify): caller, lease, task, project, membership and replay
-# check as in `SUBMIT`, the answer checked against the task (`services.verification_check`: a
-# Yes names no word; after a No, a wrong word is a position in the window or null), and, when
-# all is in order, the lease marked answered and the answer stored with the tags the task showed
-# and the version that chose them. Parameters: user_id, key, assignment, idempotency_key,
-# answer, wrong, seconds, now. As in `SUBMIT`, whatever it does not store goes to the service.
-SUBMIT_VERIFICATION = _statement(
-    _SUBMISSION_HEAD  # noqa: S608 (constant text, as below)
-    + """    valid AS (
-        SELECT ctx.*
-        FROM ctx
-        WHERE ctx.is_active AND ctx.mine AND ctx.is_member AND NOT ctx.key_used
-          AND ctx.kind = '{verify}'
-          AND ctx.project_status <> '{archived}' AND ctx.status IN ('{leased}', '{expired}')
-          AND %(answer)s::boolean IS NOT NULL
-          AND (%(wrong)s::smallint IS NULL
-               OR (NOT %(answer)s::boolean
-                   AND %(wrong)s::smallint BETWEEN 0 AND ctx.length - 1))
-    ),
-"""
-    + _ANSWERED
-    + """    stored AS (
-        INSERT INTO annotation_observation
-            (project_id, annotator_id, assignment_id, sentence_id, start, length, kind, tags,
-             counts, shown_tags, model_version, answer, wrong, is_gold, seconds_on_device,
-             idempotency_key, submitted_at, mechanism, alpha)
-        SELECT v.project_id, v.user_id, answered.id, v.sentence_id, v.start, v.length,
-               '{verify}', '[]'::jsonb, '[]'::jsonb, v.shown_tags, v.model_version,
-               %(answer)s::boolean, %(wrong)s::smallint, v.is_gold,
-               %(seconds)s::double precision, %(idempotency_key)s::varchar,
-               %(now)s::timestamptz, '', NULL
-        FROM answered CROSS JOIN valid v
-        RETURNING id, assignment_id, kind, shown_tags, model_version, answer, wrong,
-                  seconds_on_device, idempotency_key, submitted_at
-    )
-SELECT ctx.user_id, ctx.is_active, ctx.project_id, ctx.project_updated_at,
-       s.id, s.assignment_id, s.kind, s.shown_tags, s.model_version, s.answer, s.wrong,
-       s.seconds_on_device, s.idempotency_key, s.submitted_at
-FROM ctx LEFT JOIN stored s ON true
-"""
 )

@@ -1,13 +1,14 @@
 """Every write of the annotation app: typed, keyword-only `<thing>_<action>` functions, by
-subject: `projects` (projects, tag sets, members), `corpus` (corpus import), `observations`
-(answers and the rule set of their counts), `verification` (verification rounds and the rule
-set of a yes/no answer). Callers use them from here.
+subject: `projects` (projects, tag sets, members), `corpus` (corpus import), `uploads` (an
+upload imported at once or as a job), `observations` (answers, on the ORM), `verification`
+(verification rounds). The rules of an answer are its task kind's (`annotation.kinds`,
+re-exported here). Callers use them from here.
 
-Task leasing lives in `annotation.scheduler`; reading in `annotation.selectors`; accounts in
-`accounts.services`.
+Task leasing lives in `annotation.scheduler`, the annotator's cycle in `annotation.cycle`;
+reading in `annotation.selectors`; accounts in `accounts.services`.
 """
 
-from annotation.services.corpus import corpus_import, project_create_with_corpus
+from annotation.services.corpus import corpus_import
 from annotation.services.observations import (
     counts_check,
     counts_well_formed,
@@ -23,6 +24,12 @@ from annotation.services.projects import (
     project_rotate_invite,
     project_update,
 )
+from annotation.services.uploads import (
+    corpus_upload,
+    import_job_cancel,
+    import_job_run,
+    project_create_with_corpus,
+)
 from annotation.services.verification import (
     VerificationWindow,
     verification_check,
@@ -32,6 +39,9 @@ from annotation.services.verification import (
 __all__ = [
     "VerificationWindow",
     "corpus_import",
+    "corpus_upload",
+    "import_job_cancel",
+    "import_job_run",
     "counts_check",
     "privacy_check",
     "counts_well_formed",

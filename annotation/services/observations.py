@@ -1,15 +1,7 @@
-"""Submission of an answer to a lease, and the rule set of its counts (a verification answer's
-rule set is `services.verification.verification_check`).
-
-The rule set has two parts: what holds whatever the task (`counts_well_formed`), and the task's
-own rules (`counts_check`, which applies both). On PostgreSQL the annotator's submission checks
-the second part in SQL (`annotation.hotpath`); tests/annotation/test_hotpath.py proves that it
-stores exactly what `counts_check` and `privacy_check` accept.
-
-Private projects (issue 13): the phone sends `released` values, randomized by the project's
-mechanism, with the mechanism's parameters (`privacy`: name and alpha), never the true counts.
-A released value is a whole number from 0 to the window (the releases of several tags are
-independent, so their sum may exceed the window).
+"""Submission of an answer to a lease, on the ORM: the whole rule, which says why an answer is
+refused. Each task kind's rules are in its module (`annotation.kinds`: `count.counts_check` and
+`count.privacy_check`, `verify.verification_check`), beside the statement that stores the plain
+case on PostgreSQL; whatever that statement does not store comes here.
 """
 
 from __future__ import annotations
@@ -24,84 +16,17 @@ from django.db.models import Exists, OuterRef, Subquery
 from django.utils import timezone
 
 from annotation import selectors
-from annotation.models import MAX_TAGS, Assignment, Membership, Observation, Project, TaskKind
-from annotation.services.verification import verification_check
+from annotation.kinds import KINDS
+from annotation.kinds.count import counts_check, counts_well_formed, privacy_check
+from annotation.models import Assignment, Membership, Observation, Project, TaskKind
 from common.exceptions import (
     Conflict,
     IdempotencyKeyReused,
-    InvalidInput,
     LeaseNotYours,
     ProjectNotActive,
 )
 
-_INT32 = 2**31
-
-
-def _is_whole(value) -> bool:
-    return isinstance(value, int) and not isinstance(value, bool)
-
-
-def counts_well_formed(counts: Mapping[str, Any]) -> bool:
-    """The counts are at most `MAX_TAGS` whole numbers that fit a 32-bit integer, by tag name:
-    what any task's answer is, before its own rules."""
-    return len(counts) <= MAX_TAGS and all(
-        isinstance(name, str) and _is_whole(value) and -_INT32 < value < _INT32
-        for name, value in counts.items()
-    )
-
-
-def counts_check(
-    counts: Mapping[str, Any], *, names: list[str], length: int, released: bool = False
-) -> tuple[list[int], dict[str, list[str]]]:
-    """(the counts in the order of `names`, errors by field): one count for each of the task's
-    tag `names` and no other, each a whole number from 0 to the window's `length`, together at
-    most `length` (unless they are `released` values of a private project, each drawn on its
-    own)."""
-    field = "released" if released else "counts"
-    if not isinstance(counts, Mapping) or set(counts) != set(names):
-        return [], {field: [f"Give exactly one count for each of: {', '.join(names)}."]}
-    errors: dict[str, list[str]] = {}
-    values = []
-    for name in names:
-        value = counts[name]
-        if not _is_whole(value) or not 0 <= value <= length:
-            errors.setdefault(field, []).append(
-                f"Count for {name} must be a whole number between 0 and {length}."
-            )
-        else:
-            values.append(value)
-    if not errors and not released and sum(values) > length:
-        errors["counts"] = [f"The counts add up to more than the {length} highlighted words."]
-    return values, errors
-
-
-def privacy_check(
-    project: Project, *, counts_given: bool, privacy: Mapping[str, Any] | None
-) -> dict[str, list[str]]:
-    """Errors by field of an answer's form against the project's privacy: a private project
-    takes only `released` values with the project's own mechanism parameters (`privacy`); any
-    other project only `counts`."""
-    if not project.private:
-        if counts_given and privacy is None:
-            return {}
-        return {"released": ["This project is not private: send the true `counts`."]}
-    if counts_given:
-        return {
-            "counts": [
-                "This project is private: send the values released on the phone (`released`) "
-                "and the mechanism's parameters (`privacy`), never the true counts."
-            ]
-        }
-    expected = f'{{"mechanism": "{project.mechanism}", "alpha": {project.alpha}}}'
-    if privacy is None:
-        return {"privacy": [f"Required in this private project: {expected}."]}
-    if privacy.get("mechanism") != project.mechanism or privacy.get("alpha") != project.alpha:
-        return {
-            "privacy": [
-                f"The values were released with other parameters than the project's ({expected})."
-            ]
-        }
-    return {}
+__all__ = ["counts_check", "counts_well_formed", "observation_submit", "privacy_check"]
 
 
 def observation_submit(
@@ -129,7 +54,7 @@ def observation_submit(
     now = now or timezone.now()
     # One read, so that what it says of the lease, the membership and the key holds together.
     assignment = (
-        Assignment.objects.select_related("task", "project")
+        Assignment.objects.select_related("task")
         .annotate(
             is_member=Exists(
                 Membership.objects.filter(project=OuterRef("project"), user=annotator)
@@ -154,41 +79,17 @@ def observation_submit(
         return _replayed(stored, answer=given, seconds_on_device=seconds_on_device), True
     if not assignment.is_member:
         raise LeaseNotYours("No such assignment of yours.")
-    project, task = assignment.project, assignment.task
-    if project.status == Project.Status.ARCHIVED:
-        raise ProjectNotActive("This project is archived; it accepts no answers.")
+    task = assignment.task
     if assignment.status == Assignment.Status.SUBMITTED:
         raise Conflict("This assignment has already been answered.")
-    if task.kind == TaskKind.VERIFY:
-        if counts is not None or released is not None or privacy is not None:
-            raise InvalidInput(
-                "This is a verification task: answer it with `answer` (and optionally `wrong`).",
-                fields={"counts": ["Not for a verification task."]},
-            )
-        values = []
-        (answer, wrong), errors = verification_check(answer, wrong, length=task.length)
-        if errors:
-            raise InvalidInput("The answer is not valid for this task.", fields=errors)
-    else:
-        if answer is not None or wrong is not None:
-            raise InvalidInput(
-                "This is a count task: answer it with `counts`.",
-                fields={"answer": ["Only for a verification task."]},
-            )
-        errors = privacy_check(project, counts_given=counts is not None, privacy=privacy)
-        if errors:
-            raise InvalidInput("The answer does not fit this project's privacy.", fields=errors)
-        all_names = selectors.project_tag_names(project=project)
-        values, errors = counts_check(
-            given.values,
-            names=[all_names[i] for i in task.tags],
-            length=task.length,
-            released=project.private,
-        )
-        if errors:
-            raise InvalidInput("The counts are not valid for this task.", fields=errors)
     try:
         with transaction.atomic():
+            # The project's status and privacy as they stand, its row locked until the answer
+            # is stored: a switch to private committed while this answer was on its way is
+            # seen here, and a switch that comes later waits and then sees the answer (issue
+            # 24; the one statement takes the same row lock).
+            project = _project_locked(assignment.project_id)
+            values, answer, wrong = _answer_checked(project, task, given)
             answered = Assignment.objects.filter(
                 pk=assignment_id,
                 status__in=[Assignment.Status.LEASED, Assignment.Status.EXPIRED],
@@ -207,8 +108,8 @@ def observation_submit(
                 counts=values,
                 shown_tags=task.shown_tags,
                 model_version=task.model_version,
-                answer=answer if task.kind == TaskKind.VERIFY else None,
-                wrong=wrong if task.kind == TaskKind.VERIFY else None,
+                answer=answer,
+                wrong=wrong,
                 is_gold=task.is_gold,
                 seconds_on_device=seconds_on_device,
                 idempotency_key=idempotency_key,
@@ -223,6 +124,22 @@ def observation_submit(
             return _replayed(stored, answer=given, seconds_on_device=seconds_on_device), True
         raise Conflict("This assignment has already been answered.") from exc
     return observation, False
+
+
+def _project_locked(project_id: int) -> Project:
+    """The project, its row locked against a concurrent change of its settings (FOR NO KEY
+    UPDATE: `project_update` waits for it; the one statement's FOR KEY SHARE does not)."""
+    return Project.objects.select_for_update(no_key=True).get(pk=project_id)
+
+
+def _answer_checked(
+    project: Project, task, given: Answer
+) -> tuple[list[int], bool | None, int | None]:
+    """(count values, answer, wrong) of `given` for `task`, by the rules of the task's kind,
+    against the project as it stands; `InvalidInput` or `ProjectNotActive` says what is wrong."""
+    if project.status == Project.Status.ARCHIVED:
+        raise ProjectNotActive("This project is archived; it accepts no answers.")
+    return KINDS[task.kind].answer_check(project, task, given)
 
 
 _KEY_OTHER_ASSIGNMENT = (

@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
+from django.core.files.storage import default_storage
 from django.db import transaction
 from django.db.models import F
 
@@ -13,10 +14,12 @@ from annotation.models import (
     DEFAULT_ALPHA,
     DEFAULT_MECHANISM,
     DEFAULT_VERIFICATION_SHARE,
+    MAX_ALPHA,
     MAX_PRIVATE_TAGS,
     MAX_TAGS,
     Assignment,
     CorpusImport,
+    ImportJob,
     Membership,
     Observation,
     Project,
@@ -84,12 +87,21 @@ def _check_settings(project: Project, n_tags: int) -> None:
         )
 
 
-def _settle_privacy(project: Project) -> None:
+ALPHA_LIMIT_MESSAGE = (
+    f"α is at most {MAX_ALPHA:g}: above it the phone sends the true count almost every time, "
+    "so the answers would no longer be private."
+)
+
+
+def _settle_privacy(project: Project, *, previous_alpha: float | None = None) -> None:
     """A private project gets the default level and mechanism where none is given; a project
-    that is not private keeps neither."""
+    that is not private keeps neither. A new level is at most MAX_ALPHA (a project made before
+    that cap keeps its own, `previous_alpha`: its answers were released with it)."""
     if project.private:
         project.alpha = DEFAULT_ALPHA if project.alpha is None else float(project.alpha)
         project.mechanism = project.mechanism or DEFAULT_MECHANISM
+        if project.alpha > MAX_ALPHA and project.alpha != previous_alpha:
+            raise InvalidInput(ALPHA_LIMIT_MESSAGE, fields={"alpha": [ALPHA_LIMIT_MESSAGE]})
     elif project.alpha is not None or project.mechanism:
         raise InvalidInput(
             "alpha and mechanism apply to private projects only: set private to true.",
@@ -170,7 +182,7 @@ def project_update(
         project.alpha, project.mechanism = None, ""
     for name, value in fields.items():
         setattr(project, name, "" if name == "mechanism" and value is None else value)
-    _settle_privacy(project)
+    _settle_privacy(project, previous_alpha=before["alpha"])
     changed = [name for name in PRIVACY_FIELDS if getattr(project, name) != before[name]]
     if changed and project.observations.exists():
         raise Conflict(
@@ -204,12 +216,26 @@ def project_update(
 
 
 @transaction.atomic
-def project_delete(*, project: Project) -> None:
+def project_delete(*, project: Project, before: Callable[[], None] | None = None) -> None:
     """Delete a project and everything in it (sentences, tasks, answers, models' rows).
 
-    The answers first: an answer protects its assignment from a cascade."""
-    project = Project.objects.select_for_update().get(pk=project.pk)
-    for model in (Observation, Assignment, Task, Sentence, CorpusImport):
+    Requests that delete one project at once: the first deletes it, the others find it gone
+    (`NotFound`). A retrain running meanwhile is not waited for: its lock row goes with the
+    project, so it writes nothing (`learning.locks.lock_confirm`). `before()` runs once the
+    project is locked (the caller lists what to delete outside the database). The answers
+    first: an answer protects its assignment from a cascade."""
+    project = Project.objects.select_for_update().filter(pk=project.pk).first()
+    if project is None:
+        raise NotFound("No such project.")
+    if before is not None:
+        before()
+    uploads = list(
+        ImportJob.objects.filter(project=project)
+        .exclude(upload="")
+        .values_list("upload", flat=True)
+    )
+    transaction.on_commit(lambda: [default_storage.delete(name) for name in uploads])
+    for model in (Observation, Assignment, Task, Sentence, ImportJob, CorpusImport):
         model.objects.filter(project=project).delete()
     project.delete()
 

@@ -1,5 +1,5 @@
-"""Verification tasks: the rounds a model version's retrain makes, and the rule set of a
-verification answer.
+"""Verification tasks: the rounds a model version's retrain makes (the rules of a verification
+answer, and the statement that stores it, are `annotation.kinds.verify`).
 
 A verification task shows the tags a model version gives the words of a window and asks "Are all
 of these tags right?": Yes, or No and optionally which word is wrong (`Observation.wrong`, the
@@ -13,7 +13,10 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass
 
+from annotation.kinds.verify import verification_check
 from annotation.models import Project, Task, TaskKind
+
+__all__ = ["VerificationWindow", "verification_check", "verification_round_create"]
 
 _BATCH = 2000
 
@@ -56,19 +59,3 @@ def verification_round_create(
     served = version_number if tasks else None
     Project.objects.filter(pk=project_id).update(verification_version=served)
     return len(tasks)
-
-
-def verification_check(
-    answer, wrong, *, length: int
-) -> tuple[tuple[bool, int | None], dict[str, list[str]]]:
-    """((answer, wrong), errors by field): `answer` true (Yes) or false (No); `wrong`, only
-    after a No, null or the position (0-based) of a word of the window of `length` words."""
-    errors: dict[str, list[str]] = {}
-    if not isinstance(answer, bool):
-        errors["answer"] = ["true (all of these tags are right) or false (one is not)."]
-    if wrong is not None:
-        if answer is True:
-            errors["wrong"] = ["Only after a No (answer false)."]
-        elif isinstance(wrong, bool) or not isinstance(wrong, int) or not 0 <= wrong < length:
-            errors["wrong"] = [f"The position of a word of the window: 0 to {length - 1}, or null."]
-    return (answer, wrong), errors

@@ -1,8 +1,9 @@
 """JSON endpoints as plain Django views, for requests that every annotator repeats all day.
 
 They skip DRF's per-request machinery (request wrapping, content negotiation, renderers) and keep
-its contract: the caller is authenticated by `Authorization: Token <key>` or by the session with
-the same CSRF check DRF applies; errors have the API's body (`common.api.errors`); the OpenAPI
+its contract with DRF's own parts: the caller is `Authorization: Token <key>` (looked up by the
+statement that serves the request, or by `Caller.user`) or the session, with DRF's CSRF check;
+errors are the domain errors every view maps (`common.api.errors.domain_error`); the OpenAPI
 schema documents them like the DRF views (`plain_view` attaches a description class that
 drf-spectacular reads; it is never called).
 """
@@ -17,28 +18,22 @@ from typing import Any
 from django.conf import settings
 from django.core.exceptions import RequestDataTooBig
 from django.http import HttpRequest, HttpResponse
-from django.middleware.csrf import CsrfViewMiddleware
 from drf_spectacular.utils import extend_schema
-from rest_framework.authentication import (
-    SessionAuthentication,
-    TokenAuthentication,
-    get_authorization_header,
-)
+from rest_framework.authentication import SessionAuthentication, TokenAuthentication
 from rest_framework.authtoken.models import Token
+from rest_framework.exceptions import AuthenticationFailed as DrfAuthenticationFailed
+from rest_framework.exceptions import PermissionDenied
 from rest_framework.views import APIView
 
 from common import inputs
 from common.api.errors import domain_error, error_body
 from common.api.parsers import JsonParser
-from common.exceptions import DomainError
-
-
-class Unauthenticated(Exception):
-    """401 with `WWW-Authenticate: Token`."""
-
-    def __init__(self, code: str, message: str) -> None:
-        super().__init__(message)
-        self.code, self.message = code, message
+from common.exceptions import (
+    AuthenticationFailed,
+    DomainError,
+    NotAuthenticated,
+    PayloadTooLarge,
+)
 
 
 class _Refused(Exception):
@@ -46,10 +41,6 @@ class _Refused(Exception):
 
     def __init__(self, response: HttpResponse) -> None:
         self.response = response
-
-
-def invalid_token() -> Unauthenticated:
-    return Unauthenticated("authentication_failed", "Invalid token.")
 
 
 @dataclass(frozen=True, slots=True)
@@ -69,29 +60,35 @@ class Caller:
             return self.session_user
         token = Token.objects.select_related("user").filter(key=self.key).first()
         if token is None or not token.user.is_active:
-            raise invalid_token()
+            raise AuthenticationFailed("Invalid token.")
         return token.user
 
 
-class _CsrfCheck(CsrfViewMiddleware):
-    def _reject(self, request, reason):
-        return reason  # returned, not rendered: the view answers with the API's error body
+class _TokenNotLookedUp(TokenAuthentication):
+    """DRF's token authentication, reading the header by its rules and with its messages, but
+    leaving the key's lookup to the statement that serves the request (`Caller.user` else)."""
+
+    def authenticate_credentials(self, key):
+        return None, key
+
+
+_TOKEN, _SESSION = _TokenNotLookedUp(), SessionAuthentication()
 
 
 def _caller(request: HttpRequest) -> Caller:
-    header = get_authorization_header(request).split()
-    if header and header[0].lower() == b"token":
-        if len(header) != 2:
-            raise Unauthenticated("authentication_failed", "Invalid token header.")
-        return Caller(key=header[1].decode("latin-1"))
+    try:
+        credentials = _TOKEN.authenticate(request)
+    except DrfAuthenticationFailed as exc:
+        raise AuthenticationFailed(str(exc.detail)) from exc
+    if credentials is not None:
+        return Caller(key=credentials[1])
     user = getattr(request, "user", None)
     if user is None or not user.is_authenticated:
-        raise Unauthenticated("not_authenticated", "Authentication credentials were not provided.")
-    check = _CsrfCheck(lambda r: None)
-    check.process_request(request)
-    reason = check.process_view(request, None, (), {})
-    if reason:
-        raise _Refused(error_response(403, "permission_denied", f"CSRF Failed: {reason}"))
+        raise NotAuthenticated("Authentication credentials were not provided.")
+    try:
+        _SESSION.enforce_csrf(request)  # DRF's own check, as its session authentication makes it
+    except PermissionDenied as exc:
+        raise _Refused(error_response(403, "permission_denied", str(exc.detail))) from exc
     return Caller(key=None, session_user=user)
 
 
@@ -114,7 +111,7 @@ def json_body(request: HttpRequest, *, optional: bool = False):
         body = request.body
     except RequestDataTooBig as exc:
         message = f"A JSON body is at most {settings.DATA_UPLOAD_MAX_MEMORY_SIZE} bytes."
-        raise _Refused(error_response(413, "payload_too_large", message)) from exc
+        raise PayloadTooLarge(message) from exc
     if optional and not body:
         return None
     if request.content_type != "application/json":
@@ -159,7 +156,7 @@ def plain_view(*, method: str = "post", **schema):
                 return response
             try:
                 return view(request, _caller(request), **kwargs)
-            except Unauthenticated as exc:
+            except NotAuthenticated as exc:
                 response = error_response(401, exc.code, exc.message)
                 response["WWW-Authenticate"] = "Token"
                 return response

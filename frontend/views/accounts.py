@@ -107,7 +107,7 @@ def join(request: HttpRequest, code: str) -> HttpResponse:
         "frontend/join.html",
         {
             "code": code,
-            "private": selectors.invite_is_private(code=code[:64]),
+            "private": selectors.invite_privacy(code=code[:64]),
             "login_form": AuthenticationForm(request),
             "signup_form": SignupForm(),
         },

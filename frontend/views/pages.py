@@ -18,7 +18,7 @@ from common.exceptions import NotFound
 from common.permissions import is_manager
 from common.text import LANGUAGES
 from frontend.tagsets import PRESET_CHOICES, presets_for_form
-from learning.core.privacy import DEFAULT_MECHANISM, MECHANISMS
+from learning.core.privacy import DEFAULT_MECHANISM, MAX_ALPHA, MECHANISMS
 
 
 def _membership(request: HttpRequest, project_id: int) -> Membership:
@@ -67,6 +67,7 @@ def project_new(request: HttpRequest) -> HttpResponse:
             "languages": list(LANGUAGES.items()),
             "mechanisms": MECHANISMS,
             "default_mechanism": DEFAULT_MECHANISM,
+            "max_alpha": f"{MAX_ALPHA:g}",
             "default_verification_share": DEFAULT_VERIFICATION_SHARE,
         },
     )

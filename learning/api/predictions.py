@@ -5,6 +5,7 @@ from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, extend_schema, extend_schema_field
 from rest_framework import serializers
 from rest_framework.response import Response
+from rest_framework.throttling import UserRateThrottle
 
 from common.api.base import ManagerView, ProjectView
 from common.api.typed import TypedSerializer
@@ -22,7 +23,16 @@ class PredictSerializer(TypedSerializer):
     text = _TextField(trim_whitespace=False, error_messages={"blank": "Give some words to tag."})
 
 
+class PredictThrottle(UserRateThrottle):
+    """Tagging text is the one piece of work every member, annotators too, can ask for at will:
+    `TALLY_PREDICT_RATE` per user (default 30/min), over all their projects."""
+
+    scope = "predict"
+
+
 class PredictView(ProjectView):
+    throttle_classes = [PredictThrottle]
+
     @extend_schema(request=PredictSerializer, responses={200: PredictionOut})
     def post(self, request, project_id):
         data = PredictSerializer(data=request.data)

@@ -8,7 +8,8 @@ the report's evaluation) are documented as free-form.
 
 from rest_framework import serializers
 
-from learning.models import RetrainRun, WebhookDelivery
+from delivery.models import WebhookDelivery
+from learning.models import RetrainRun
 
 
 class ModelVersionOut(serializers.Serializer):

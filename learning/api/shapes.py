@@ -1,7 +1,8 @@
 """Output shapes of the learning API (learning/API.md)."""
 
 from common.api.output import iso
-from learning.models import ModelVersion, RetrainRun, Webhook, WebhookDelivery
+from delivery.models import Webhook, WebhookDelivery
+from learning.models import ModelVersion, RetrainRun
 
 
 def model_kind(version: ModelVersion) -> str:
@@ -95,7 +96,7 @@ def last_error_out(run: RetrainRun | None) -> dict | None:
 
 
 def webhook_out(webhook: Webhook) -> dict:
-    """`webhook` as read by `learning.webhooks.selectors` (with its last delivery)."""
+    """`webhook` as read by `delivery.webhooks.selectors` (with its last delivery)."""
     status = webhook.last_delivery_status
     return {
         "id": webhook.pk,

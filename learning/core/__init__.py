@@ -25,8 +25,8 @@ from .node_tagger import NodeTagger
 from .observations import Observations
 from .pipeline import CountTagger
 from .posterior import window_posteriors
+from .schedule import EMSchedule, choose_schedule
 from .simplex import project_rows_to_simplex
-from .simulate import SimulatedCrowd, simulate_crowd
 from .solver import select_ridge, solve_word_tag_probs
 from .wordclasses import WordClasses, learn_word_classes
 
@@ -39,15 +39,16 @@ __all__ = [
     "CountEvidence",
     "Corpus",
     "CountTagger",
+    "EMSchedule",
     "FeatureConfig",
     "NodeTagger",
     "ModelFileError",
     "MostFrequentTagger",
     "Observations",
     "Reliability",
-    "SimulatedCrowd",
     "WordClasses",
     "accuracy",
+    "choose_schedule",
     "confusion_matrix",
     "count_consistency",
     "design_matrix",
@@ -65,7 +66,6 @@ __all__ = [
     "read_conllu",
     "save_tagger",
     "select_ridge",
-    "simulate_crowd",
     "solve_word_tag_probs",
     "window_posteriors",
 ]

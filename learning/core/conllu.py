@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import gzip
 import io
+import re
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -26,8 +27,10 @@ from pathlib import Path
 __all__ = [
     "ConlluError",
     "ConlluSentence",
+    "comment_value",
     "conllu_head",
     "conllu_sentence",
+    "is_word_id",
     "iter_conllu",
     "read_conllu",
 ]
@@ -55,6 +58,8 @@ class ConlluSentence:
     text: str | None = None
     line_number: int = 0  # line of the sentence's first token, for error messages downstream
     lines: list[str] = field(default_factory=list)  # as read, without line ends
+    # The last multiword token's range (its line, its last word id): later words must reach it.
+    _open_range: tuple[int, int] = field(default=(0, 0), repr=False)
 
     def tags(self, tagset: str) -> list[str]:
         """The tag column named ``"upos"`` or ``"xpos"``."""
@@ -79,6 +84,7 @@ def iter_conllu(lines: Iterable[str]) -> Iterator[ConlluSentence]:
             line = line.removeprefix("\ufeff")
         if not line.strip():
             if sentence.tokens:
+                _check_ranges_closed(sentence)
                 yield sentence
             elif sentence.sent_id is not None or sentence.text is not None:
                 raise ConlluError(line_number, "sentence has comments but no tokens")
@@ -90,6 +96,7 @@ def iter_conllu(lines: Iterable[str]) -> Iterator[ConlluSentence]:
             continue
         _read_token(line, line_number, sentence)
     if sentence.tokens:
+        _check_ranges_closed(sentence)
         yield sentence
     elif sentence.sent_id is not None or sentence.text is not None:
         raise ConlluError(line_number, "sentence has comments but no tokens")
@@ -120,13 +127,13 @@ def conllu_sentence(
     ``comments`` and ``tokens`` are not used (the source has its own).
     """
     if source is None:
-        lines = [f"# {key} = {value}" for key, value in comments]
+        lines = [f"# {key} = {comment_value(value)}" for key, value in comments]
         for i, token in enumerate(tokens):
             extra = misc[i] if misc is not None else "_"
             lines.append(f"{i + 1}\t{token}\t_\t{tags[i]}\t_\t_\t_\t_\t_\t{extra}")
         return "\n".join(lines) + "\n\n"
     index = _TAG_COLUMNS[column]
-    words = [not line.startswith("#") and line.partition("\t")[0].isdigit() for line in source]
+    words = [not line.startswith("#") and is_word_id(line.partition("\t")[0]) for line in source]
     if sum(words) != len(tags):
         raise ValueError(f"{len(tags)} tags for a source sentence of {sum(words)} words")
     out, word = [], 0
@@ -208,6 +215,33 @@ def _read_comment(line: str, sentence: ConlluSentence) -> None:
         sentence.text = value.strip()
 
 
+# The longest id read: a sentence of a billion words is beyond any corpus, and Python refuses to
+# convert integers of more than 4,300 digits.
+_MAX_ID_DIGITS = 9
+# What a comment's value may not hold: characters that some line reader takes for the end of a
+# line (Python's str.splitlines: CR, VT, FF, the file/group/record separators, NEL, U+2028 and
+# U+2029) and the other control characters. Tab is kept.
+_NOT_IN_COMMENTS = re.compile("[\x00-\x08\x0a-\x1f\x7f-\x9f\u2028\u2029]")
+
+
+def is_word_id(token_id: str) -> bool:
+    """Whether a line's ID column is a word's (a plain integer, in ASCII digits: ``str.isdigit``
+    alone also takes ``²`` and other digits ``int`` cannot read)."""
+    return token_id.isascii() and token_id.isdigit()
+
+
+def comment_value(value: object) -> str:
+    """``value`` as one line of a ``# key = value`` comment: anything that could end the line
+    early, or is not text, becomes a space, so the sentence reads back as written."""
+    return _NOT_IN_COMMENTS.sub(" ", str(value))
+
+
+def _id_number(text: str, token_id: str, line_number: int) -> int:
+    if not is_word_id(text) or len(text) > _MAX_ID_DIGITS:
+        raise ConlluError(line_number, f"malformed token id {token_id[:40]!r}")
+    return int(text)
+
+
 def _read_token(line: str, line_number: int, sentence: ConlluSentence) -> None:
     columns = line.split("\t")
     if len(columns) != _N_COLUMNS:
@@ -217,13 +251,15 @@ def _read_token(line: str, line_number: int, sentence: ConlluSentence) -> None:
         )
     token_id, form, _lemma, upos, xpos = columns[:5]
     if "-" in token_id or "." in token_id:
-        _check_special_id(token_id, line_number)
+        _check_special_id(token_id, line_number, sentence)
         return
-    if not token_id.isdigit():
-        raise ConlluError(line_number, f"token id must be a positive integer, found {token_id!r}")
+    if not is_word_id(token_id):
+        raise ConlluError(
+            line_number, f"token id must be a positive integer, found {token_id[:40]!r}"
+        )
     expected = len(sentence.tokens) + 1
-    if int(token_id) != expected:
-        raise ConlluError(line_number, f"expected token id {expected}, found {token_id}")
+    if _id_number(token_id, token_id, line_number) != expected:
+        raise ConlluError(line_number, f"expected token id {expected}, found {token_id[:40]}")
     if not form:
         raise ConlluError(line_number, "empty FORM column")
     if not upos:
@@ -235,8 +271,37 @@ def _read_token(line: str, line_number: int, sentence: ConlluSentence) -> None:
     sentence.xpos.append(xpos)
 
 
-def _check_special_id(token_id: str, line_number: int) -> None:
+def _check_special_id(token_id: str, line_number: int, sentence: ConlluSentence) -> None:
+    """A multiword token ``a-b`` names the next words ``a`` to ``b`` (``a < b``, after the last
+    range); an empty node ``i.j`` comes after word ``i`` (``0`` before the first word)."""
     separator = "-" if "-" in token_id else "."
     parts = token_id.split(separator)
-    if len(parts) != 2 or not all(part.isdigit() for part in parts):
-        raise ConlluError(line_number, f"malformed token id {token_id!r}")
+    if len(parts) != 2:
+        raise ConlluError(line_number, f"malformed token id {token_id[:40]!r}")
+    first, second = (_id_number(part, token_id, line_number) for part in parts)
+    words = len(sentence.tokens)
+    if separator == ".":
+        if first != words or second < 1:
+            raise ConlluError(
+                line_number, f"empty node {token_id} must follow word {first}, found after {words}"
+            )
+        return
+    if first != words + 1 or second <= first:
+        raise ConlluError(
+            line_number,
+            f"multiword token {token_id} must span the next words, from {words + 1} on "
+            "(start below end)",
+        )
+    if first <= sentence._open_range[1]:
+        raise ConlluError(line_number, f"multiword token {token_id} overlaps the one before")
+    sentence._open_range = (line_number, second)
+
+
+def _check_ranges_closed(sentence: ConlluSentence) -> None:
+    range_line, range_end = sentence._open_range
+    if range_end > len(sentence.tokens):
+        raise ConlluError(
+            range_line,
+            f"multiword token ends at word {range_end}, but the sentence has "
+            f"{len(sentence.tokens)} words",
+        )

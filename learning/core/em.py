@@ -28,6 +28,7 @@ import numpy as np
 from .design import Corpus
 from .observations import Observations
 from .posterior import WindowPosteriors
+from .softmax import safe_log
 
 __all__ = ["EStepResult", "Evidence", "window_token_index", "expected_labels"]
 
@@ -90,7 +91,7 @@ def expected_labels(
     active = all_weights > 0
     inside = window_tokens >= 0
     safe_tokens = np.where(inside, window_tokens, 0)
-    log_prior = np.log(np.maximum(token_probs, 1e-300))
+    log_prior = safe_log(token_probs)
     omega = np.where(active, all_weights, 0.0)[:, None, None]
 
     def messages(cavity, rows):
@@ -105,9 +106,7 @@ def expected_labels(
                 continue
             width = e.windows.shape[1]
             result = e.posteriors(cavity[mine, :width], rows[mine] - bounds[k], floor)
-            new = np.log(np.maximum(result.marginals, 1e-300)) - np.log(
-                np.maximum(cavity[mine, :width], 1e-300)
-            )
+            new = safe_log(result.marginals) - safe_log(cavity[mine, :width])
             new = np.maximum(new, _LOG_FLOOR)
             new -= new.max(axis=2, keepdims=True)
             usable = (result.feasible & active[rows[mine]])[:, None, None] & inside[

@@ -19,8 +19,10 @@
 
 from __future__ import annotations
 
+import os
 import time
 from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
 import numpy as np
@@ -36,7 +38,9 @@ from .modelfile import save_tagger
 from .node_tagger import NodeFeatures, NodeTagger
 from .observations import Observations
 from .privacy import MAX_PRIVATE_TAGS, Mechanism, PrivateCountEvidence
-from .solver import RidgeSolution, select_ridge, solve_word_tag_probs
+from .schedule import EMSchedule, choose_schedule, schedule_named
+from .softmax import blas_one_thread
+from .solver import RidgeSolution, select_ridge, soft_counts, solve_word_tag_probs
 from .verification import VerificationAnswers, VerificationEvidence, verification_reliability
 from .wordclasses import WordClasses, learn_word_classes
 
@@ -44,9 +48,6 @@ __all__ = ["CountTagger", "MODEL_KINDS", "STAGES"]
 
 MODEL_KINDS = ("context", "node")
 STAGES = ("solve", "fit", "classes", "refine", "reliability")
-# The "auto" schedules (CountTagger's n_em_iter, n_context_iter, cross_fit).
-_INFORMATIVE_SCHEDULE = {"n_em_iter": 10, "n_context_iter": 2, "cross_fit": 0}
-_WEAK_SCHEDULE = {"n_em_iter": 40, "n_context_iter": 10, "cross_fit": 2}
 
 
 class _Stopwatch:
@@ -106,178 +107,63 @@ class CountTagger:
     Parameters
     ----------
     model : the served model kind, ``"context"`` (default) or ``"node"`` (the paper's).
-    ridge : λ of the ŵ least squares, or ``"auto"`` to pick it from ``ridge_grid``.
+    schedule : the :class:`.schedule.EMSchedule` of the fit (iterations, tolerances, L2
+        strengths, L-BFGS budgets), a preset's name, or ``"auto"`` (default): the preset
+        :func:`.schedule.choose_schedule` picks for the answers, a privacy mechanism and a warm
+        start. Why each preset is what it is: docs/learning-notes.md.
+    ridge : λ of the ŵ least squares, or ``"auto"`` (default) to pick it from ``ridge_grid`` by
+        held-out answers' squared count error (a constant picked on one corpus does not carry).
     ridge_grid : candidates for ``"auto"``.
-    alpha : L2 strength of the node-only fits, or ``"auto"`` to pick it from ``alpha_grid`` by
-        the squared count error of held-out observations (the hold-out of λ).
-    context_alpha : L2 strength of the contextual fits (on EWT, Sequoia and Alpino, supervised on
-        the same tokens, 0.1 and 0.3 both beat 1.0, by 0.04, 0.14 and 0.3 points); released
-        counts use ``context_alpha_private``.
-    context_alpha_start : None (default), or the L2 strength of the first contextual M-step,
-        descending geometrically to ``context_alpha`` at the last of ``n_context_iter`` (EM does
-        not stop on ``em_tol`` before it gets there). A smoother first contextual model keeps
-        fewer of the node-only beliefs' errors, which pays when the answers say little per token
-        and EM runs several contextual iterations. 3 windows per sentence, 2 tags per task,
-        4 contextual iterations: EWT 90.15 % with a start of 3.0 against 89.74 % without,
-        Sequoia 88.14 against 87.48. With the default 2 iterations it cost 0.2-0.3 points on
-        every treebank (the last M-step does not get back to ``context_alpha``'s optimum in 20
-        L-BFGS iterations), so it is off by default.
-    context_alpha_private : the L2 strength of the contextual fits when the counts are releases of
-        a privacy mechanism. The contextual model has the capacity to fit each token's E-step
-        belief nearly as given, and a release's beliefs carry the mechanism's noise: the next
-        E-step then counts that noise again, and the likelihood keeps rising while accuracy does
-        not (at α = 3 with ``context_alpha`` 0.3, 8 contextual iterations instead of 2 raised the
-        log-likelihood per answer from −0.738 to −0.683 on Sequoia and left the accuracy at
-        86.4 %). A stronger penalty keeps the model to what context features share across
-        tokens. k-ary randomized response, window 5, 1 tag per task, 10 tasks per sentence, at
-        α = 3, 0.3 → 10: EWT 88.3 → 88.9 %, Sequoia 86.5 → 88.9 %, Alpino 71.1 → 74.0 % (of
-        0.3, 1, 3, 10, 30, 100 on Sequoia and Alpino, 10 and 30 best, 100 worse than 0.3);
-        α = 8: EWT 90.7 → 91.0 %, Sequoia 90.8 → 91.7 %, Alpino 79.7 → 79.5 %; α = 1: EWT
-        49.5 → 52.0 %, Sequoia 43.9 → 45.4 %, Alpino 15.1 → 15.3 %. Held-out answers'
-        likelihood does not choose it: on Alpino at α = 3 it peaked at 1-3 (sentences held out)
-        while accuracy peaked at 10.
     features : :class:`FeatureConfig`, the word-form features (of both models).
     context : :class:`ContextConfig` of the contextual model (its ``word`` is ``features``).
     word_classes : learn word classes from the corpus' text for the contextual model (True), use
         the given :class:`WordClasses`, or none (False).
-    n_em_iter : EM iterations of the node-only model (0: moments only), or ``"auto"``: 10 when
-        the answers are informative, 40 when they are weak (see ``weak_share``). With 2 of 17
-        tags per task and 3 windows per sentence (EWT) node-only EM is still climbing at 10
-        iterations and stops on ``em_tol`` after 24 (its beliefs on the shown tokens 89.0 %
-        then 90.0 % right); every later stage starts from it.
-    n_em_iter_private : the same when the counts are releases of a privacy mechanism. EM's
-        convergence rate is the fraction of information missing, which the release's noise
-        raises: with k-ary randomized response at α = 3, 30 iterations instead of 10 gained 5.7
-        points on Sequoia and 7.0 on Alpino (the log-likelihood still rising at 10).
-    n_context_iter : EM iterations of the contextual model, after the node-only ones (with
-        ``model="context"``; 0 serves the node-only model), or ``"auto"``: 2 when the answers
-        are informative, 10 when they are weak.
-    n_context_iter_private : the same for releases of a privacy mechanism (not cross-fitted by
-        the ``"auto"`` schedule).
-        With ``context_alpha_private`` the contextual model no longer copies the releases' noise
-        from its beliefs, and further iterations keep improving it: krr, window 5, 1 tag per task,
-        10 tasks per sentence, α = 3, 2 → 6 → 10 iterations: EWT 89.3 → 90.9 %, Sequoia 89.0 →
-        90.2 → 90.4 %, Alpino 73.9 → 73.7 → 73.3 % (cross-fitted instead, 10 iterations: EWT
-        90.4, Sequoia 89.8, Alpino 72.8 %, at more CPU).
-    cross_fit : sentence folds of the contextual E-step's priors (0 or 1: none), or ``"auto"``:
-        2 when the answers are weak, none otherwise. With ``F`` folds every contextual iteration
-        but the last fits ``F`` models, model ``f`` on the beliefs of the tokens outside fold
-        ``f`` (sentence ``s`` is in fold ``s mod F``), and gives fold ``f``'s tokens their next
-        priors; the last iteration fits the served model on every token's beliefs. A contextual
-        model fitted on a token's own beliefs gives them back as its prior (it can nearly
-        memorise them): with weak answers EM then confirms its first beliefs' errors (EWT, 2 tags
-        per task, 3 windows per sentence, 12 iterations: the answers' log-likelihood nearly 0,
-        beliefs on the shown tokens 92.8 % right, test 90.8 %); out-of-fold priors are honest
-        and EM keeps learning (10 iterations: 93.3 %, test 91.2 %; Sequoia 87.2 -> 91.1 %,
-        Alpino 74.0 -> 75.0 % with the whole weak schedule).
-    cross_fit_alpha : L2 strength of the fold models (each fits (F-1)/F of the tokens; EWT row 2:
-        0.9 beat 0.3 and 3.0 by 0.1 and 0.5 points).
-    weak_share : the answers are weak, for the ``"auto"`` schedules, when the tasks ask on average
-        fewer than this share of the tag set (released counts of a private project keep the
-        informative schedule: ``n_em_iter_private`` sets theirs).
-    n_bp_rounds : belief-propagation rounds per E-step when windows overlap. 1 (default) combines
-        each window's exact posterior as independent evidence (a composite likelihood whose value
-        rises monotonically under EM); more rounds run loopy BP, which on EWT with 3 overlapping
-        windows per sentence over-counted evidence and lost accuracy (measured 77 % vs 85 %).
-    em_tol : stop EM when the weighted marginal log-likelihood per observation improves less
-        (relative to its size; not while cross-fitting or annealing). Weak answers are explained
-        at small cost (EWT, 2 of 17 tags per task: about -0.2 nats per answer), so the tolerance
-        is relative to the value itself, not to at least 1 nat, which stopped node-only EM there
-        at 18 iterations with its beliefs still improving.
-    em_tol_private : the same for releases of a privacy mechanism; None (default) runs every
-        iteration. A release's likelihood is mostly the mechanism's own noise, so a tolerance
-        relative to its size stopped EM while the model was still improving: at α = 1 after 5-6
-        of 30 iterations. Running all 30 (krr, window 5, 1 tag per task, 10 tasks per sentence)
-        raised the refined accuracy at α = 1 on Sequoia / Alpino from 9.8 / 9.8 % to 26.4 /
-        14.1 %, at α = 3 from 86.3 / 70.9 % to 86.4 / 71.1 %, at α = 8 on Alpino from 78.7 % to
-        79.4 %.
-    reliability : estimate annotator reliability and use it as weights.
-    flag_threshold, min_flag_observations : flag annotators with skill below the threshold.
-    posterior_floor : uniform mixing weight of the E-step priors (robustness to over-confidence).
-    holdout_fraction : share of observations held out to choose λ.
-    max_fit_iter : L-BFGS iterations of the moment fit.
-    em_fit_iter : L-BFGS iterations of each node-only M-step (warm-started, so a partial M-step
-        still increases the likelihood).
-    context_fit_iter, context_refit_iter : L-BFGS iterations of the first contextual M-step and
-        of the later ones.
-    random_state : seed or ``np.random.Generator`` (the λ hold-out split and the word classes).
+    reliability : estimate annotator reliability and use it as weights (default True).
+    flag_threshold : flag annotators whose skill is below this (default 0.5).
+    min_flag_observations : answers an annotator needs before being judged (default 10); for
+        released counts, the number that carries as much evidence
+        (:meth:`.privacy.Mechanism.min_judged_answers`).
+    holdout_fraction : share of observations held out to choose λ and α (default 0.1).
+    random_state : seed or ``np.random.Generator`` (the hold-out split and the word classes).
 
     Attributes (after ``fit``)
     --------------------------
-    tagset_, vocabulary_ (covered word types), word_tag_probs_ (ŵ, vocabulary × K), coverage_,
-    ridge_, ridge_errors_, alpha_, alpha_errors_, tag_prior_, moment_tagger_ (node-only, before
-    EM), node_tagger_ (node-only, after its EM), tagger_ (the served model), word_classes_,
-    coef_, intercept_, reliability_ (:class:`Reliability`), flagged_annotators_ (ids),
+    schedule_ (the :class:`.schedule.EMSchedule` that ran), tagset_, vocabulary_ (covered word
+    types), word_tag_probs_ (ŵ, vocabulary × K), coverage_, ridge_, ridge_errors_, alpha_,
+    alpha_errors_, tag_prior_, moment_tagger_ (node-only, before EM), node_tagger_ (node-only,
+    after its EM), tagger_ (the served model), word_classes_, coef_, intercept_, reliability_
+    (:class:`Reliability`), min_flag_observations_, flagged_annotators_ (ids),
     skipped_observations_ (indices of observations whose counts cannot be realised), history_
-    (per EM iteration), timings_ (wall and CPU seconds per stage), weak_answers_, n_em_iter_,
-    n_context_iter_, cross_fit_ (the schedule used).
+    (per EM iteration), timings_ (wall and CPU seconds per stage).
     """
 
     def __init__(
         self,
         *,
         model: str = "context",
+        schedule: str | EMSchedule = "auto",
         ridge: float | str = "auto",
         ridge_grid: Sequence[float] = (1e-3, 1e-2, 1e-1, 1.0, 10.0),
-        alpha: float | str = 1.0,
-        alpha_grid: Sequence[float] = (0.3, 1.0, 3.0, 10.0),
-        context_alpha: float = 0.3,
-        context_alpha_start: float | None = None,
-        context_alpha_private: float = 10.0,
         features: FeatureConfig | None = None,
         context: ContextConfig | None = None,
         word_classes: bool | WordClasses = True,
-        n_em_iter: int | str = "auto",
-        n_em_iter_private: int = 30,
-        n_context_iter: int | str = "auto",
-        n_context_iter_private: int = 6,
-        cross_fit: int | str = "auto",
-        cross_fit_alpha: float = 0.9,
-        weak_share: float = 0.5,
-        n_bp_rounds: int = 1,
-        em_tol: float = 2e-3,
-        em_tol_private: float | None = None,
         reliability: bool = True,
         flag_threshold: float = 0.5,
         min_flag_observations: int = 10,
-        posterior_floor: float = 1e-6,
         holdout_fraction: float = 0.1,
-        max_fit_iter: int = 100,
-        em_fit_iter: int = 10,
-        context_fit_iter: int = 60,
-        context_refit_iter: int = 20,
         random_state: int | np.random.Generator | None = None,
     ) -> None:
         self.model = model
+        self.schedule = schedule
         self.ridge = ridge
         self.ridge_grid = ridge_grid
-        self.alpha = alpha
-        self.alpha_grid = alpha_grid
-        self.context_alpha = context_alpha
-        self.context_alpha_start = context_alpha_start
-        self.context_alpha_private = context_alpha_private
         self.features = features
         self.context = context
         self.word_classes = word_classes
-        self.n_em_iter = n_em_iter
-        self.n_em_iter_private = n_em_iter_private
-        self.n_context_iter = n_context_iter
-        self.n_context_iter_private = n_context_iter_private
-        self.cross_fit = cross_fit
-        self.cross_fit_alpha = cross_fit_alpha
-        self.weak_share = weak_share
-        self.n_bp_rounds = n_bp_rounds
-        self.em_tol = em_tol
-        self.em_tol_private = em_tol_private
         self.reliability = reliability
         self.flag_threshold = flag_threshold
         self.min_flag_observations = min_flag_observations
-        self.posterior_floor = posterior_floor
         self.holdout_fraction = holdout_fraction
-        self.max_fit_iter = max_fit_iter
-        self.em_fit_iter = em_fit_iter
-        self.context_fit_iter = context_fit_iter
-        self.context_refit_iter = context_refit_iter
         self.random_state = random_state
 
     # ------------------------------------------------------------------ fit
@@ -315,7 +201,12 @@ class CountTagger:
         rng = np.random.default_rng(self.random_state)
         previous = warm_start.tagger_ if isinstance(warm_start, CountTagger) else warm_start
         self.tagset_ = tagset
-        self._schedule(observations, mechanism)
+        self.schedule_ = self._resolve_schedule(observations, mechanism, previous is not None)
+        self.min_flag_observations_ = (
+            self.min_flag_observations
+            if mechanism is None
+            else mechanism.min_judged_answers(self.min_flag_observations, observations)
+        )
         self.word_classes_ = self._word_classes(sentences, text, previous, rng, watch)
         problem = self._problem(sentences, observations, verifications, mechanism, watch)
         holdout = rng.random(len(observations)) < self.holdout_fraction
@@ -367,16 +258,17 @@ class CountTagger:
         self.n_observations_ = len(observations)
         return self
 
-    def _schedule(self, observations: Observations, mechanism: Mechanism | None) -> None:
-        """Resolve the ``"auto"`` EM schedule: weak answers (tasks asking on average fewer than
-        ``weak_share`` of the tags, counts not privatized) get the long, cross-fitted one."""
-        asked = float(observations.tag_mask.mean()) if len(observations) else 1.0
-        self.weak_answers_ = mechanism is None and asked < self.weak_share
-        auto = _WEAK_SCHEDULE if self.weak_answers_ else _INFORMATIVE_SCHEDULE
-        self.n_em_iter_, self.n_context_iter_, self.cross_fit_ = (
-            auto[name] if getattr(self, name) == "auto" else int(getattr(self, name))
-            for name in ("n_em_iter", "n_context_iter", "cross_fit")
-        )
+    def _resolve_schedule(
+        self, observations: Observations, mechanism: Mechanism | None, warm: bool
+    ) -> EMSchedule:
+        if isinstance(self.schedule, EMSchedule):
+            return self.schedule
+        if self.schedule == "auto":
+            return choose_schedule(observations, private=mechanism is not None, warm=warm)
+        if isinstance(self.schedule, str):
+            return schedule_named(self.schedule)
+        raise ValueError(f"schedule must be an EMSchedule, a preset's name or 'auto', not "
+                         f"{self.schedule!r}")  # fmt: skip
 
     def _word_classes(self, sentences, text, previous, rng, watch) -> WordClasses | None:
         if self.model != "context" or self.word_classes is False:
@@ -492,7 +384,7 @@ class CountTagger:
         if (kind or self.model) == "node":
             return NodeTagger(alpha=self.alpha_, features=self.features, max_iter=max_iter)
         return ContextTagger(
-            alpha=self.context_alpha if alpha is None else alpha,
+            alpha=self.schedule_.context_alpha if alpha is None else alpha,
             features=self._context_config(),
             word_classes=self.word_classes_,
             max_iter=max_iter,
@@ -545,9 +437,9 @@ class CountTagger:
         self.word_tag_probs_ = solution.probs
         self.vocabulary_ = problem.forms
         self.tag_prior_ = solution.prior
-        tagger = self._new_tagger(self.max_fit_iter, "node").fit_types(
+        tagger = self._new_tagger(self.schedule_.moment_fit_iter, "node").fit_types(
             problem.forms,
-            self.coverage_[:, None] * solution.probs,
+            soft_counts(self.coverage_, solution.probs),
             self.tagset_,
             warm_start=warm,
             x=problem.node_features.x,
@@ -558,8 +450,9 @@ class CountTagger:
     def _choose_alpha(self, problem: _Problem, holdout, watch) -> None:
         """α of the log-linear fits: given, or chosen by the squared count error of the held-out
         observations under moment taggers fitted without them."""
-        if self.alpha != "auto":
-            self.alpha_, self.alpha_errors_ = float(self.alpha), {}
+        schedule = self.schedule_
+        if schedule.alpha != "auto":
+            self.alpha_, self.alpha_errors_ = float(schedule.alpha), {}
             return
         if holdout.sum() == 0 or holdout.all():  # nothing to compare on
             self.alpha_, self.alpha_errors_ = 1.0, {}
@@ -574,13 +467,13 @@ class CountTagger:
             self.ridge_,
         )  # fmt: skip
         n_a, _ = coverage(problem.corpus, fit_obs)
-        soft = n_a[problem.covered][:, None] * solution.probs
+        soft = soft_counts(n_a[problem.covered], solution.probs)
         held_windows = problem.evidence.windows[holdout]
         errors: dict[float, float] = {}
         tagger = None
-        for alpha in sorted(self.alpha_grid, reverse=True):
+        for alpha in sorted(schedule.alpha_grid, reverse=True):
             tagger = NodeTagger(
-                alpha=alpha, features=self.features, max_iter=self.max_fit_iter
+                alpha=alpha, features=self.features, max_iter=schedule.moment_fit_iter
             ).fit_types(problem.forms, soft, self.tagset_, warm_start=tagger,
                         x=problem.node_features.x)  # fmt: skip
             mean, _ = expected_counts(self._token_probs(problem, tagger), held_windows)
@@ -609,7 +502,7 @@ class CountTagger:
             var,
             known_noise=noise,
             flag_threshold=self.flag_threshold,
-            min_observations=self.min_flag_observations,
+            min_observations=self.min_flag_observations_,
         )
         if problem.verification is not None:
             answers = problem.verification.answers
@@ -618,7 +511,7 @@ class CountTagger:
                 answers.answer,
                 problem.verification.probability_yes(token_probs),
                 flag_threshold=self.flag_threshold,
-                min_observations=self.min_flag_observations,
+                min_observations=self.min_flag_observations_,
             )
             flagged = [a for a, row in table.items() if row["flagged"]]
             self.verification_reliability_ = table
@@ -635,20 +528,21 @@ class CountTagger:
         the errors of its first beliefs, so those should be as good as the cheap model makes
         them."""
         self.history_ = []
+        schedule = self.schedule_
         node, weights, reliability, feasible = self._em(
             problem, moment_tagger, moment_tagger, weights, reliability, "node",
-            self.n_em_iter_ if problem.mechanism is None else self.n_em_iter_private,
-            (self.em_fit_iter, self.em_fit_iter), watch,
+            schedule.n_em_iter, (schedule.em_fit_iter, schedule.em_fit_iter), watch,
         )  # fmt: skip
         self.node_tagger_ = node
         tagger = node
-        private = problem.mechanism is not None
-        n_context_iter = self.n_context_iter_private if private else self.n_context_iter_
-        if self.model == "context" and n_context_iter > 0:
-            warm = previous if getattr(previous, "kind", None) == "context" else node
+        if self.model == "context" and schedule.n_context_iter > 0:
+            contextual = getattr(previous, "kind", None) == "context"
+            warm = previous if contextual else node
+            same_features = contextual and previous.word_classes is self.word_classes_
+            prior = previous if schedule.prior_from_previous and same_features else node
             tagger, weights, reliability, feasible = self._em(
-                problem, node, warm, weights, reliability, "context",
-                n_context_iter, (self.context_fit_iter, self.context_refit_iter), watch,
+                problem, prior, warm, weights, reliability, "context", schedule.n_context_iter,
+                (schedule.context_fit_iter, schedule.context_refit_iter), watch,
             )  # fmt: skip
         self.skipped_observations_ = np.flatnonzero(~feasible)
         return tagger, weights, reliability
@@ -658,19 +552,20 @@ class CountTagger:
         probabilities, the first M-step starts from ``warm`` and runs ``fit_iter[0]`` L-BFGS
         iterations, the later ones ``fit_iter[1]``. Count answers and verification answers enter
         the same E-step, each with its annotator's weight. Stops after ``n_iter`` iterations or
-        when the weighted marginal log-likelihood per answer improves by less than ``em_tol``
-        (``em_tol_private`` for released counts)
-        (relative). Contextual iterations but the last are cross-fitted with ``cross_fit_``
+        when the weighted marginal log-likelihood per answer improves by less than the
+        schedule's ``em_tol`` (relative). Contextual iterations but the last are cross-fitted
+        with the schedule's ``cross_fit``
         folds (:meth:`_out_of_fold`); the last one, on ``em_tol`` or at ``n_iter``, fits the
         served model. Returns the model, the count observations' weights and reliability (both
         re-estimated after every iteration when ``reliability`` is on) and which count
         observations were feasible at the last E-step."""
         obs = problem.observations
+        schedule = self.schedule_
         evidence = [problem.evidence]
         if problem.verification is not None:
             evidence.append(problem.verification)
         folds = self._folds(problem) if kind == "context" else None
-        fold_models = [warm] * (0 if folds is None else self.cross_fit_)
+        fold_models = [warm] * (0 if folds is None else schedule.cross_fit)
         tagger = prior
         probs = self._token_probs(problem, prior)  # the next E-step's priors
         feasible = np.ones(len(obs), dtype=bool)
@@ -682,8 +577,8 @@ class CountTagger:
                 probs,
                 evidence,
                 all_weights,
-                n_rounds=self.n_bp_rounds,
-                floor=self.posterior_floor,
+                n_rounds=schedule.n_bp_rounds,
+                floor=schedule.posterior_floor,
             )
             feasible = e_step.feasible[0]
             e_step_cpu = time.process_time() - tic[1]
@@ -693,14 +588,11 @@ class CountTagger:
                 total += float((w[used] * log_z[used]).sum())
                 mass += float(w[used].sum())
             ll = total / max(mass, 1.0)
-            private = problem.mechanism is not None
-            alpha = (
-                self._context_alpha_at(iteration, n_iter, private) if kind == "context" else None
-            )
-            tol = self.em_tol if problem.mechanism is None else self.em_tol_private
+            alpha = self._context_alpha_at(iteration, n_iter) if kind == "context" else None
+            tol = schedule.em_tol
             # Annealing and cross-fitting steps run on: the likelihood under a smoother or an
             # out-of-fold model is not the one EM raises.
-            annealing = alpha is not None and alpha > self._served_context_alpha(private)
+            annealing = alpha is not None and alpha > schedule.context_alpha
             keep_on = annealing or folds is not None
             last = iteration == n_iter - 1 or (
                 tol is not None and not keep_on and ll - previous_ll < tol * abs(ll)
@@ -754,42 +646,44 @@ class CountTagger:
         )  # fmt: skip
 
     def _folds(self, problem: _Problem) -> np.ndarray | None:
-        """Fold ``s mod cross_fit_`` of each covered token's sentence ``s``; None without
+        """Fold ``s mod cross_fit`` of each covered token's sentence ``s``; None without
         cross-fitting or when a fold would be empty."""
-        if self.cross_fit_ < 2:
+        n_folds = self.schedule_.cross_fit
+        if n_folds < 2:
             return None
         sentence = np.searchsorted(problem.corpus.offsets, problem.tokens, side="right") - 1
-        folds = sentence % self.cross_fit_
-        return folds if np.unique(folds).shape[0] == self.cross_fit_ else None
+        folds = sentence % n_folds
+        return folds if np.unique(folds).shape[0] == n_folds else None
 
     def _out_of_fold(self, problem: _Problem, labels, folds, models, max_iter):
         """Cross-fitted M-step: contextual model ``f`` fitted (warm from ``models[f]``) on the
         soft ``labels`` of the covered tokens outside fold ``f``. Returns the models and the
         out-of-fold priors, each token's from the model of its fold."""
-        probs = np.empty_like(labels)
-        fitted = []
-        for f, warm in enumerate(models):
-            mine = folds == f
-            model = self._fit_beliefs(
+
+        def fit_fold(f: int):
+            return self._fit_beliefs(
                 problem,
-                self._new_tagger(max_iter, "context", self.cross_fit_alpha),
-                np.where(mine[:, None], 0.0, labels),
-                warm,
+                self._new_tagger(max_iter, "context", self.schedule_.cross_fit_alpha),
+                np.where((folds == f)[:, None], 0.0, labels),
+                models[f],
             )
+
+        # The folds' fits are independent and spend their time in sparse products, which
+        # release the GIL: one thread per fold, BLAS on one thread for all of them.
+        with blas_one_thread(), ThreadPoolExecutor(min(len(models), os.cpu_count() or 1)) as pool:
+            fitted = list(pool.map(fit_fold, range(len(models))))
+        probs = np.empty_like(labels)
+        for f, model in enumerate(fitted):
+            mine = folds == f
             probs[mine] = self._token_probs(problem, model)[mine]
-            fitted.append(model)
         return fitted, probs
 
-    def _served_context_alpha(self, private: bool) -> float:
-        """The contextual model's L2 strength: ``context_alpha_private`` for released counts."""
-        return self.context_alpha_private if private else self.context_alpha
-
-    def _context_alpha_at(self, iteration: int, n_iter: int, private: bool = False) -> float:
-        """α of the contextual M-step ``iteration`` (0-based) of ``n_iter``: the served α
-        (:meth:`_served_context_alpha`), or with a larger ``context_alpha_start`` a geometric
-        descent from it to the served α at the last iteration."""
-        served = self._served_context_alpha(private)
-        start = self.context_alpha_start
+    def _context_alpha_at(self, iteration: int, n_iter: int) -> float:
+        """α of the contextual M-step ``iteration`` (0-based) of ``n_iter``: the schedule's
+        ``context_alpha``, or with a larger ``context_alpha_start`` a geometric descent from it
+        to ``context_alpha`` at the last iteration."""
+        served = self.schedule_.context_alpha
+        start = self.schedule_.context_alpha_start
         if start is None or start <= served or n_iter < 2:
             return served
         ratio = served / start

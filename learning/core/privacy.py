@@ -47,7 +47,13 @@ from .crowd import chance_squared_error
 from .observations import Observations
 from .posterior import WindowPosteriors, window_posteriors
 
-__all__ = ["MECHANISMS", "DEFAULT_MECHANISM", "Mechanism", "PrivateCountEvidence"]
+__all__ = [
+    "MECHANISMS",
+    "DEFAULT_MECHANISM",
+    "MAX_ALPHA",
+    "Mechanism",
+    "PrivateCountEvidence",
+]
 
 MECHANISMS = ("geometric", "krr", "classic")
 # Chosen by simulate_crowd (window 5, 1 tag per task, 10 tasks per sentence, α = 3): refined
@@ -55,6 +61,11 @@ MECHANISMS = ("geometric", "krr", "classic")
 # The geometric mechanism spreads a window's whole range (sensitivity w) over its noise; krr keeps
 # the true count with probability e^α / (e^α + w), 0.80 at α = 3 and w = 5.
 DEFAULT_MECHANISM = "krr"
+# The highest privacy level a project may choose. At α = 8 a krr release already keeps 0.99 of a
+# count's information (Mechanism.information_share) and is the true count 998 times in 1,000 for
+# a window of 5: above it "private" would promise what the release no longer gives. The phone
+# refuses tasks above it too (frontend/static/frontend/js/annotate/privacy.js, MAX_ALPHA).
+MAX_ALPHA = 8.0
 MAX_PRIVATE_TAGS = 3  # the budget is split across the asked tags; more leaves too little each
 
 
@@ -79,6 +90,11 @@ class Mechanism:
     def channel(self, window: int, n_asked: int) -> np.ndarray:
         """``C[o, N] = P(release o | true count N)`` for one asked tag, (w+1, w+1)."""
         return _channel(self.name, float(self.alpha) / n_asked, int(window), self.n_tags)
+
+    def channel_inverse(self, window: int, n_asked: int) -> np.ndarray:
+        """``G = C⁻¹``: ``E[G[n, o] | N] = [N = n]``, an unbiased indicator of each true count
+        from one release (gold checks of private answers)."""
+        return _channel_inverse(self.name, float(self.alpha) / n_asked, int(window), self.n_tags)
 
     def debias(self, window: int, n_asked: int) -> np.ndarray:
         """``β(o)`` for ``o = 0..w``: ``E[β(o) | N] = N`` (module docstring)."""
@@ -195,6 +211,13 @@ def _channel(name: str, a: float, w: int, n_tags: int) -> np.ndarray:
         c = eps * np.eye(w + 1) + (1.0 - eps) * u[:, None]
     c.setflags(write=False)
     return c
+
+
+@lru_cache(maxsize=256)
+def _channel_inverse(name: str, a: float, w: int, n_tags: int) -> np.ndarray:
+    inverse = np.linalg.inv(_channel(name, a, w, n_tags))
+    inverse.setflags(write=False)
+    return inverse
 
 
 @lru_cache(maxsize=256)

@@ -27,7 +27,7 @@ import scipy.sparse as sp
 
 from .simplex import project_rows_to_simplex
 
-__all__ = ["RidgeSolution", "solve_word_tag_probs", "select_ridge", "tag_prior"]
+__all__ = ["RidgeSolution", "select_ridge", "soft_counts", "solve_word_tag_probs", "tag_prior"]
 
 
 @dataclass(frozen=True)
@@ -40,6 +40,12 @@ class RidgeSolution:
     ridge: float
     n_iter: int
     converged: bool
+
+
+def soft_counts(coverage: np.ndarray, word_tag_probs: np.ndarray) -> np.ndarray:
+    """The moments ``Q(a, b) = n_a ŵ(a, b)``: each word type's coverage ``n_a`` spread over the
+    tags by its row of ŵ (the soft labels the log-linear fit is trained on)."""
+    return np.asarray(coverage, dtype=np.float64)[:, None] * word_tag_probs
 
 
 def tag_prior(counts: np.ndarray, weights: np.ndarray, length: np.ndarray) -> np.ndarray:

@@ -57,10 +57,13 @@ import numpy as np
 
 from .observations import rows_of
 from .posterior import WindowPosteriors
+from .softmax import safe_log
 
 __all__ = [
     "VerificationAnswers",
     "VerificationEvidence",
+    "log_sure_by_start",
+    "probability_all_right",
     "verification_posteriors",
     "verification_reliability",
 ]
@@ -185,7 +188,7 @@ def verification_posteriors(
     p_shown = np.where(inside, np.take_along_axis(probs, safe[:, :, None], 2)[:, :, 0], 1.0)
     is_shown = np.zeros(probs.shape, dtype=bool)
     np.put_along_axis(is_shown, safe[:, :, None], inside[:, :, None], 2)
-    log_shown = np.log(np.maximum(p_shown, 1e-300))
+    log_shown = safe_log(p_shown)
     all_right = np.exp(log_shown.sum(axis=1))
 
     marginals = np.where(inside[:, :, None], probs, 0.0)
@@ -201,7 +204,7 @@ def verification_posteriors(
         p_no, 1e-300
     )[:, None, None]
     marginals[plain] = np.where(inside[plain][:, :, None], np.maximum(marginals[plain], 0.0), 0.0)
-    log_z[plain] = np.log(np.maximum(p_no, 1e-300))
+    log_z[plain] = safe_log(p_no)
     # No with the first wrong word t.
     tapped = ~answer & (wrong >= 0)
     t = wrong[tapped][:, None]
@@ -211,9 +214,7 @@ def verification_posteriors(
     marginals[tapped] = np.where(
         before[:, :, None], is_shown[tapped], np.where(at[:, :, None], excluded, marginals[tapped])
     )
-    log_z[tapped] = np.where(before, log_shown[tapped], 0.0).sum(axis=1) + np.log(
-        np.maximum(1.0 - p_t, 1e-300)
-    )
+    log_z[tapped] = np.where(before, log_shown[tapped], 0.0).sum(axis=1) + safe_log(1.0 - p_t)
     feasible = np.isfinite(log_z) & (log_z > -690.0)
     marginals[~feasible] = 0.0
     log_z[~feasible] = -np.inf
@@ -236,10 +237,28 @@ class VerificationEvidence:
 
     def probability_yes(self, token_probs: np.ndarray) -> np.ndarray:
         """The model's ``P(Yes)`` of every answer's window (the shown tags all right)."""
-        shown = self.answers.shown[:, : self.windows.shape[1]]
-        inside = self.windows >= 0
-        p = token_probs[np.maximum(self.windows, 0), np.maximum(shown, 0)]
-        return np.exp(np.where(inside, np.log(np.maximum(p, 1e-300)), 0.0).sum(axis=1))
+        return probability_all_right(
+            token_probs, self.windows, self.answers.shown[:, : self.windows.shape[1]]
+        )
+
+
+def probability_all_right(
+    token_probs: np.ndarray, windows: np.ndarray, shown: np.ndarray
+) -> np.ndarray:
+    """``P(Yes)`` of each window: the product over its tokens ``windows`` (rows of
+    ``token_probs``, −1 past the window's end) of the probability of the ``shown`` tag."""
+    inside = windows >= 0
+    p = token_probs[np.maximum(windows, 0), np.maximum(shown, 0)]
+    return np.exp(np.where(inside, safe_log(p), 0.0).sum(axis=1))
+
+
+def log_sure_by_start(token_probs: np.ndarray, width: int) -> np.ndarray:
+    """``log P(every tag right)`` of the model's most likely tags in each window of ``width``
+    tokens of one sentence (``token_probs``: its tokens' probabilities), by window start: where
+    the model is least sure is where a verification teaches most."""
+    log_sure = safe_log(token_probs.max(axis=1))
+    cumulative = np.concatenate([[0.0], np.cumsum(log_sure)])
+    return cumulative[width:] - cumulative[:-width]
 
 
 def verification_reliability(

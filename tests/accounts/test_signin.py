@@ -159,3 +159,92 @@ def test_a_wrong_password_is_checked_once(victim, monkeypatch):
     )
     assert _api("victim", "guess").status_code == 400
     assert len(checks) == 1
+
+
+def _compose_default(value: str) -> str:
+    """`${NAME:-default}` as docker compose expands it with NAME unset."""
+    import re
+
+    return re.sub(r"\$\{[A-Z_]+:-([^}]*)\}", r"\1", value)
+
+
+def test_the_compose_stack_trusts_only_its_proxy(settings):
+    """Issue 24: the compose file trusted all of 10/8, 172.16/12 and 192.168/16, so any client
+    on those networks (or every client behind Docker's userland proxy, which connects from the
+    network's gateway) set its own address in X-Forwarded-For and escaped every per-address
+    limit. By default only the proxy's own fixed address is trusted: a client-set
+    X-Forwarded-For does not change the key its sign-ins and sign-ups are counted under."""
+    import ipaddress
+
+    import yaml
+
+    from accounts.throttles import RegisterThrottle
+    from config.env import env_networks
+
+    compose = yaml.safe_load((settings.BASE_DIR / "docker-compose.yml").read_text())
+    services = compose["services"]
+    proxy = _compose_default(services["proxy"]["networks"]["default"]["ipv4_address"])
+    subnet = _compose_default(compose["networks"]["default"]["ipam"]["config"][0]["subnet"])
+    web = {k: _compose_default(str(v)) for k, v in services["web"]["environment"].items()}
+    assert web["TALLY_TRUSTED_PROXIES"] == web["FORWARDED_ALLOW_IPS"] == proxy
+    events = [_compose_default(part) for part in services["events"]["command"]]
+    assert events[events.index("--forwarded-allow-ips") + 1] == proxy
+    gateway = str(next(ipaddress.ip_network(subnet).hosts()))  # Docker's userland proxy
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("TALLY_TRUSTED_PROXIES", web["TALLY_TRUSTED_PROXIES"])
+        settings.TALLY_TRUSTED_PROXIES = env_networks("TALLY_TRUSTED_PROXIES")
+
+    def keys(remote: str, forwarded: str | None) -> tuple[str, str]:
+        extra = {} if forwarded is None else {"HTTP_X_FORWARDED_FOR": forwarded}
+        request = RequestFactory().post("/api/auth/register/", REMOTE_ADDR=remote, **extra)
+        return client_address(request), RegisterThrottle().get_cache_key(request, None)
+
+    # Through the proxy: nginx appends the address it saw; what the client wrote is ignored.
+    for client in ("203.0.113.7", gateway):
+        honest = keys(proxy, client)
+        assert honest[0] == client
+        for forged in ("6.6.6.6", "10.0.0.9", f"1.2.3.4, {proxy}"):
+            assert keys(proxy, f"{forged}, {client}") == honest
+    # Straight to the web server from the network (another container, an intranet client): its
+    # own address, whatever it forwards.
+    for neighbour in ("172.30.57.9", "10.1.2.3", "192.168.1.20", gateway):
+        direct = keys(neighbour, None)
+        assert direct[0] == neighbour
+        assert keys(neighbour, "6.6.6.6") == keys(neighbour, "7.7.7.7") == direct
+
+
+def test_guesses_from_elsewhere_do_not_lock_the_owner_out_of_a_known_address(victim):
+    """Issue 24: ten wrong passwords from anywhere locked a known user out for a minute. The
+    owner signs in from an address they signed in from before; a new address is still held to
+    the username's budget, which the guesser spent."""
+    home, office = "203.0.113.7", "2001:db8:1:2::10"
+    assert _api("victim", PASSWORD, address=home).status_code == 200
+    assert _api("victim", PASSWORD, address=office).status_code == 200
+    for i in range(10):
+        assert _api("victim", "guess", address=f"198.51.100.{i}").status_code == 400
+    assert _api("victim", PASSWORD, address="198.51.100.99").status_code == 429
+    assert _api("victim", PASSWORD, address=home).status_code == 200
+    response, client = _site("\uff56ictim", PASSWORD, address=home)  # every door and spelling
+    assert response.status_code == 302 and client.session["_auth_user_id"] == str(victim.pk)
+    # The phone's IPv6 address changed within its /64: still the same network.
+    assert _api("victim", PASSWORD, address="2001:db8:1:2::beef").status_code == 200
+
+
+def test_a_known_address_gets_no_more_guesses_than_any_other(victim):
+    """A guesser behind the owner's address (the same office) has that address's own budget
+    of ten, not an unlimited one; and spending it does not lock the owner out elsewhere."""
+    home = "203.0.113.7"
+    assert _api("victim", PASSWORD, address=home).status_code == 200
+    for _ in range(10):
+        assert _api("victim", "guess", address=home).status_code == 400
+    assert _api("victim", "guess", address=home).status_code == 429
+    assert _api("victim", PASSWORD, address=home).status_code == 429
+    assert _api("victim", PASSWORD, address="192.0.2.44").status_code == 200
+
+
+def test_a_refused_or_failed_attempt_makes_no_address_known(victim):
+    for i in range(10):
+        assert _api("victim", "guess", address=f"198.51.100.{i}").status_code == 400
+    assert _api("victim", PASSWORD, address="192.0.2.1").status_code == 429  # refused unchecked
+    assert _api("victim", PASSWORD, address="192.0.2.1").status_code == 429
+    assert _api("victim", "guess", address="198.51.100.0").status_code == 429

@@ -25,6 +25,13 @@ def test_every_model_has_a_working_admin(admin_client, project, corpus, annotato
         counts={["NOUN", "VERB", "DET", "ADJ"][i]: 0 for i in lease.tags},
         idempotency_key="k",
     )
+    services.corpus_upload(  # an import job's row too
+        project=project,
+        user=project.owner,
+        file=io.BytesIO(b"one more sentence\n"),
+        format="tokenized",
+        max_bytes=1000,
+    )
     for model in apps.get_app_config("annotation").get_models():
         name = model._meta.model_name
         changelist = admin_client.get(reverse(f"admin:annotation_{name}_changelist"))

@@ -6,16 +6,18 @@ the scheduler's path when a lease reclaim is due."""
 
 import io
 import threading
+import time
 from datetime import timedelta
 from unittest import mock
 
 import httpx
 import pytest
-from django.db import connection
+from django.db import connection, transaction
 from django.utils import timezone
 
 from annotation import scheduler, services
 from annotation.models import Assignment, Observation, Project, Task
+from common.exceptions import InvalidInput
 from tests.factories import UserFactory, annotators, make_project, member
 
 pytestmark = [pytest.mark.postgres, pytest.mark.django_db(transaction=True)]
@@ -111,8 +113,11 @@ def test_one_annotator_submitting_the_same_answer_twice_at_once():
 # The API, called at once ------------------------------------------------------------------------
 
 
-def post(url: str, token: str, body: dict | None = None) -> tuple[int, dict | None]:
-    response = httpx.post(
+def post(
+    url: str, token: str, body: dict | None = None, method: str = "POST"
+) -> tuple[int, dict | None]:
+    response = httpx.request(
+        method,
         url,
         json=body,
         headers={"Authorization": f"Token {token}", "Content-Type": "application/json"},
@@ -121,16 +126,16 @@ def post(url: str, token: str, body: dict | None = None) -> tuple[int, dict | No
     return response.status_code, response.json() if response.content else None
 
 
-def post_at_once(calls: list[tuple[str, str, dict | None]]) -> list[tuple[int, dict | None]]:
-    """Send every (url, token, body) from its own thread, released together; the answers in
-    the same order."""
+def post_at_once(calls: list[tuple]) -> list[tuple[int, dict | None]]:
+    """Send every (url, token, body[, method]) from its own thread, released together; the
+    answers in the same order."""
     barrier = threading.Barrier(len(calls))
     answers: list = [None] * len(calls)
 
-    def send(i: int, url: str, token: str, body: dict | None) -> None:
+    def send(i: int, url: str, token: str, body: dict | None, method: str = "POST") -> None:
         barrier.wait()
         try:
-            answers[i] = post(url, token, body)
+            answers[i] = post(url, token, body, method)
         except Exception as exc:  # noqa: BLE001 - reported by the test
             answers[i] = (None, repr(exc))
 
@@ -306,3 +311,87 @@ def test_a_verification_answer_sent_several_times_at_once_is_stored_once(
     else:  # the other answer won the race: every copy of the first is refused
         assert statuses == [201] + [409] * 5, answers
     assert len({a["id"] for s, a in answers if s < 300}) == 1
+
+
+# Private must mean private (issue 24, item 4) ---------------------------------------------------
+
+
+def private_ready_project():
+    """A project that may still become private (one tag a task, no answer yet), its annotator,
+    and a count task leased to them."""
+    manager = UserFactory()
+    project = make_project(owner=manager, tags_per_task=1)
+    services.corpus_import(
+        project=project, user=manager, file=io.BytesIO(b"a b c\nd e f\n"), format="tokenized",
+        max_bytes=99,
+    )  # fmt: skip
+    user = member(project)
+    lease = scheduler.task_lease_next(project=project, annotator=user, gold_draw=1.0)
+    name = project.tags.get(position=lease.tags[0]).name
+    return project, user, lease, {name: 1}
+
+
+def assert_private_holds_no_true_count(project):
+    project.refresh_from_db()
+    if project.private:
+        assert not Observation.objects.filter(project=project, mechanism="").exists()
+
+
+@pytest.mark.parametrize("route", ["statement", "service"])
+def test_an_answer_that_arrives_while_the_switch_to_private_commits_is_refused(live_server, route):
+    """The switch holds the project's row when the true count arrives: the answer waits, then
+    sees a private project and is refused (before the fix it was stored from the statement's
+    snapshot, and the project became private holding a true count)."""
+    project, user, lease, counts = private_ready_project()
+    switched, outcome = threading.Event(), {}
+
+    def switch():
+        try:
+            with transaction.atomic():
+                services.project_update(project=project, private=True)
+                switched.set()
+                time.sleep(0.5)  # the answer is sent meanwhile
+        finally:
+            connection.close()
+
+    thread = threading.Thread(target=switch)
+    thread.start()
+    assert switched.wait(10)
+    body = {"assignment": lease.assignment_id, "counts": counts, "idempotency_key": "k"}
+    if route == "statement":
+        status, reply = post(f"{live_server.url}/api/observations/", user.auth_token.key, body)
+        outcome["status"], outcome["code"] = status, reply["error"]["code"] if status >= 400 else ""
+    else:
+        with pytest.raises(InvalidInput) as refused:
+            services.observation_submit(
+                annotator=user, assignment_id=lease.assignment_id, counts=counts,
+                idempotency_key="k",
+            )  # fmt: skip
+        outcome["status"], outcome["code"] = 400, refused.value.code
+    thread.join(10)
+
+    assert outcome == {"status": 400, "code": "invalid"}
+    assert Project.objects.get(pk=project.pk).private
+    assert not Observation.objects.filter(project=project).exists()
+
+
+def test_the_switch_to_private_and_the_first_answer_at_once_never_both_succeed(live_server):
+    """Issue 24: PATCH {"private": true} and the first answer sent at once both succeeded in 6
+    of 15 tries. Either the switch wins and the true count is refused, or the answer wins and
+    the switch is refused (the project has an answer)."""
+    outcomes = set()
+    for _ in range(15):
+        project, user, lease, counts = private_ready_project()
+        body = {"assignment": lease.assignment_id, "counts": counts, "idempotency_key": "k"}
+        switch_url = f"{live_server.url}/api/projects/{project.pk}/"
+        answers = post_at_once(
+            [
+                (switch_url, project.owner.auth_token.key, {"private": True}, "PATCH"),
+                (f"{live_server.url}/api/observations/", user.auth_token.key, body, "POST"),
+            ]
+        )
+        (switch_status, _), (answer_status, _) = answers
+        assert (switch_status, answer_status) in {(200, 400), (409, 201)}, answers
+        assert_private_holds_no_true_count(project)
+        outcomes.add((switch_status, answer_status))
+    assert outcomes  # which side wins is up to the scheduler of threads

@@ -1,6 +1,7 @@
-"""The annotator's cycle on PostgreSQL (`annotation.hotpath`): a lease and an answer take one
-statement each, the submission's check of the counts stores exactly what the rule set
-(`services.counts_check`) accepts, and the statements name the models' tables."""
+"""The annotator's cycle on PostgreSQL (`annotation.hotpath`, `annotation.kinds`): a lease and
+an answer take one statement each, each kind's statement stores exactly what its rules
+(`kinds.count.counts_check`, `kinds.verify.verification_check`) accept, and the statements name
+the models' tables."""
 
 import io
 import random
@@ -14,7 +15,7 @@ from django.utils import timezone
 from psycopg._queries import MAX_CACHED_STATEMENT_LENGTH
 from rest_framework.authtoken.models import Token
 
-from annotation import hotpath, scheduler, selectors, services
+from annotation import hotpath, kinds, scheduler, selectors, services
 from annotation.models import (
     Assignment,
     Membership,
@@ -73,7 +74,7 @@ def test_the_statement_stores_exactly_what_the_service_accepts(manager, annotato
         counts = random_counts(rng, asked, others, lease.length)
         _, errors = services.counts_check(counts, names=asked, length=lease.length)
         with transaction.atomic():
-            row = hotpath.observation_submit(
+            row = kinds.count.submit(
                 key=annotator.auth_token.key,
                 user_id=None,
                 assignment_id=lease.assignment_id,
@@ -132,7 +133,7 @@ def test_the_statement_stores_exactly_what_the_service_accepts_in_a_private_proj
                 counts, names=asked, length=lease.length, released=True
             )
         with transaction.atomic():
-            row = hotpath.observation_submit(
+            row = kinds.count.submit(
                 key=annotator.auth_token.key,
                 user_id=None,
                 assignment_id=lease.assignment_id,
@@ -162,8 +163,8 @@ def statements_run(monkeypatch):
     """Counts the statements a request runs: Django's, and the prepared statements of
     `annotation.hotpath`, which bypass Django's cursor."""
     hand_written = []
-    run = hotpath._fetchone
-    monkeypatch.setattr(hotpath, "_fetchone", lambda *a: hand_written.append(a) or run(*a))
+    run = hotpath.fetch_row
+    monkeypatch.setattr(hotpath, "fetch_row", lambda *a: hand_written.append(a) or run(*a))
     with CaptureQueriesContext(connection) as queries:
         yield lambda: len(queries) + len(hand_written)
 
@@ -186,21 +187,38 @@ def test_a_lease_and_an_answer_are_one_statement_each(project, corpus, annotator
     assert stored.seconds_on_device == 1.5
 
 
-@pytest.mark.parametrize("name", ["NEXT_TASK", "SUBMIT", "SUBMIT_VERIFICATION"])
+def test_an_answer_with_its_next_task_is_two_statements(project, corpus, annotator, statements_run):
+    """Issue 29: one request for the answer and the next task, and no statement more than the
+    two requests it replaces."""
+    client = client_for(annotator)
+    scheduler.assignments_expire(project=project)
+    task = next_task(client, project).json()
+    before = statements_run()
+    response = answer(client, task, next={"holding": []})
+    assert response.status_code == 201
+    assert statements_run() - before == 2
+    following = response.json()["next"]
+    assert following["assignment"] != task["assignment"]
+    assert Assignment.objects.get(pk=following["assignment"]).annotator == annotator
+
+
+STATEMENTS = {
+    "lease": hotpath.statements.NEXT_TASK,
+    **{f"answer to {name}": kind.SUBMIT for name, kind in kinds.KINDS.items()},
+}
+
+
+@pytest.mark.parametrize("name", list(STATEMENTS))
 def test_each_statement_is_short_enough_for_psycopg_to_cache_its_parse(name):
     """Longer than this, psycopg parses the statement's placeholders again on every request (it
     cost the annotator cycle about a tenth of its CPU)."""
-    assert len(getattr(hotpath.statements, name).encode()) <= MAX_CACHED_STATEMENT_LENGTH
+    assert len(STATEMENTS[name].encode()) <= MAX_CACHED_STATEMENT_LENGTH
 
 
 def test_the_statements_name_the_models_tables():
     """The statements are written with table names; they are the models' own."""
-    text = (
-        hotpath.statements.NEXT_TASK
-        + hotpath.statements.SUBMIT
-        + hotpath.statements.SUBMIT_VERIFICATION
-    )
-    ctes = set(re.findall(r"(\w+) AS ?\(", text))
+    text = "".join(STATEMENTS.values())
+    ctes = set(re.findall(r"(\w+) AS ?(?:MATERIALIZED ?)?\(", text))
     named = set(re.findall(r"\b(?:FROM|JOIN|UPDATE|INTO)\s+([a-z_]+)\b(?!\s*\()", text)) - ctes
     models = (get_user_model(), Token, Membership, Project, Assignment, Task, Sentence, Tag)
     assert named == {model._meta.db_table for model in (*models, Observation)}
@@ -259,7 +277,7 @@ def test_the_verification_statement_stores_exactly_what_the_service_accepts(
         wrong = rng.choice([None, None, -1, 0, 1, 2, 3, 7])
         _, errors = services.verification_check(answer_value, wrong, length=lease.length)
         with transaction.atomic():
-            row = hotpath.verification_submit(
+            row = kinds.verify.submit(
                 key=annotator.auth_token.key,
                 user_id=None,
                 assignment_id=lease.assignment_id,
@@ -284,16 +302,38 @@ def test_the_verification_statement_stores_exactly_what_the_service_accepts(
         project=project, annotator=annotator, kind_draw=1.0, holding=[lease.assignment_id]
     )
     assert count.kind == "count"
-    row = hotpath.verification_submit(
+    row = kinds.verify.submit(
         key=annotator.auth_token.key, user_id=None, assignment_id=count.assignment_id,
         idempotency_key="x", answer=True, wrong=None, seconds_on_device=None, now=timezone.now(),
     )  # fmt: skip
     assert row.id is None
-    row = hotpath.observation_submit(
+    row = kinds.count.submit(
         key=annotator.auth_token.key, user_id=None, assignment_id=lease.assignment_id,
         idempotency_key="y", names=[], counts=[], seconds_on_device=None, now=timezone.now(),
     )  # fmt: skip
     assert row.id is None
+
+
+def test_a_verification_answer_is_refused_once_the_project_is_private(project, corpus, annotator):
+    """A verification lease given before the project became private: its Yes / No would not be
+    randomized, so neither the statement nor the service takes it."""
+    _verification_round(project)
+    lease = scheduler.task_lease_next(project=project, annotator=annotator, kind_draw=0.0)
+    assert lease.kind == "verify"
+    Project.objects.filter(pk=project.pk).update(private=True, mechanism="krr", alpha=3.0)
+    row = kinds.verify.submit(
+        key=annotator.auth_token.key, user_id=None, assignment_id=lease.assignment_id,
+        idempotency_key="v", answer=True, wrong=None, seconds_on_device=None, now=timezone.now(),
+    )  # fmt: skip
+    assert row.id is None
+    response = client_for(annotator).post(
+        "/api/observations/",
+        {"assignment": lease.assignment_id, "answer": True, "idempotency_key": "v"},
+        format="json",
+    )
+    assert response.status_code == 400
+    assert response.json()["error"]["fields"] == {"answer": ["Not in a private project."]}
+    assert not Observation.objects.exists()
 
 
 def test_a_used_up_round_leases_a_count_task_in_the_same_statement(

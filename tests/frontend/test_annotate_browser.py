@@ -87,7 +87,7 @@ def test_annotator_joins_by_code_and_answers_five_tasks_by_taps(new_context, pro
         counts = gold_counts(lease)
         expected[lease.pk] = counts
         answer_by_taps(page, counts)
-        page.wait_for_function(f"document.getElementById('today').textContent === '{i + 1}'")
+        page.wait_for_function(f"() => document.getElementById('today').textContent === '{i + 1}'")
         if i < 4:
             lease = wait_for_new_task(page, lease.pk)
 
@@ -131,6 +131,36 @@ def test_three_answers_made_offline_are_stored_exactly_once(new_context, project
         assert asked == expected[observation.assignment_id]
     assert page.evaluate(f"localStorage.getItem('tally.outbox.{annotator.pk}')") == "[]"
     assert page.inner_text("#today") == "3"
+
+
+def test_each_answer_brings_the_next_task_in_one_round_trip(new_context, project, annotator):
+    """Issue 29: with three tasks held, each answer asks for the next task in its own request
+    (`next`), so the page sends one request per answer and still holds three."""
+    context = new_context(annotator, **PHONE)
+    page = context.new_page()
+    page.goto(f"/annotate/{project.pk}/")
+    wait_for_lookahead(page, annotator, project)
+    sent = []
+    page.on(
+        "requestfinished",
+        lambda request: (
+            "/api/" in request.url
+            and request.method == "POST"
+            and sent.append((urlsplit(request.url).path, request.post_data_json))
+        ),
+    )
+    lease = shown_lease(page)
+    for i in range(4):
+        answer_by_taps(page, gold_counts(lease))
+        page.wait_for_function(f"document.getElementById('today').textContent === '{i + 1}'")
+        lease = wait_for_new_task(page, lease.pk)
+    wait_for_lookahead(page, annotator, project)
+
+    assert [path for path, _ in sent] == ["/api/observations/"] * 4, sent
+    assert all(len(body["next"]["holding"]) == 2 for _, body in sent)
+    assert Observation.objects.filter(annotator=annotator).count() == 4
+    held = set(live_leases(annotator, project).values_list("pk", flat=True))
+    assert lease.pk in held and len(held) == 3
 
 
 def test_unsent_answers_survive_a_closed_page_and_lost_responses(new_context, project, annotator):
@@ -220,7 +250,7 @@ def test_lease_expired_state(new_context, project, annotator):
     )
     page.wait_for_selector("text=Time is up for this task")
     page.tap("#notice button")
-    page.wait_for_function("document.getElementById('notice').hidden")
+    page.wait_for_function("() => document.getElementById('notice').hidden")
     assert shown_lease(page).pk != lease.pk
 
 
@@ -237,7 +267,7 @@ def test_keys_work_on_desktop(new_context, project, annotator):
     page.keyboard.press("9")  # bounded by the window minus the other counts
     assert page.inner_text("#q1 output") == str(lease.task.length - 1)
     page.keyboard.press("Enter")
-    page.wait_for_function("document.getElementById('today').textContent === '1'")
+    page.wait_for_function("() => document.getElementById('today').textContent === '1'")
     assert Observation.objects.get(assignment=lease).counts == [1, lease.task.length - 1]
 
 
@@ -299,7 +329,7 @@ def test_text_contrast_and_screen_reader_labels(new_context, project, annotator)
     page = new_context(annotator, **PHONE).new_page()
     page.goto(f"/annotate/{project.pk}/")
     page.wait_for_selector("#task:not([hidden])")
-    page.wait_for_function("document.getElementById('today').textContent !== '–'")
+    page.wait_for_function("() => document.getElementById('today').textContent !== '–'")
     selectors = ["#sentence", "#sentence mark", "#q0 h3", "#q0 .guide", "#q0 output",
                  "#q0 .inc", "#submit", ".stats", ".today", ".title"]  # fmt: skip
     for selector, ratio in page.evaluate(CONTRAST, selectors):

@@ -102,7 +102,7 @@ def test_every_question_is_reached_before_submit_takes_the_answer(new_context, m
 
     page.tap(f"#q{MAX_TAGS - 1} .inc")
     page.tap("#submit")
-    page.wait_for_function("document.getElementById('today').textContent === '1'")
+    page.wait_for_function("() => document.getElementById('today').textContent === '1'")
     stored = Observation.objects.get(assignment=lease)
     assert stored.counts == [0] * (MAX_TAGS - 1) + [1]
     assert Observation.objects.count() == 1
@@ -180,7 +180,7 @@ def test_state_screens_show_no_empty_button_and_no_emoji(new_context, project, a
 def test_footer_follows_the_answers_given(new_context, project, annotator):
     page = new_context(annotator, **PHONE).new_page()
     page.goto(f"/annotate/{project.pk}/")
-    page.wait_for_function("document.getElementById('today').textContent === '0'")
+    page.wait_for_function("() => document.getElementById('today').textContent === '0'")
     assert page.inner_text("#stats-line") == "Your first answers: take your time."
     wait_for_lookahead(page, annotator, project)  # two answers from the tasks held ahead
     no_more_tasks(page)

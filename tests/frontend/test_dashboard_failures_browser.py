@@ -9,8 +9,9 @@ tests/learning/test_services.py does it: every answer comes from a flagged annot
 import pytest
 
 from annotation.models import Membership
+from delivery.models import Webhook, WebhookDelivery
 from learning import services as learning_services
-from learning.models import AnnotatorQuality, RetrainSchedule, Webhook, WebhookDelivery
+from learning.models import AnnotatorQuality, RetrainSchedule
 from tests.factories import UserFactory
 from tests.frontend.conftest import DESKTOP, PHONE
 from tests.frontend.test_dashboard_browser import answer_tasks, retrain
@@ -124,7 +125,7 @@ def test_failed_retrain_error_and_schedule_on_a_phone(new_context, manager, proj
             project=project, annotator=user, defaults={"flagged": True, "version_number": 1}
         )
     with pytest.raises(learning_services.RetrainError):
-        learning_services.retrain_project(project_id=project.pk, trigger="manual")
+        learning_services.retrain_run(project_id=project.pk, trigger="manual")
 
     page = new_context(manager, **PHONE).new_page()
     page.goto(f"/projects/{project.pk}/")

@@ -86,7 +86,9 @@ def test_tables_wider_than_the_phone_say_they_scroll(dashboard):
         assert more and mask not in ("", "none"), name
     # Scrolled to the end, the hint goes.
     page.evaluate("const c = document.getElementById('confusion'); c.scrollLeft = c.scrollWidth")
-    page.wait_for_function("!document.getElementById('confusion').classList.contains('more-right')")
+    page.wait_for_function(
+        "() => !document.getElementById('confusion').classList.contains('more-right')"
+    )
     assert page.evaluate("document.getElementById('confusion').classList.contains('more-left')")
 
 

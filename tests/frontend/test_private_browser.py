@@ -9,7 +9,7 @@ import pytest
 
 from annotation import services
 from annotation.models import Observation
-from tests.factories import UserFactory, make_project
+from tests.factories import UserFactory, make_project, member
 from tests.frontend.conftest import PHONE, SENTENCES
 from tests.frontend.test_annotate_browser import answer_by_taps, gold_counts, shown_lease
 
@@ -101,3 +101,132 @@ def test_the_true_count_never_leaves_the_page(new_context, private):
     queued = [v for v in page.evaluate("window.__stored") if '"released"' in v]
     assert queued, "the outbox kept the answers before sending them"
     page.close()
+
+
+# The phone's own checks (issue 24) -------------------------------------------------------------
+
+
+def _privacy_module(page) -> str:
+    """The URL the page loaded privacy.js from (hashed in production)."""
+    return page.get_attribute('link[rel="modulepreload"][href*="annotate/privacy"]', "href")
+
+
+def test_the_phone_accepts_every_release_the_server_defines(new_context, private):
+    """The page's check against the server's own definition (learning/core/privacy.py): every
+    mechanism, levels up to the cap, windows of 1 to 12 words, 1 to 3 tags asked."""
+    from annotation.api.serializers import privacy_out
+    from learning.core.privacy import MAX_ALPHA, MECHANISMS, Mechanism
+
+    page = new_context(member(private, username="phone"), **PHONE).new_page()
+    page.goto(f"/annotate/{private.pk}/")
+    page.wait_for_selector("#task:not([hidden])")
+    tasks = [
+        {
+            "kind": "count",
+            "window": {"start": 0, "length": window},
+            "tags": [{"name": f"T{i}"} for i in range(asked)],
+            "privacy": privacy_out(Mechanism(name, alpha, n_tags=17), window=window, n_asked=asked),
+        }
+        for name in MECHANISMS
+        for alpha in (0.1, 0.5, 1.0, 3.0, 5.5, MAX_ALPHA)
+        for window in (1, 2, 5, 12)
+        for asked in (1, 2, 3)
+    ]
+    problems = page.evaluate(
+        "async ([url, tasks]) => { const m = await import(url);"
+        " return tasks.map((t) => m.releaseProblem(t)); }",
+        [_privacy_module(page), tasks],
+    )
+    assert problems == [None] * len(tasks)
+
+
+@pytest.mark.parametrize("tamper", ["identity", "level above the cap", "budget not split"])
+def test_a_release_that_gives_the_count_away_is_never_answered(new_context, private, tamper):
+    """A server (or anything between it and the phone) that turns the release into the
+    identity, or any release beyond what α promises, gets no answer: the page shows no task
+    and sends nothing."""
+    from learning.core.privacy import Mechanism
+
+    page = new_context(member(private, username="phone"), **PHONE).new_page()
+    bodies = []
+    page.on(
+        "request",
+        lambda r: bodies.append(r.url) if r.url.endswith("/api/observations/") else None,
+    )
+
+    def bent(route):
+        task = route.fetch().json()
+        if task:
+            size = task["window"]["length"] + 1
+            privacy = task["privacy"]
+            if tamper == "identity":
+                privacy["release"] = [[float(o == n) for o in range(size)] for n in range(size)]
+            elif tamper == "level above the cap":
+                channel = Mechanism(privacy["mechanism"], 20.0, 4).channel(size - 1, 1)
+                privacy |= {"alpha": 20.0, "release": channel.T.tolist()}
+            else:  # the whole α for one tag where two are asked: more than α promises
+                channel = Mechanism(privacy["mechanism"], privacy["alpha"], 4).channel(size - 1, 1)
+                task["tags"] = task["tags"] * 2
+                privacy["release"] = channel.T.tolist()
+        route.fulfill(json=task)
+
+    page.route("**/tasks/next/", bent)
+    page.goto(f"/annotate/{private.pk}/")
+    page.wait_for_selector("text=This task was not shown")
+    assert "cannot be answered privately" in page.inner_text("#state")
+    assert page.is_hidden("#task")
+    page.wait_for_timeout(500)
+    assert bodies == [] and not Observation.objects.filter(project=private).exists()
+
+
+def test_answers_from_before_the_switch_to_private_are_never_sent(new_context, manager):
+    """Answers given offline in a project that then becomes private (it had no answer yet, so
+    it may) hold true counts: the page deletes them unsent, says so, and goes on with private
+    tasks, whose answers are released."""
+    project = make_project(owner=manager, name="Soon private", tags_per_task=1, redundancy=3)
+    services.corpus_import(
+        project=project, user=manager, file=io.BytesIO(
+            "".join(json.dumps({"tokens": t, "tags": g}) + "\n" for t, g in SENTENCES).encode()
+        ), filename="pets.jsonl", format="jsonl", max_bytes=10**6, seed=3,
+    )  # fmt: skip
+    user = member(project, username="phone")
+    context = new_context(user, **PHONE)
+    page = context.new_page()
+    page.goto(f"/annotate/{project.pk}/")
+    page.wait_for_selector("#task:not([hidden])")
+    context.set_offline(True)
+    for _ in range(2):
+        lease = shown_lease(page)
+        answer_by_taps(page, gold_counts(lease))
+    page.wait_for_selector("text=Offline · 2 answers waiting to be sent")
+    page.close()  # the two true counts wait on the device
+    services.project_update(project=project, private=True, alpha=1.0)
+
+    context.set_offline(False)
+    bodies = []
+    page = context.new_page()
+    page.on(
+        "request",
+        lambda r: (
+            bodies.append(json.loads(r.post_data))
+            if r.method == "POST" and r.url.endswith("/api/observations/")
+            else None
+        ),
+    )
+    page.goto(f"/annotate/{project.pk}/")
+    page.wait_for_selector("text=2 answers given before the change were deleted")
+    assert page.evaluate(f"localStorage.getItem('tally.outbox.{user.pk}')") == "[]"
+    lease = shown_lease(page)
+    answer_by_taps(page, gold_counts(lease))
+    for _ in range(50):
+        if bodies:
+            break
+        page.wait_for_timeout(100)
+    assert len(bodies) == 1 and "counts" not in bodies[0], bodies
+    assert bodies[0]["privacy"] == {"mechanism": "krr", "alpha": 1.0}
+    page.wait_for_selector("#pending", state="hidden")
+    for _ in range(50):
+        if Observation.objects.filter(project=project).exists():
+            break
+        page.wait_for_timeout(100)
+    assert Observation.objects.get(project=project).mechanism == "krr"

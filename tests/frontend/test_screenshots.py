@@ -127,7 +127,7 @@ def test_screenshots(new_context, tmp_path, manager):
         page = new_context(annotator, **options).new_page()
         page.goto(f"/annotate/{two_tags.pk}/")
         page.wait_for_selector("#task:not([hidden])")
-        page.wait_for_function("document.getElementById('today').textContent !== '–'")
+        page.wait_for_function("() => document.getElementById('today').textContent !== '–'")
         page.tap("#q0 .inc") if size == "phone" else page.click("#q0 .inc")
         page.evaluate("document.activeElement.blur()")
         page.mouse.move(0, 0)

@@ -48,13 +48,17 @@ def test_yes_in_one_tap_and_no_with_the_wrong_word(new_context, verifying, annot
 
     page.tap("#answer-yes")
     second = shown_lease(page)
-    page.wait_for_function(f"document.querySelector('#task').dataset.assignment == '{second.pk}'")
+    page.wait_for_function(
+        f"() => document.querySelector('#task').dataset.assignment == '{second.pk}'"
+    )
     assert second.pk != lease.pk
     page.tap("#answer-no")
     page.wait_for_selector("text=Which word is wrong?")
     assert page.is_visible("#answer-skip") and page.is_hidden("#answer-yes")
     page.tap(".vw[data-i='1']")
-    page.wait_for_function(f"document.querySelector('#task').dataset.assignment != '{second.pk}'")
+    page.wait_for_function(
+        f"() => document.querySelector('#task').dataset.assignment != '{second.pk}'"
+    )
     page.wait_for_selector("#pending", state="hidden")
     no_more_tasks(page)
     first_answer = Observation.objects.get(assignment=lease)
@@ -93,7 +97,7 @@ def test_verification_answers_made_offline_are_stored_exactly_once(
             page.tap("#answer-skip" if wrong is None else f".vw[data-i='{wrong}']")
         if i < 2:
             page.wait_for_function(
-                f"document.querySelector('#task').dataset.assignment != '{lease.pk}'"
+                f"() => document.querySelector('#task').dataset.assignment != '{lease.pk}'"
             )
     page.wait_for_selector("text=You are offline")
     assert Observation.objects.count() == 0
@@ -130,7 +134,7 @@ def test_the_dashboard_sets_the_task_mix_and_shows_seconds_per_kind(
     page.goto(f"/projects/{verifying.pk}/")
     page.wait_for_selector("#kpis .kpi")
     assert "seconds per verification answer · 1 answers" in page.inner_text("#kpis")
-    page.wait_for_function("document.getElementById('mix-share').value === '1'")
+    page.wait_for_function("() => document.getElementById('mix-share').value === '1'")
     page.fill("#mix-share", "2")
     page.click("#task-mix button[type=submit]")
     page.wait_for_selector("#mix-error:not([hidden])")
@@ -139,7 +143,7 @@ def test_the_dashboard_sets_the_task_mix_and_shows_seconds_per_kind(
     page.click("#task-mix button[type=submit]")
     page.wait_for_selector("#mix-error", state="hidden")
     page.wait_for_function(
-        "document.querySelector('.toast') && document.querySelector('.toast').textContent"
+        "() => document.querySelector('.toast') && document.querySelector('.toast').textContent"
         ".startsWith('Task mix saved')"
     )
     assert Project.objects.get(pk=verifying.pk).verification_share == 0.25

@@ -177,6 +177,26 @@ def test_join_page_runs_the_join_script_when_signed_in(personas, project):
     assert not Membership.objects.filter(project=project, user__username="outsider").exists()
 
 
+@pytest.mark.parametrize(
+    ("alpha", "true_percent", "odds"),
+    [(3.0, "80 %", "20 times"), (8.0, "99.8 %", "2,981 times"), (0.5, "25 %", "1.6 times")],
+)
+def test_the_invite_page_says_what_the_privacy_level_means(manager, alpha, true_percent, odds):
+    """Issue 24: the signed-out invite page of a private project names α and says in plain
+    words what it means for an answer (krr, one tag asked, a window of 5 words)."""
+    from tests.factories import make_project
+
+    project = make_project(owner=manager, private=True, alpha=alpha, tags_per_task=1, window_size=5)
+    html = client_for(None).get(f"/join/{project.invite_code}").content.decode()
+    assert f"α = {alpha:g}</b> per answer" in html
+    assert f"sends your true count about <b>{true_percent} of the time</b>" in html
+    assert f"at most {odds} likelier under your true answer" in html
+    assert ("very likely your true count" in html) == (alpha == 8.0)
+    assert "can be traced back to you" not in html  # the old promise, whatever the level
+    plain = make_project(owner=manager, window_size=5)
+    assert "private" not in client_for(None).get(f"/join/{plain.invite_code}").content.decode()
+
+
 def test_join_code_box_goes_to_the_invite_link(personas):
     response = personas["outsider"].get("/join/", {"code": " Zx81 "})
     assert response["Location"] == "/join/Zx81"

@@ -8,9 +8,10 @@ from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
 from common.api.output import iso
+from delivery.models import Webhook, WebhookDelivery
+from delivery.webhooks import services as webhook_services
 from learning import services
-from learning.models import ModelVersion, Webhook, WebhookDelivery
-from learning.webhooks import services as webhook_services
+from learning.models import ModelVersion
 from tests.factories import client_for, make_project
 from tests.learning.crowd import add_annotators, answer_tasks, import_corpus, toy_sentences
 
@@ -20,7 +21,7 @@ pytestmark = pytest.mark.django_db
 @pytest.fixture
 def trained(project, crowd):
     answer_tasks(project, crowd, 80)
-    services.retrain_project(project_id=project.pk, trigger="manual")
+    services.retrain_run(project_id=project.pk, trigger="manual")
     return project
 
 
@@ -266,6 +267,33 @@ def test_webhook_crud(project, manager, settings):
     assert too_many.status_code == 409
 
 
+@pytest.mark.parametrize(
+    ("url", "says"),
+    [
+        ("http://127.0.0.1/hook\r\nX-Injected: 1", "control character (U+000D)"),
+        ("http://127.0.0.1/a\nb", "control character (U+000A)"),
+        ("http://127.0.0.1/a\tb", "control character (U+0009)"),
+        ("http://127.0.0.1/a\x0bb", "control character (U+000B)"),
+        ("http://127.0.0.1/a\u2028b", "control character (U+2028)"),
+        ("http://127.0.0.1/a b", "a space"),
+    ],
+)
+def test_a_webhook_url_with_a_line_break_is_refused(project, manager, settings, url, says):
+    """Issue 24: urlsplit drops CR, LF and tab, so the target check passed and the URL was
+    stored with them. Refused on create and on change, with what was found."""
+    settings.TALLY_WEBHOOK_ALLOW_INTERNAL = True
+    client = client_for(manager)
+    base = f"/api/projects/{project.pk}/webhooks/"
+    kept = client.post(base, {"url": "http://127.0.0.1/ok"}, format="json").json()["id"]
+    created = client.post(base, {"url": url}, format="json")
+    changed = client.patch(f"{base}{kept}/", {"url": url}, format="json")
+    for response in (created, changed):
+        assert response.status_code == 400, response.content
+        assert says in response.json()["error"]["fields"]["url"][0]
+    assert Webhook.objects.get(pk=kept).url == "http://127.0.0.1/ok"
+    assert not Webhook.objects.filter(url=url).exists()
+
+
 def test_webhooks_are_listed_with_their_last_delivery_in_one_query(project, manager):
     client = client_for(manager)
     url = f"/api/projects/{project.pk}/webhooks/"
@@ -319,7 +347,7 @@ def test_report_without_an_evaluation_set(manager, db):
     import_corpus(project, manager, toy_sentences(40), evaluation_fraction=0.0)
     crowd = add_annotators(project, 2)
     answer_tasks(project, crowd, 30)
-    services.retrain_project(project_id=project.pk, trigger="manual")
+    services.retrain_run(project_id=project.pk, trigger="manual")
     report = client_for(manager).get(f"/api/projects/{project.pk}/reports/latest/").json()
     assert report["tags"] == ["NOUN", "VERB", "DET", "ADJ"]
     assert report["accuracy"] is None and report["evaluation"] is None
@@ -405,7 +433,7 @@ def test_predictions_of_a_conllu_corpus_diff_against_its_source_line_by_line(man
         evaluation_fraction=0.25, max_bytes=10**7, seed=1,
     )  # fmt: skip
     answer_tasks(project, add_annotators(project, 3), 80)
-    services.retrain_project(project_id=project.pk, trigger="manual")
+    services.retrain_run(project_id=project.pk, trigger="manual")
     client = client_for(manager)
     url = f"/api/projects/{project.pk}/exports/predictions.conllu"
     predicted = b"".join(client.get(url).streaming_content).decode()
@@ -423,3 +451,44 @@ def test_predictions_of_a_conllu_corpus_diff_against_its_source_line_by_line(man
     assert changed < 20  # a few tags differ, every other character is the source's
     with_misc = b"".join(client.get(url + "?misc=1").streaming_content).decode().splitlines()
     assert with_misc[4].split("\t")[9].startswith("SpaceAfter=No|Prob=")
+
+
+def test_predict_of_ten_thousand_exclamation_marks_is_quick(trained, annotator):
+    """Issue 24 item 2: 10,000 `!` took 29 s (spaCy is quadratic in a run of symbols) and made
+    every other member's requests wait."""
+    import time
+
+    client = client_for(annotator)
+    url = f"/api/projects/{trained.pk}/predict/"
+    assert client.post(url, {"text": "the dog runs"}, format="json").status_code == 200
+    tic = time.perf_counter()
+    response = client.post(url, {"text": "!" * 10_000}, format="json")
+    seconds = time.perf_counter() - tic
+    assert response.status_code == 200 and response.json()["tokens"] == ["!" * 10_000]
+    assert seconds <= 0.5, seconds
+
+
+def test_predict_is_rate_limited_per_user(trained, annotator, crowd):
+    """Issue 24 item 2: `predict/` is open to every member and had no limit. 30 a minute per
+    user (`TALLY_PREDICT_RATE`); another member is not held by it."""
+    url = f"/api/projects/{trained.pk}/predict/"
+    client = client_for(annotator)
+    statuses = [client.post(url, {"text": "the dog"}, format="json").status_code for _ in range(30)]
+    assert statuses == [200] * 30
+    refused = client.post(url, {"text": "the dog"}, format="json")
+    assert refused.status_code == 429, refused.content
+    assert refused.json()["error"]["code"] == "throttled"
+    assert int(refused["Retry-After"]) > 0
+    other = client_for(crowd[1]).post(url, {"text": "the dog"}, format="json")
+    assert other.status_code == 200
+
+
+def test_predict_when_nltk_gives_up_is_no_500(trained, annotator, monkeypatch):
+    """NLTK's regular expressions run under a time limit; its `TimeoutError` answered a 500."""
+    import nltk.redos
+
+    monkeypatch.setattr(nltk.redos, "DEFAULT_TIMEOUT", 1e-9)
+    url = f"/api/projects/{trained.pk}/predict/"
+    response = client_for(annotator).post(url, {"text": "The dog runs. It barks."}, format="json")
+    assert response.status_code == 400, response.content
+    assert "too long to cut into sentences" in response.json()["error"]["message"]

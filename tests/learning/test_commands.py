@@ -40,16 +40,12 @@ def test_simulate_crowd_passes_the_em_schedule(corpora, monkeypatch):
 
     monkeypatch.setattr(simulate_crowd, "simulation_report", report)
     train, test = corpora
-    schedule = ["--em-iterations", "30", "--context-iterations", "12"]
-    schedule += ["--context-refit-iterations", "5", "--context-alpha-start", "3"]
-    _run("--train", str(train), "--test", str(test), *schedule, "--json")
-    assert seen == {
-        "model": "context",
-        "n_em_iter": 30,
-        "n_context_iter": 12,
-        "context_refit_iter": 5,
-        "context_alpha_start": 3.0,
-    }
+    _run("--train", str(train), "--test", str(test), "--json")
+    assert seen == {"model": "context", "schedule": "auto"}  # as a retrain: CountTagger's own
+    _run("--train", str(train), "--test", str(test), "--schedule", "warm", "--json")
+    assert seen["schedule"] == "warm"
+    with pytest.raises(CommandError, match="--schedule must be 'auto' or one of informative"):
+        _run("--train", str(train), "--test", str(test), "--schedule", "fast", "--json")
 
 
 def test_simulate_crowd_prints_one_json_report(corpora):
@@ -69,8 +65,6 @@ def test_simulate_crowd_prints_one_json_report(corpora):
         "5",
         "--spam-fraction",
         "0.2",
-        "--em-iterations",
-        "2",
         "--seed",
         "0",
         "--json",
@@ -130,7 +124,7 @@ def test_simulate_crowd_learns_from_released_answers(corpora):
     the same tasks learned without privacy beside them."""
     train, test = corpora
     args = ["--train", str(train), "--test", str(test), "--obs-per-sentence", "2",
-            "--tags-per-task", "1", "--em-iterations", "2", "--context-iterations", "1",
+            "--tags-per-task", "1", "--schedule", "warm",
             "--no-references", "--json"]  # fmt: skip
     private = _run(*args, "--privacy-alpha", "3")
     assert private["mechanism"] == "krr" and private["privacy_alpha"] == 3.0

@@ -10,7 +10,7 @@ from tests.learning.crowd import add_annotators, answer_tasks, import_corpus, to
 
 
 def _retrain(project):
-    return learning_services.retrain_project(project_id=project.pk, trigger="manual")
+    return learning_services.retrain_run(project_id=project.pk, trigger="manual")
 
 
 def _membership(project, user) -> Membership:

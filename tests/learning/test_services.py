@@ -1,7 +1,9 @@
 """The retrain job, the lock, the sweep and the schedule, called directly (no HTTP, no broker)."""
 
 import io
+import random
 import time
+import uuid
 from datetime import timedelta
 
 import numpy as np
@@ -9,6 +11,9 @@ import pytest
 from django.core.files.storage import default_storage
 from django.utils import timezone
 
+from annotation import scheduler
+from annotation import selectors as selectors_annotation
+from annotation import services as annotation_services
 from annotation.models import Observation, Project
 from common.exceptions import InvalidInput
 from learning import adapter, locks, selectors, services
@@ -25,7 +30,7 @@ pytestmark = pytest.mark.django_db
 
 
 def retrain(project):
-    return services.retrain_project(project_id=project.pk, trigger="manual")
+    return services.retrain_run(project_id=project.pk, trigger="manual")
 
 
 def test_first_retrain_writes_a_complete_version_and_report(project, crowd):
@@ -63,12 +68,36 @@ def test_retrain_only_when_there_is_something_new(project, crowd):
     second = retrain(project)
     assert second.status == "succeeded"
     assert second.version.number == 2 and second.version.warm_started_from == 1
-    assert second.version.hyperparameters["n_em_iter"] == services.WARM_HYPERPARAMETERS["n_em_iter"]
+    assert second.version.hyperparameters["schedule"]["name"] == "warm"
 
 
 def test_no_observations_is_skipped_not_failed(project):
     assert retrain(project).status == "skipped"
     assert not ModelVersion.objects.exists()
+
+
+def test_answers_that_are_all_zeros_are_not_enough_not_an_error(project, crowd):
+    """Issue 24: a project whose answers all count 0 failed every sweep's retrain with "no
+    labelled tokens: all soft labels are zero". It is skipped, saying why, until answers that
+    count some tags come; then the model is trained."""
+    rng = random.Random(0)
+    for i in range(40):
+        lease = scheduler.task_lease_next(project=project, annotator=crowd[i % 4], rng=rng)
+        names = selectors_annotation.project_tag_names(project=project)
+        annotation_services.observation_submit(
+            annotator=crowd[i % 4], assignment_id=lease.assignment_id,
+            idempotency_key=uuid.uuid4().hex, counts={names[t]: 0 for t in lease.tags},
+        )  # fmt: skip
+    for _ in range(2):  # every sweep says the same, none fails
+        outcome = retrain(project)
+        assert outcome.status == "skipped", outcome
+        assert outcome.message.startswith("Not enough answers to learn from yet")
+        run = RetrainRun.objects.get(pk=outcome.run_id)
+        assert run.status == "skipped" and "counts 0 of each tag" in run.error and run.finished_at
+    assert not ModelVersion.objects.exists()
+    assert not RetrainRun.objects.filter(status="failed").exists()
+    answer_tasks(project, crowd, 60, seed=3)
+    assert retrain(project).status == "succeeded"
 
 
 def test_held_out_slice_is_deterministic_and_not_fitted():
@@ -78,6 +107,10 @@ def test_held_out_slice_is_deterministic_and_not_fitted():
     assert np.array_equal(held, adapter.holdout_mask(ids))
     assert np.array_equal(adapter.holdout_mask(ids[::2]), held[::2])  # per id, not per position
     assert not adapter.holdout_mask(ids[:10]).any()  # small projects hold nothing out
+    many = np.arange(1, 40_001)
+    large = adapter.holdout_mask(many)
+    assert 800 < large.sum() < 1200  # about HOLDOUT_ANSWERS, not a tenth
+    assert not (large[:5000] & ~held).any()  # nested: growing only returns answers to fitting
 
 
 def test_training_data_separates_fit_held_out_and_flagged(project, crowd):
@@ -281,3 +314,41 @@ def test_the_report_gives_minutes_by_kind_and_accuracy_gained_per_minute(project
     assert second.effort["minutes_added"] == pytest.approx(added, abs=0.02)
     gain = (second.accuracy - first.accuracy) / sum(added.values())
     assert second.effort["accuracy_gain_per_minute"] == pytest.approx(gain, rel=1e-3, abs=1e-5)
+
+
+def test_the_retrain_fits_what_simulate_crowd_fits(project, crowd, monkeypatch, tmp_path):
+    """The job passes CountTagger only the project's facts: on the same answers, the settings
+    simulate_crowd passes give the same preset and the same coefficients as the stored version."""
+    from django.core.management import call_command
+
+    from learning.core import CountTagger
+    from learning.management.commands import simulate_crowd
+
+    answer_tasks(project, crowd, 150)
+    version = retrain(project).version
+    seen = {}
+    monkeypatch.setattr(
+        simulate_crowd,
+        "simulation_report",
+        lambda train, test, **kwargs: (seen.update(kwargs) or {}, None),
+    )
+    corpus = tmp_path / "one.conllu"
+    corpus.write_text("1\tDogs\tdog\tNOUN\t_\t_\t0\troot\t_\t_\n\n", encoding="utf-8")
+    call_command("simulate_crowd", "--train", corpus, "--test", corpus, stdout=io.StringIO())
+    data = adapter.training_data_load(project_id=project.pk, excluded_annotators=set())
+    simulated = CountTagger(random_state=seen["seed"], **seen["model_params"]).fit(
+        data.sentences, data.fit, data.tagset, text=data.text, mechanism=data.mechanism,
+        verifications=data.verifications,
+    )  # fmt: skip
+    assert version.hyperparameters["schedule"] == simulated.schedule_.as_dict()
+    stored = adapter.model_load(version.file.name)
+    np.testing.assert_allclose(stored.coef_, simulated.tagger_.coef_, rtol=1e-6, atol=1e-9)
+
+
+def test_learning_a_version_writes_nothing_and_storing_it_writes_it_whole(project, crowd):
+    answer_tasks(project, crowd, 80)
+    learned = services.version_learn(project_id=project.pk, current=None)
+    assert learned.number == 1 and learned.evaluation["accuracy"] is not None
+    assert not ModelVersion.objects.exists() and not RetrainRun.objects.exists()
+    assert not default_storage.exists(f"models/project-{project.pk}")
+    assert services.retrain_run(project_id=project.pk, trigger="manual").version.number == 1

@@ -14,7 +14,7 @@ pytestmark = pytest.mark.django_db
 
 
 def retrain(project):
-    return services.retrain_project(project_id=project.pk, trigger="manual")
+    return services.retrain_run(project_id=project.pk, trigger="manual")
 
 
 def test_a_retrain_makes_a_round_of_the_new_versions_most_likely_tags(project, crowd):

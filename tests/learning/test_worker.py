@@ -13,9 +13,9 @@ import pytest
 from django.db import connection
 
 from annotation.models import Assignment, Observation
+from delivery.webhooks import services as webhook_services
 from learning import selectors, services
 from learning.models import ModelVersion, RetrainLock, RetrainRun
-from learning.webhooks import services as webhook_services
 from tests.factories import client_for
 from tests.learning.crowd import answer_tasks
 from tests.learning.receivers import start_receiver
@@ -129,7 +129,7 @@ def test_worker_killed_mid_retrain_leaves_the_previous_version_current(
     project, crowd, manager, workers
 ):
     answer_tasks(project, crowd, 60)
-    services.retrain_project(project_id=project.pk, trigger="manual")
+    services.retrain_run(project_id=project.pk, trigger="manual")
     answer_tasks(project, crowd, 20, seed=7)
     env = {"TALLY_RETRAIN_LOCK_SECONDS": "4"}
     first = workers("doomed", **env)
@@ -204,7 +204,7 @@ def test_two_concurrent_triggers_make_one_version(project, crowd, transactional_
     def trigger():
         try:
             barrier.wait()
-            outcomes.append(services.retrain_project(project_id=project.pk, trigger="manual"))
+            outcomes.append(services.retrain_run(project_id=project.pk, trigger="manual"))
         finally:
             connection.close()
 

@@ -23,8 +23,8 @@ from django.core.management.base import BaseCommand, CommandParser
 
 from devtools.svgchart import Series, line_chart
 from learning.core.counts import count_distribution
-from learning.core.experiment import simulation_report
 from learning.core.privacy import DEFAULT_MECHANISM, MECHANISMS, Mechanism
+from learning.experiments.crowd_report import simulation_report
 from learning.management.commands.simulate_crowd import read_corpus
 
 COUNT_SHARES = (0.1, 0.25, 0.5, 1.0)

@@ -9,12 +9,13 @@ import time
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from learning.core.conllu import ConlluError, read_conllu
-from learning.core.experiment import simulation_report
 from learning.core.pipeline import MODEL_KINDS
 from learning.core.privacy import DEFAULT_MECHANISM, MECHANISMS
+from learning.core.schedule import PRESETS
+from learning.experiments.crowd_report import simulation_report
 
 
-def _tags_per_task(value: str) -> int | None:
+def parse_tags_per_task(value: str) -> int | None:
     if value == "all":
         return None
     try:
@@ -83,24 +84,12 @@ class Command(BaseCommand):
             action="store_true",
             help="a No comes without the first wrong word",
         )
-        parser.add_argument("--em-iterations", type=int, default=None)
         parser.add_argument(
-            "--context-iterations",
-            type=int,
-            default=None,
-            help="contextual EM iterations after the node-only ones (CountTagger n_context_iter)",
-        )
-        parser.add_argument(
-            "--context-refit-iterations",
-            type=int,
-            default=None,
-            help="L-BFGS iterations of each contextual M-step after the first",
-        )
-        parser.add_argument(
-            "--context-alpha-start",
-            type=float,
-            default=None,
-            help="L2 strength of the first contextual M-step, descending to the served one",
+            "--schedule",
+            default="auto",
+            help="the EM schedule: 'auto' (as a retrain picks it, default) or a preset's name ("
+            + ", ".join(PRESETS)
+            + ")",
         )
         parser.add_argument(
             "--model",
@@ -145,19 +134,16 @@ class Command(BaseCommand):
             raise CommandError(
                 "--spam-fraction, --noisy-fraction and --yes-sayer-fraction must not exceed 1"
             )
-        tags_per_task = _tags_per_task(options["tags_per_task"])
+        tags_per_task = parse_tags_per_task(options["tags_per_task"])
         started = time.perf_counter()
         train = read_corpus(options["train"], "train")
         test = read_corpus(options["test"], "test")
-        model_params = {"model": options["model"]}
-        for option, param in (
-            ("em_iterations", "n_em_iter"),
-            ("context_iterations", "n_context_iter"),
-            ("context_refit_iterations", "context_refit_iter"),
-            ("context_alpha_start", "context_alpha_start"),
-        ):
-            if options[option] is not None:
-                model_params[param] = options[option]
+        if options["schedule"] != "auto" and options["schedule"] not in PRESETS:
+            raise CommandError(
+                f"--schedule must be 'auto' or one of {', '.join(PRESETS)}, "
+                f"not {options['schedule']!r}"
+            )
+        model_params = {"model": options["model"], "schedule": options["schedule"]}
         try:
             report, _ = simulation_report(
                 train,

@@ -346,6 +346,38 @@ def test_csv_export_defuses_formulas_in_every_cell(manager, annotator):
     assert rows[1][rows[0].index("tags")].startswith("'=HYPERLINK")
 
 
+def test_csv_export_defuses_formulas_in_semicolon_separated_locales(manager, annotator):
+    """Issue 24: a spreadsheet set to `;`-separated files splits `X;=2+2` into `X` and a
+    formula `=2+2`. Whichever separator the spreadsheet takes, no cell starts a formula."""
+    names = ["X;=2+2", 'Y; "+1', "Z;-1;@SUM(1)"]
+    project = make_project(
+        owner=manager, tags=[{"name": n} for n in names], window_size=2, redundancy=1
+    )
+    Membership.objects.create(project=project, user=annotator, role=Membership.Role.ANNOTATOR)
+    annotator.username = "ann;=cmd"
+    annotator.save()
+    client_for(manager).post(
+        f"/api/projects/{project.pk}/corpus/",
+        {"file": SimpleUploadedFile("c.txt", b"a b c\n"), "format": "text"},
+        format="multipart",
+    )
+    client = client_for(annotator)
+    answer(client, next_task(client, project).json())
+    text = b"".join(
+        client_for(manager)
+        .get(f"/api/projects/{project.pk}/exports/observations.csv")
+        .streaming_content
+    ).decode()
+    formula = ("=", "+", "-", "@", "\t", "\r")
+    for delimiter in (",", ";"):
+        rows = list(csv.reader(io.StringIO(text), delimiter=delimiter))
+        cells = [cell.lstrip(' "') for row in rows[1:] for cell in row]
+        assert not [cell for cell in cells if cell.startswith(formula)], (delimiter, cells)
+    rows = list(csv.reader(io.StringIO(text)))
+    assert rows[1][rows[0].index("annotator_username")] == "ann;'=cmd"
+    assert "X;'=2+2" in rows[1][rows[0].index("tags")]
+
+
 def test_csv_export_defuses_formulas(project, corpus, annotator, manager):
     annotator.username = "=cmd|x"
     annotator.save()

@@ -84,3 +84,16 @@ def test_conllu_corpus_exported_as_it_was_imported(manager):
     exported = client.get(f"/api/projects/{project.pk}/exports/corpus.conllu")
     assert b"".join(exported.streaming_content).decode() == source
     assert re.search(r"^\d+-\d+\t", source, re.MULTILINE)  # the slice has multiword tokens
+
+
+def test_sentences_added_to_a_project_of_one_sentence(project, manager):
+    """Regression (issue 24 item 6): the next position was `(Max or -1) + 1`, so a project whose
+    only sentence sat at position 0 put the next one at 0 again and every upload answered 500."""
+    client = client_for(manager)
+    one = b'{"tokens": ["Hello", "world", "."]}\n'
+    assert _upload(client, project, one).status_code == 201
+    more = _upload(client, project, b'{"tokens": ["Bye", "."]}\n{"tokens": ["Again", "."]}\n')
+    assert more.status_code == 201, more.content
+    assert list(project.sentences.order_by("position").values_list("position", flat=True)) == [
+        0, 1, 2
+    ]  # fmt: skip

@@ -2,6 +2,7 @@
 cases outside the plain one (which on PostgreSQL leave the one-statement path for the scheduler
 and the service), and leases held ahead. Runs on SQLite and PostgreSQL."""
 
+import io
 from datetime import timedelta
 
 import pytest
@@ -9,9 +10,9 @@ from django.db import connection
 from django.utils import timezone
 from rest_framework.test import APIClient
 
-from annotation import hotpath, scheduler
+from annotation import cycle, hotpath, kinds, scheduler, services
 from annotation.models import Assignment, Membership, Observation, Project, Task
-from tests.factories import answer, client_for, next_task
+from tests.factories import answer, client_for, make_project, member, next_task
 
 
 def test_inactive_users_token_is_refused_on_both_hot_endpoints(project, corpus, annotator):
@@ -83,13 +84,25 @@ def test_session_user_with_csrf_gets_and_answers_tasks(project, corpus, annotato
     assert response.json()["replayed"] is False
 
 
+def test_session_user_without_csrf_token_is_refused_as_drf_refuses_it(project, corpus, annotator):
+    client = APIClient(enforce_csrf_checks=True)
+    client.force_login(annotator)
+    for url in (f"/api/projects/{project.pk}/tasks/next/", "/api/observations/"):
+        response = client.post(url, {}, format="json")
+        assert response.status_code == 403
+        error = response.json()["error"]
+        assert error["code"] == "permission_denied"
+        assert error["message"].startswith("CSRF Failed: CSRF cookie not set")
+    assert not Assignment.objects.exists()
+
+
 @pytest.mark.postgres
 @pytest.mark.django_db(transaction=True)
 def test_a_lease_and_an_answer_both_wait_for_the_wal_flush(project, corpus, annotator):
     """Neither statement turns synchronous_commit off: a lease lost in a crash made the answer
     a phone gave to it (held ahead, answered offline) a 404, which the phone drops."""
     assert "synchronous_commit" not in hotpath.statements.NEXT_TASK
-    assert "synchronous_commit" not in hotpath.statements.SUBMIT
+    assert "synchronous_commit" not in kinds.count.SUBMIT
     client = client_for(annotator)
     task = next_task(client, project).json()
     with connection.cursor() as cursor:
@@ -254,3 +267,127 @@ def test_removing_a_member_releases_their_leases_and_a_rejoin_starts_clean(
     fresh = next_task(client, project)
     assert fresh.status_code == 200
     assert answer(client, fresh.json()).status_code == 201
+
+
+# One round trip per answer: the next task with the answer (issue 29) ---------------------------
+
+
+def test_an_answer_that_asks_for_the_next_task_carries_it(project, corpus, annotator):
+    client = client_for(annotator)
+    first = next_task(client, project).json()
+    response = answer(client, first, next={"holding": []})
+    assert response.status_code == 201
+    out = response.json()
+    assert out["counts"] == dict.fromkeys((t["name"] for t in first["tags"]), 0)
+    following = out["next"]
+    assert following["assignment"] != first["assignment"]
+    assert following["kind"] == "count" and following["tags"] and following["tokens"]
+    assert "next_error" not in out
+    assert Assignment.objects.get(pk=first["assignment"]).status == "submitted"
+    assert Assignment.objects.get(pk=following["assignment"]).status == "leased"
+    # Without `next`, an answer's response is as it always was.
+    assert "next" not in answer(client, following, key="key-2").json()
+
+
+def test_the_next_task_with_an_answer_counts_the_leases_named(project, corpus, annotator):
+    """Holding two besides the one answered, the phone gets a third; an answer that names every
+    live lease it holds and asks for more at the cap gets none, with the reason, and is stored."""
+    client = client_for(annotator)
+    a = next_task(client, project).json()
+    b = client.post(
+        f"/api/projects/{project.pk}/tasks/next/", {"holding": [a["assignment"]]}, format="json"
+    ).json()
+    c = client.post(
+        f"/api/projects/{project.pk}/tasks/next/",
+        {"holding": [a["assignment"], b["assignment"]]},
+        format="json",
+    ).json()
+    out = answer(client, a, next={"holding": [b["assignment"], c["assignment"]]}).json()
+    d = out["next"]
+    assert d["assignment"] not in (a["assignment"], b["assignment"], c["assignment"])
+    response = answer(client, b, key="key-2", next={"holding": [c["assignment"], d["assignment"]]})
+    assert response.status_code == 201
+    assert response.json()["next"]["assignment"] not in {x["assignment"] for x in (a, b, c, d)}
+
+
+def test_a_resent_answer_with_next_gets_the_same_next_task(project, corpus, annotator):
+    """The response was lost: the phone sends the answer again (same key), and is handed back
+    the lease the first copy made (a live lease it does not name), not a second one."""
+    client = client_for(annotator)
+    first = next_task(client, project).json()
+    sent = answer(client, first, next={"holding": []}).json()
+    again = answer(client, first, next={"holding": []})
+    assert again.status_code == 200 and again.json()["replayed"]
+    assert again.json()["next"]["assignment"] == sent["next"]["assignment"]
+    assert Assignment.objects.filter(annotator=annotator).count() == 2
+
+
+def test_the_next_task_failing_never_loses_the_answer(project, corpus, annotator):
+    client = client_for(annotator)
+    first = next_task(client, project).json()
+    Project.objects.filter(pk=project.pk).update(status=Project.Status.PAUSED)
+    response = answer(client, first, next={"holding": []})
+    assert response.status_code == 201
+    out = response.json()
+    assert out["next"] is None
+    assert out["next_error"]["code"] == "project_not_active"
+    assert Observation.objects.filter(assignment_id=first["assignment"]).exists()
+
+
+def test_no_task_left_is_a_null_next(manager):
+    """A corpus of one region (a sentence as long as the window, every tag asked): once the
+    annotator has answered it there is nothing for them, and the answer's `next` says so."""
+    project = make_project(owner=manager, window_size=3, tags_per_task=None)
+    services.corpus_import(
+        project=project, user=manager, file=io.BytesIO(b"a b c\n"), format="tokenized",
+        max_bytes=99,
+    )  # fmt: skip
+    user = member(project)
+    client = client_for(user)
+    first = next_task(client, project).json()
+    out = answer(client, first, next={"holding": []}).json()
+    assert out["next"] is None and "next_error" not in out
+
+
+@pytest.mark.parametrize(
+    "value", ["x", [], {"holding": "x"}, {"holding": [0]}, {"holding": [1, 2, 3, 4]}]
+)
+def test_a_bad_next_is_refused_and_nothing_is_stored(project, corpus, annotator, value):
+    client = client_for(annotator)
+    first = next_task(client, project).json()
+    response = answer(client, first, next=value)
+    assert response.status_code == 400
+    assert list(response.json()["error"]["fields"]) == ["next"]
+    assert not Observation.objects.exists()
+
+
+def test_the_schema_documents_the_submission_as_it_is_parsed(manager):
+    """The submission's limits in the schema are those `Submission.parse` applies, `next`
+    included (issue 29), so a generated client sends what the server takes."""
+    document = client_for(manager).get("/api/schema/?format=json").json()
+    schemas = document["components"]["schemas"]
+    # Request bodies are `…Request` components, and the submission is exactly one of a count,
+    # a private count and a verification answer (issue 24): each says the same of these.
+    variants = schemas["ObservationSubmitRequest"]["oneOf"]
+    assert len(variants) == 3
+    for variant in variants:
+        body = schemas[variant["$ref"].rsplit("/", 1)[1]]["properties"]
+        assert body["idempotency_key"]["maxLength"] == cycle.MAX_KEY
+        assert body["seconds_on_device"]["maximum"] == cycle.submission.MAX_SECONDS
+        assert body["next"]["allOf"] == [{"$ref": "#/components/schemas/NextTaskRequest"}]
+        assert body["next"]["nullable"] is True
+    following = schemas["NextTaskRequest"]
+    assert following["properties"]["holding"]["maxItems"] == scheduler.MAX_LEASES
+
+
+@pytest.mark.parametrize("header", ["Token", "Token a b", "token " + "0" * 40])
+def test_a_bad_token_header_is_answered_as_the_drf_views_answer_it(project, corpus, header):
+    """The plain views read the header with DRF's own token authentication: the same status,
+    code and message as any other API view."""
+    client = APIClient()
+    client.credentials(HTTP_AUTHORIZATION=header)
+    drf_view = client.get("/api/projects/")
+    for response in (next_task(client, project), answer(client, {"assignment": 1, "tags": []})):
+        assert response.status_code == drf_view.status_code == 401
+        assert response.json() == drf_view.json()
+        assert response["WWW-Authenticate"] == "Token"

@@ -8,7 +8,14 @@ import pytest
 
 from annotation import services
 from annotation.models import Observation
-from learning.core.privacy import DEFAULT_MECHANISM, MAX_PRIVATE_TAGS, MECHANISMS, Mechanism
+from common.exceptions import InvalidInput
+from learning.core.privacy import (
+    DEFAULT_MECHANISM,
+    MAX_ALPHA,
+    MAX_PRIVATE_TAGS,
+    MECHANISMS,
+    Mechanism,
+)
 from tests.factories import TAGS, client_for, jsonl, make_project, member, next_task
 
 
@@ -77,6 +84,50 @@ def test_the_combination_is_checked(manager, fields, field):
     error = response.json()["error"]
     assert error["code"] == "invalid"
     assert field in error["fields"], error
+
+
+def test_alpha_is_capped_where_privacy_still_means_something(manager):
+    """Issue 24: at α = 20 krr sent the true count with probability 0.99999999. Above MAX_ALPHA
+    a level is refused with a 400 that names the limit, at creation and later."""
+    client = client_for(manager)
+    for alpha in (MAX_ALPHA + 0.1, 20):
+        response = create(client, private=True, tags_per_task=1, alpha=alpha)
+        assert response.status_code == 400
+        error = response.json()["error"]
+        limit = (
+            f"α is at most {MAX_ALPHA:g}: above it the phone sends the true count almost every "
+            "time, so the answers would no longer be private."
+        )
+        assert error["fields"]["alpha"] == [limit]
+    made = create(client, private=True, tags_per_task=1, alpha=MAX_ALPHA)
+    assert made.status_code == 201
+    url = f"/api/projects/{made.json()['id']}/"
+    response = client.patch(url, {"alpha": 12}, format="json")
+    assert response.status_code == 400
+    assert "at most 8" in response.json()["error"]["fields"]["alpha"][0]
+    # The domain rule holds for every caller, not only the API.
+    with pytest.raises(InvalidInput, match="at most 8"):
+        make_project(owner=manager, private=True, tags_per_task=1, alpha=9.0)
+
+
+def test_a_project_made_before_the_cap_keeps_its_level(manager):
+    project = make_project(owner=manager, private=True, tags_per_task=1, alpha=3.0)
+    type(project).objects.filter(pk=project.pk).update(alpha=20.0)  # made when 20 was allowed
+    project.refresh_from_db()
+    updated = services.project_update(project=project, redundancy=4)
+    assert (updated.alpha, updated.redundancy) == (20.0, 4)
+
+
+def test_the_phone_refuses_the_same_levels_as_the_server():
+    """The annotator page's own cap (privacy.js) is the server's: a server that sent a higher
+    level would find its tasks refused, a lower one would refuse the server's own tasks."""
+    from django.conf import settings
+
+    source = (settings.BASE_DIR / "frontend/static/frontend/js/annotate/privacy.js").read_text(
+        encoding="utf-8"
+    )
+    assert f"export const MAX_ALPHA = {MAX_ALPHA:g};" in source
+    assert f"export const MECHANISMS = {list(MECHANISMS)!r};".replace("'", '"') in source
 
 
 def test_the_privacy_settings_are_fixed_once_the_first_answer_exists(private, phone, manager):

@@ -75,3 +75,28 @@ test("forget drops a held task", async () => {
   ahead.forget(2);
   assert.deepEqual([ahead.take().assignment, ahead.size], [3, 0]);
 });
+
+// One round trip per answer (issue 29): the answer asks for the next task, the reply brings it.
+
+test("an answer asks for its next task naming every lease held, until the cap", async () => {
+  const { lease } = server();
+  const ahead = createLookahead({ lease, maxHeld: 3 });
+  assert.deepEqual(ahead.holdingForNext(null), []); // nothing on screen: the first of three
+  assert.deepEqual(ahead.holdingForNext(task(1)), [1]);
+  await ahead.fill({ current: () => task(1), canLease: () => true, isAnswered: () => false });
+  assert.equal(ahead.size, 2);
+  assert.equal(ahead.holdingForNext(task(1)), null); // three held: no room
+  ahead.take(); // task 2 shown, task 1 answered
+  assert.deepEqual(ahead.holdingForNext(task(2)), [2, 3]);
+});
+
+test("the task a reply brings is held unless the page has it already", () => {
+  const ahead = createLookahead({ lease: async () => null, maxHeld: 3 });
+  const page = { current: task(1), isAnswered: (a) => a === 9 };
+  assert.equal(ahead.offer(null, page), false); // none for now
+  assert.equal(ahead.offer(task(1), page), false); // the one on screen, handed back
+  assert.equal(ahead.offer(task(9), page), false); // answered, waiting to be sent
+  assert.equal(ahead.offer(task(4), page), true);
+  assert.equal(ahead.offer(task(4), page), false); // held already
+  assert.deepEqual([ahead.size, ahead.take().assignment], [1, 4]);
+});

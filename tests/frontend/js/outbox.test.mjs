@@ -96,9 +96,10 @@ test("answers are sent oldest first, without their project, and removed once sen
   const sent = [];
   const sender = createSender({
     outbox: box,
-    post: async (body) => {
+    post: async (body, item) => {
       posted.push(body);
       assert.ok(box.has(body.assignment), "still kept while on its way");
+      assert.equal(item.project, 1, "the item as kept comes along, for the page to decide on `next`");
       return { id: body.assignment, replayed: false };
     },
     on: { sent: (item, reply) => sent.push([item.assignment, reply.id]) },

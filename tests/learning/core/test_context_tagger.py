@@ -11,10 +11,11 @@ from learning.core import (
     NodeTagger,
     accuracy,
     featurize_tokens,
-    simulate_crowd,
 )
 from learning.core.features import neighbour_tag_features
+from learning.core.schedule import EMSchedule
 from learning.core.softmax import compact_columns, soft_label_objective
+from learning.experiments.simulate import simulate_crowd
 
 WORD = FeatureConfig(n_features=2**14)
 CONTEXT = ContextConfig(word=WORD)
@@ -95,12 +96,13 @@ def test_contextual_em_beats_the_node_only_ceiling():
     crowd = simulate_crowd(gold, len(tagset), window=3, obs_per_sentence=2, random_state=0)
     ceiling = _node_only_ceiling(test_sentences, test_tags)
     assert ceiling < 0.82  # the corpus is built so that the word alone is not enough
+    FIVE = EMSchedule(n_em_iter=5)
     with np.errstate(invalid="raise"):
-        node = CountTagger(model="node", features=WORD, n_em_iter=5, random_state=0).fit(
+        node = CountTagger(model="node", features=WORD, schedule=FIVE, random_state=0).fit(
             sentences, crowd.observations, tagset
         )
         context = CountTagger(
-            features=WORD, context=CONTEXT, word_classes=False, n_em_iter=5, random_state=0
+            features=WORD, context=CONTEXT, word_classes=False, schedule=FIVE, random_state=0
         ).fit(sentences, crowd.observations, tagset)
     node_accuracy = accuracy(test_tags, node.predict(test_sentences))
     context_accuracy = accuracy(test_tags, context.predict(test_sentences))

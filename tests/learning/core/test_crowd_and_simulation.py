@@ -1,7 +1,7 @@
 import numpy as np
 
 from learning.core.crowd import chance_squared_error, estimate_reliability
-from learning.core.simulate import simulate_crowd
+from learning.experiments.simulate import simulate_crowd
 from tests.learning.core.synthetic import make_corpus
 
 

@@ -9,6 +9,7 @@ from learning.core.context_tagger import ContextTagger
 from learning.core.features import ContextConfig, FeatureConfig
 from learning.core.modelfile import FORMAT_VERSION, ModelFileError, load_tagger, save_tagger
 from learning.core.node_tagger import NodeTagger
+from learning.core.schedule import EMSchedule
 from learning.core.wordclasses import learn_word_classes
 
 SENTENCES = [["the", "dog", "runs"], ["the", "cat", "runs"], ["a", "dog", "sleeps"]]
@@ -200,12 +201,15 @@ def test_wrong_version_and_garbage_are_refused(tmp_path, tagger):
 
 
 def test_count_tagger_saves_its_final_tagger(tmp_path):
-    from learning.core import CountTagger, simulate_crowd
+    from learning.core import CountTagger
+    from learning.experiments.simulate import simulate_crowd
     from tests.learning.core.synthetic import make_corpus
 
     sentences, gold, _, tagset = make_corpus(np.random.default_rng(61), n_sentences=200)
     crowd = simulate_crowd(gold, len(tagset), window=3, random_state=0)
-    model = CountTagger(features=FeatureConfig(n_features=2**10), n_em_iter=1, random_state=0)
+    model = CountTagger(
+        features=FeatureConfig(n_features=2**10), schedule=EMSchedule(n_em_iter=1), random_state=0
+    )
     model.fit(sentences, crowd.observations, tagset)
     model.save(tmp_path / "m.npz", metadata={"n_observations": model.n_observations_})
     loaded, metadata = load_tagger(tmp_path / "m.npz")

@@ -4,9 +4,10 @@ import sys
 import numpy as np
 import pytest
 
-from learning.core import CountTagger, FeatureConfig, Observations, accuracy, simulate_crowd
+from learning.core import CountTagger, FeatureConfig, Observations, accuracy
 from learning.core.pipeline import _Stopwatch
-from learning.core.privacy import Mechanism
+from learning.core.schedule import EMSchedule, choose_schedule
+from learning.experiments.simulate import simulate_crowd
 from tests.learning.core.synthetic import make_corpus
 
 CONFIG = FeatureConfig(n_features=2**12)
@@ -31,7 +32,7 @@ def test_count_tagger_approaches_the_bayes_tagger(data):
         gold, len(tagset), window=4, tags_per_task=2, obs_per_sentence=2, random_state=0
     )
     with np.errstate(invalid="raise"):
-        model = CountTagger(features=CONFIG, n_em_iter=5, random_state=0).fit(
+        model = CountTagger(features=CONFIG, schedule=EMSchedule(n_em_iter=5), random_state=0).fit(
             sentences, crowd.observations, tagset
         )
     gold_names = [[tagset[t] for t in g] for g in gold]
@@ -60,7 +61,9 @@ def test_impossible_observations_are_skipped_and_reported(data):
         annotator=obs.annotator,
         sentence_lengths=[len(s) for s in sentences],
     )
-    model = CountTagger(features=CONFIG, n_em_iter=2, reliability=False, random_state=0)
+    model = CountTagger(
+        features=CONFIG, schedule=EMSchedule(n_em_iter=2), reliability=False, random_state=0
+    )
     model.fit(sentences, broken, tagset)
     assert set(bad) <= set(model.skipped_observations_)
 
@@ -68,10 +71,10 @@ def test_impossible_observations_are_skipped_and_reported(data):
 def test_warm_start_and_tagset_mismatch(data):
     sentences, gold, _, tagset = data
     crowd = simulate_crowd(gold[:400], len(tagset), window=4, random_state=2)
-    first = CountTagger(features=CONFIG, n_em_iter=1, random_state=0).fit(
+    first = CountTagger(features=CONFIG, schedule=EMSchedule(n_em_iter=1), random_state=0).fit(
         sentences, crowd.observations, tagset
     )
-    second = CountTagger(features=CONFIG, n_em_iter=1, random_state=0).fit(
+    second = CountTagger(features=CONFIG, schedule=EMSchedule(n_em_iter=1), random_state=0).fit(
         sentences, crowd.observations, tagset, warm_start=first
     )
     assert second.tagger_.tagset_ == tuple(tagset)
@@ -80,7 +83,8 @@ def test_warm_start_and_tagset_mismatch(data):
 
 
 def test_core_does_not_import_django():
-    code = "import sys, learning.core; print('django' in sys.modules)"
+    code = "import sys, learning.core, learning.experiments.crowd_report, "
+    code += "learning.experiments.core_benchmark; print('django' in sys.modules)"
     result = subprocess.run(
         [sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=60
     )
@@ -92,15 +96,16 @@ def test_alpha_and_ridge_chosen_from_held_out_observations(data):
     crowd = simulate_crowd(gold[:500], len(tagset), window=4, random_state=3)
     model = CountTagger(
         features=CONFIG,
-        alpha="auto",
-        alpha_grid=(0.5, 5.0),
+        schedule=EMSchedule(alpha="auto", alpha_grid=(0.5, 5.0), n_em_iter=1),
         ridge_grid=(0.01, 1.0),
-        n_em_iter=1,
         random_state=0,
     ).fit(sentences, crowd.observations, tagset)
     assert model.alpha_ in (0.5, 5.0) and set(model.alpha_errors_) == {0.5, 5.0}
     assert model.ridge_ in (0.01, 1.0) and set(model.ridge_errors_) == {0.01, 1.0}
-    assert model.node_tagger_.alpha == model.alpha_ and model.tagger_.alpha == model.context_alpha
+    assert (
+        model.node_tagger_.alpha == model.alpha_
+        and model.tagger_.alpha == model.schedule_.context_alpha
+    )
 
 
 def test_context_alpha_descends_from_its_start_to_the_served_alpha(data):
@@ -108,17 +113,21 @@ def test_context_alpha_descends_from_its_start_to_the_served_alpha(data):
     crowd = simulate_crowd(gold[:400], len(tagset), window=4, tags_per_task=2, random_state=4)
     model = CountTagger(
         features=CONFIG,
-        n_em_iter=1,
-        n_context_iter=3,
-        context_alpha=0.3,
-        context_alpha_start=3.0,
-        em_tol=1.0,  # would stop after the first iteration, were it not still descending
+        schedule=EMSchedule(
+            n_em_iter=1,
+            n_context_iter=3,
+            context_alpha=0.3,
+            context_alpha_start=3.0,
+            em_tol=1.0,  # would stop after the first iteration, were it not still descending
+        ),
         random_state=0,
     ).fit(sentences, crowd.observations, tagset)
     alphas = [h["alpha"] for h in model.history_ if h["model"] == "context"]
     np.testing.assert_allclose(alphas, [3.0, np.sqrt(0.9), 0.3])
     assert model.tagger_.alpha == pytest.approx(0.3)
-    plain = CountTagger(features=CONFIG, n_em_iter=1, n_context_iter=2, random_state=0)
+    plain = CountTagger(
+        features=CONFIG, schedule=EMSchedule(n_em_iter=1, n_context_iter=2), random_state=0
+    )
     plain.fit(sentences, crowd.observations, tagset)
     assert [h["alpha"] for h in plain.history_ if h["model"] == "context"] == [0.3, 0.3]
 
@@ -127,21 +136,17 @@ def test_schedule_follows_the_share_of_tags_asked(data):
     _, gold, _, tagset = data
     few = simulate_crowd(gold, len(tagset), window=4, tags_per_task=1, random_state=5)
     every = simulate_crowd(gold, len(tagset), window=4, random_state=5)
-    model = CountTagger()
-    model._schedule(few.observations, None)  # 1 of 4 tags asked: weak answers
-    assert (model.weak_answers_, model.n_em_iter_, model.n_context_iter_, model.cross_fit_) == (
-        True, 40, 10, 2,
+    weak = choose_schedule(few.observations)  # 1 of 4 tags asked: weak answers
+    assert (weak.name, weak.n_em_iter, weak.n_context_iter, weak.cross_fit) == ("weak", 40, 10, 2)
+    informative = choose_schedule(every.observations)
+    assert (informative.name, informative.n_context_iter, informative.cross_fit) == (
+        "informative", 2, 0,
     )  # fmt: skip
-    model._schedule(every.observations, None)
-    assert (model.weak_answers_, model.n_em_iter_, model.n_context_iter_, model.cross_fit_) == (
-        False, 10, 2, 0,
-    )  # fmt: skip
-    released = Mechanism("krr", 3.0, n_tags=len(tagset))
-    model._schedule(few.observations, released)  # private: n_em_iter_private rules instead
-    assert not model.weak_answers_ and model.cross_fit_ == 0
-    fixed = CountTagger(n_em_iter=3, n_context_iter=4, cross_fit=3)
-    fixed._schedule(few.observations, None)
-    assert (fixed.n_em_iter_, fixed.n_context_iter_, fixed.cross_fit_) == (3, 4, 3)
+    private = choose_schedule(few.observations, private=True)  # releases: their own preset
+    assert private.name == "private" and private.cross_fit == 0 and private.em_tol is None
+    assert choose_schedule(few.observations, warm=True).name == "warm"
+    assert choose_schedule(every.observations, warm=True).name == "warm"
+    assert choose_schedule(few.observations, private=True, warm=True).name == "private-warm"
 
 
 def test_cross_fitted_priors_do_not_see_their_own_tokens(data):
@@ -149,9 +154,10 @@ def test_cross_fitted_priors_do_not_see_their_own_tokens(data):
     those beliefs leaves fold f's priors unchanged and moves the other fold's."""
     sentences, gold, _, tagset = data
     crowd = simulate_crowd(gold[:300], len(tagset), window=4, tags_per_task=1, random_state=6)
-    model = CountTagger(features=CONFIG, n_em_iter=1, n_context_iter=3, random_state=0)
+    schedule = EMSchedule(n_em_iter=1, n_context_iter=3, cross_fit=2)
+    model = CountTagger(features=CONFIG, schedule=schedule, random_state=0)
     model.fit(sentences[:300], crowd.observations, tagset)
-    assert model.cross_fit_ == 2
+    assert model.schedule_.cross_fit == 2
     assert [h["cross_fitted"] for h in model.history_ if h["model"] == "context"] == [
         True, True, False,
     ]  # fmt: skip
@@ -168,4 +174,6 @@ def test_cross_fitted_priors_do_not_see_their_own_tokens(data):
     _, probs_changed = model._out_of_fold(problem, changed, folds, start, 30)
     np.testing.assert_allclose(probs_changed[folds == 0], probs[folds == 0])
     assert np.abs(probs_changed[folds == 1] - probs[folds == 1]).max() > 0.05
-    assert model.tagger_.alpha == model.context_alpha  # the served model: every token's beliefs
+    assert (
+        model.tagger_.alpha == model.schedule_.context_alpha
+    )  # the served model: every token's beliefs

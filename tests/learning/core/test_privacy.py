@@ -6,6 +6,7 @@ from scipy.stats import chisquare
 
 from learning.core.observations import Observations
 from learning.core.privacy import MECHANISMS, Mechanism, PrivateCountEvidence
+from learning.core.schedule import choose_schedule
 
 
 @pytest.mark.parametrize("name", MECHANISMS)
@@ -113,8 +114,8 @@ def test_bad_mechanisms_are_refused():
 def test_debiased_moments_are_consistent():
     """ŵ from debiased releases approaches the true w* as answers grow (error falls)."""
     from learning.core.design import design_matrix, encode_corpus
-    from learning.core.simulate import simulate_crowd
     from learning.core.solver import solve_word_tag_probs
+    from learning.experiments.simulate import simulate_crowd
     from tests.learning.core.synthetic import make_corpus
 
     rng = np.random.default_rng(17)
@@ -137,7 +138,8 @@ def test_debiased_moments_are_consistent():
 
 
 def test_count_tagger_learns_from_private_answers_and_flags_spammers():
-    from learning.core import CountTagger, FeatureConfig, accuracy, simulate_crowd
+    from learning.core import CountTagger, FeatureConfig, accuracy
+    from learning.experiments.simulate import simulate_crowd
     from tests.learning.core.synthetic import make_corpus
 
     rng = np.random.default_rng(23)
@@ -147,7 +149,7 @@ def test_count_tagger_learns_from_private_answers_and_flags_spammers():
     obs = crowd.observations
     mechanism = Mechanism("geometric", 3.0, n_tags=4)
     private = mechanism.released(obs, rng)
-    model = CountTagger(model="node", features=FeatureConfig(2**12), n_em_iter=5,
+    model = CountTagger(model="node", features=FeatureConfig(2**12),
                         min_flag_observations=50, random_state=0)  # fmt: skip
     with np.errstate(invalid="raise"):
         model.fit(sentences, private, tagset, mechanism=mechanism)
@@ -167,7 +169,7 @@ def _private_crowd(seed: int, *, n_sentences: int, alpha: float):
     """A synthetic corpus of 4 tags answered by 3 one-tag tasks of 4 words per sentence, and
     the same answers released through krr at ``alpha``: (sentences, tagset, exact answers,
     mechanism, released answers)."""
-    from learning.core import simulate_crowd
+    from learning.experiments.simulate import simulate_crowd
     from tests.learning.core.synthetic import make_corpus
 
     rng = np.random.default_rng(seed)
@@ -184,13 +186,31 @@ def test_private_em_runs_every_iteration_unless_given_a_tolerance():
     from learning.core import CountTagger, FeatureConfig
 
     sentences, tagset, _, mechanism, private = _private_crowd(29, n_sentences=400, alpha=1.0)
-    settings = dict(model="node", features=FeatureConfig(2**10), n_em_iter_private=6,
-                    reliability=False, random_state=0)  # fmt: skip
-    every = CountTagger(**settings).fit(sentences, private, tagset, mechanism=mechanism)
+    settings = dict(model="node", features=FeatureConfig(2**10), reliability=False,
+                    random_state=0)  # fmt: skip
+    six = choose_schedule(private, private=True).replace(n_em_iter=6)
+    every = CountTagger(**settings, schedule=six).fit(sentences, private, tagset,
+                                                      mechanism=mechanism)  # fmt: skip
     assert len(every.history_) == 6
-    early = CountTagger(**settings, em_tol_private=1.0)
+    early = CountTagger(**settings, schedule=six.replace(em_tol=1.0))
     early.fit(sentences, private, tagset, mechanism=mechanism)
     assert len(early.history_) == 2
+
+
+def test_a_private_fit_reports_the_schedule_that_ran():
+    """The "auto" schedule of released counts is the private preset, and the fitted attributes
+    say so: ``schedule_`` holds as many node-only iterations as ``history_`` ran."""
+    from learning.core import CountTagger, FeatureConfig
+
+    sentences, tagset, exact, mechanism, private = _private_crowd(37, n_sentences=300, alpha=3.0)
+    model = CountTagger(model="node", features=FeatureConfig(2**10), random_state=0)
+    model.fit(sentences, private, tagset, mechanism=mechanism)
+    assert model.schedule_.name == "private"
+    assert len(model.history_) == model.schedule_.n_em_iter == 30
+    assert model.min_flag_observations_ == mechanism.min_judged_answers(10, private) > 10
+    plain = CountTagger(model="node", features=FeatureConfig(2**10), random_state=0)
+    plain.fit(sentences, exact, tagset)
+    assert plain.schedule_.name == "weak" and plain.min_flag_observations_ == 10
 
 
 def test_released_counts_fit_the_contextual_model_with_their_own_l2_strength():
@@ -201,28 +221,29 @@ def test_released_counts_fit_the_contextual_model_with_their_own_l2_strength():
     from learning.core import CountTagger, FeatureConfig
 
     sentences, tagset, obs, mechanism, private = _private_crowd(31, n_sentences=300, alpha=3.0)
-    settings = dict(features=FeatureConfig(2**10), word_classes=False, n_em_iter=1,
-                    n_em_iter_private=1, n_context_iter=3, n_context_iter_private=3,
-                    cross_fit=0, context_alpha=0.3,
-                    context_alpha_private=7.0, reliability=False, random_state=0)  # fmt: skip
+    settings = dict(features=FeatureConfig(2**10), word_classes=False, reliability=False,
+                    random_state=0)  # fmt: skip
+    schedule = choose_schedule(private, private=True).replace(n_em_iter=1, n_context_iter=3)
+    exact_schedule = choose_schedule(obs).replace(n_em_iter=1, n_context_iter=3, cross_fit=0)
+    assert schedule.context_alpha == 10.0 and exact_schedule.context_alpha == 0.3
 
     def context_alphas(model):
         return [h["alpha"] for h in model.history_ if h["model"] == "context"]
 
-    released = CountTagger(**settings).fit(sentences, private, tagset, mechanism=mechanism)
-    assert context_alphas(released) == [7.0, 7.0, 7.0] and released.tagger_.alpha == 7.0
-    exact = CountTagger(**settings).fit(sentences, obs, tagset)
+    released = CountTagger(**settings, schedule=schedule)
+    released.fit(sentences, private, tagset, mechanism=mechanism)
+    assert context_alphas(released) == [10.0, 10.0, 10.0] and released.tagger_.alpha == 10.0
+    exact = CountTagger(**settings, schedule=exact_schedule).fit(sentences, obs, tagset)
     assert context_alphas(exact) == [0.3, 0.3, 0.3]
-    annealed = CountTagger(**settings, context_alpha_start=28.0)
+    annealed = CountTagger(**settings, schedule=schedule.replace(context_alpha_start=40.0))
     annealed.fit(sentences, private, tagset, mechanism=mechanism)
-    np.testing.assert_allclose(context_alphas(annealed), [28.0, 14.0, 7.0])
-    below = CountTagger(**settings, context_alpha_start=3.0)  # no ascent to the served α
-    below.fit(sentences, private, tagset, mechanism=mechanism)
-    assert context_alphas(below) == [7.0, 7.0, 7.0]
-    # Released counts run their own number of contextual iterations.
-    longer = CountTagger(**{**settings, "n_context_iter_private": 5})
+    np.testing.assert_allclose(context_alphas(annealed), [40.0, 20.0, 10.0])
+    below = CountTagger(**settings, schedule=schedule.replace(context_alpha_start=3.0))
+    below.fit(sentences, private, tagset, mechanism=mechanism)  # no ascent to the served α
+    assert context_alphas(below) == [10.0, 10.0, 10.0]
+    longer = CountTagger(**settings, schedule=schedule.replace(n_context_iter=5))
     longer.fit(sentences, private, tagset, mechanism=mechanism)
-    assert context_alphas(longer) == [7.0] * 5
+    assert context_alphas(longer) == [10.0] * 5
 
 
 def test_annotators_are_judged_after_more_released_answers_the_more_private():
@@ -269,7 +290,7 @@ def test_information_share_refuses_what_is_not_a_count_distribution():
 
 
 def test_released_observations_keep_everything_but_the_counts():
-    from learning.core import simulate_crowd
+    from learning.experiments.simulate import simulate_crowd
 
     obs = simulate_crowd([[0, 1, 2, 3, 0, 1]] * 50, 4, window=4, obs_per_sentence=3,
                          tags_per_task=2, n_annotators=5, random_state=0).observations  # fmt: skip
@@ -281,3 +302,11 @@ def test_released_observations_keep_everything_but_the_counts():
     for field in ("sentence", "start", "length", "tag_mask", "annotator"):
         np.testing.assert_array_equal(getattr(released, field), getattr(obs, field))
     assert ((released.counts >= 0) & (released.counts <= released.length[:, None])).all()
+
+
+@pytest.mark.parametrize("name", MECHANISMS)
+def test_the_channel_inverse_gives_unbiased_indicators_of_the_true_count(name):
+    mechanism = Mechanism(name, 3.0, n_tags=17)
+    channel, inverse = mechanism.channel(5, 2), mechanism.channel_inverse(5, 2)
+    # E[G[n, o] | N] = Σ_o G[n, o] C[o, N] = [N = n]
+    np.testing.assert_allclose(inverse @ channel, np.eye(6), atol=1e-9)

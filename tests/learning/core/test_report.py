@@ -1,13 +1,15 @@
 import numpy as np
 import pytest
 
-from learning.core import CountTagger, FeatureConfig, Observations, simulate_crowd
+from learning.core import CountTagger, FeatureConfig, Observations
 from learning.core.report import (
     TokenProbabilities,
     annotator_table,
     evaluation_report,
     held_out_consistency,
 )
+from learning.core.schedule import EMSchedule
+from learning.experiments.simulate import simulate_crowd
 from tests.learning.core.synthetic import make_corpus
 
 
@@ -16,7 +18,9 @@ def fitted():
     rng = np.random.default_rng(71)
     sentences, gold, _, tagset = make_corpus(rng, n_sentences=400, n_words=30)
     crowd = simulate_crowd(gold, 4, window=3, n_annotators=6, spam_fraction=0.34, random_state=1)
-    model = CountTagger(features=FeatureConfig(2**12), n_em_iter=2, random_state=0)
+    model = CountTagger(
+        features=FeatureConfig(2**12), schedule=EMSchedule(n_em_iter=2), random_state=0
+    )
     model.fit(sentences, crowd.observations, tagset)
     return sentences, gold, tagset, crowd, model.tagger_
 

@@ -3,7 +3,7 @@
 import numpy as np
 import pytest
 
-from learning.core.simulate import simulated_answer
+from learning.experiments.simulate import simulated_answer
 
 TRUE = np.array([2, 0, 1, 2])  # counts of four tags in a window of 5
 MASK = np.array([True, False, True, False])

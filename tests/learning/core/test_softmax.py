@@ -60,3 +60,12 @@ def test_single_precision_products_keep_the_gradient():
     value32, grad32 = SoftLabelObjective(x, q, 0.5, dtype=np.float32)(params)
     assert value32 == pytest.approx(value64, rel=1e-6)
     np.testing.assert_allclose(grad32, grad64, rtol=1e-4, atol=1e-4 * np.abs(grad64).max())
+
+
+def test_compact_columns_maps_every_entry_to_its_columns_rank():
+    rng = np.random.default_rng(3)
+    x = sp.random(200, 5000, density=0.002, random_state=rng, format="csr")
+    compact, active = compact_columns(x)
+    np.testing.assert_array_equal(active, np.unique(x.indices))
+    assert compact.shape == (200, active.shape[0])
+    np.testing.assert_array_equal(compact.toarray(), x.toarray()[:, active])

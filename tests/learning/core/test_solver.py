@@ -2,8 +2,8 @@ import numpy as np
 import scipy.sparse as sp
 
 from learning.core.design import design_matrix, encode_corpus
-from learning.core.simulate import simulate_crowd
 from learning.core.solver import select_ridge, solve_word_tag_probs, tag_prior
+from learning.experiments.simulate import simulate_crowd
 from tests.learning.core.synthetic import make_corpus
 
 

@@ -127,3 +127,19 @@ def test_answers_are_validated():
                      "answer": [True, False], "wrong": [-1, -1], **common, **change}  # fmt: skip
         with pytest.raises(ValueError, match=message):
             VerificationAnswers.create(**arguments)
+
+
+def test_log_sure_by_start_and_probability_all_right_match_their_sums():
+    from learning.core.verification import log_sure_by_start, probability_all_right
+
+    rng = np.random.default_rng(5)
+    probs = rng.dirichlet(np.ones(4), size=7)
+    sure = log_sure_by_start(probs, 3)
+    expected = [np.log(probs[s : s + 3].max(axis=1)).sum() for s in range(5)]
+    np.testing.assert_allclose(sure, expected)
+    windows = np.array([[0, 1, 2], [4, 5, -1]])
+    shown = np.array([[1, 0, 3], [2, 2, 0]])
+    np.testing.assert_allclose(
+        probability_all_right(probs, windows, shown),
+        [probs[0, 1] * probs[1, 0] * probs[2, 3], probs[4, 2] * probs[5, 2]],
+    )

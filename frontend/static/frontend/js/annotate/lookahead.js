@@ -1,12 +1,19 @@
 // Tasks leased ahead: besides the task on screen the page holds up to `maxHeld - 1` more, leased
 // by naming the leases it has (`{"holding": [ids]}`), so the next task shows at once after a
-// submit and, with the connection gone, every held task can still be answered. No DOM.
+// submit and, with the connection gone, every held task can still be answered. An answer's reply
+// may bring one (`holdingForNext`, `offer`). No DOM.
 
 // `lease(holding)`: asks the server for a task, naming the assignments held; resolves to the task
 // or null (none for now), rejects when it fails.
 export function createLookahead({ lease, maxHeld }) {
   let held = [];
-  const holds = (assignment) => held.some((task) => task.assignment === assignment);
+  const holdingOf = (current) => (current ? [current, ...held] : held).map((task) => task.assignment);
+  // Keep `next` unless the page has it already (on screen, held, answered). True if kept.
+  function offer(next, { current, isAnswered }) {
+    if (!next || holdingOf(current).includes(next.assignment) || isAnswered(next.assignment)) return false;
+    held.push(next);
+    return true;
+  }
   return {
     get size() {
       return held.length;
@@ -18,22 +25,31 @@ export function createLookahead({ lease, maxHeld }) {
     forget(assignment) {
       held = held.filter((task) => task.assignment !== assignment);
     },
-    // Lease until `maxHeld` are held, counting the task on screen. Only with nothing waiting to
-    // be sent (`canLease()`): the server hands back live leases the page does not name, and an
-    // answered lease stays live there until its answer arrives. Best effort: stops at the first
-    // failure. `current()`: the task on screen, read again after each lease.
+    // The leases an answer names when it asks for the next task; null when no room.
+    holdingForNext(current) {
+      const holding = holdingOf(current);
+      return holding.length < maxHeld ? holding : null;
+    },
+    offer,
+    // Drops the held tasks `unfit(task)`.
+    discard(unfit) {
+      const before = held.length;
+      held = held.filter((task) => !unfit(task));
+      return before - held.length;
+    },
+    // Lease until `maxHeld` are held, counting the task on screen (`current()`, read again after
+    // each lease), only with no answer waiting (`canLease()`: the server hands back live leases
+    // not named, and an answered lease stays live there until its answer arrives). Best effort:
+    // stops at the first failure.
     async fill({ current, canLease, isAnswered }) {
       while (current() && canLease() && held.length < maxHeld - 1) {
-        const holding = [current().assignment, ...held.map((task) => task.assignment)];
         let next;
         try {
-          next = await lease(holding);
+          next = await lease(holdingOf(current()));
         } catch {
           return;
         }
-        if (next === null || holding.includes(next.assignment) || isAnswered(next.assignment)) return;
-        // The task on screen may have been answered meanwhile; the page takes it from here then.
-        if (current()?.assignment !== next.assignment && !holds(next.assignment)) held.push(next);
+        if (!offer(next, { current: current(), isAnswered })) return;
       }
     },
   };

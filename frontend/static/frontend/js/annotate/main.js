@@ -9,7 +9,6 @@ import { $ } from "../lib/dom.js";
 import { kindOf, loadKind } from "./kinds/index.js";
 import { createLookahead } from "./lookahead.js";
 import { createOutbox, createSender, newKey } from "./outbox.js";
-import { privatize } from "./privacy.js";
 import { createReach } from "./reach.js";
 import { createProgress, kept, say, setState, showNotice, showPending } from "./screen.js";
 import { renderSentence } from "./sentence.js";
@@ -29,6 +28,32 @@ const outbox = createOutbox(storage, `tally.outbox.${app.dataset.user}`);
 const progress = createProgress();
 let online = navigator.onLine !== false;
 let signedOut = false;
+
+// --- Privacy (privacy.js, loaded with the first private task, says why) -----------------------
+
+let projectPrivate = app.dataset.private === "1"; // or since a task came with `privacy`
+let privacy = projectPrivate ? await import("./privacy.js") : null;
+let privacyNote = projectPrivate ? privacy.forgetPlain({ outbox, project: PROJECT }) : "";
+
+function showPrivacyNote() {
+  showNotice(privacyNote, privacyNote ? { label: "OK", onClick: () => showNotice((privacyNote = "")) } : null);
+}
+
+async function checkPrivacy(next) {
+  if (!next.privacy && !projectPrivate) return;
+  privacy ??= await import("./privacy.js");
+  privacy.admit(next, projectPrivate);
+  if (projectPrivate) return;
+  projectPrivate = true;
+  privacyNote = privacy.forgetPlain({ outbox, lookahead, project: PROJECT });
+  if (task && !task.privacy) {
+    task = null;
+    clearTimeout(expiryTimer);
+    setTimeout(() => !task && advance(), 0);
+  }
+  showPrivacyNote();
+  showPending(outbox.size(), online);
+}
 
 // --- The task on screen -----------------------------------------------------------------------
 
@@ -61,7 +86,7 @@ function show(next) {
   deadline = shownAt + expires;
   clearTimeout(expiryTimer);
   expiryTimer = setTimeout(leaseExpired, Math.max(0, expires));
-  showNotice("");
+  showPrivacyNote();
   setState("task", "");
   window.scrollTo(0, 0);
   renderSentence($("sentence"), next, { onResize: () => reach?.check() });
@@ -92,7 +117,18 @@ function submit() {
     if (i >= 0) view.activate(i);
     return;
   }
-  keep(privatize(task, view.answer())); // a private project's counts: randomized first
+  let answer = view.answer();
+  try {
+    if (task.privacy || projectPrivate) answer = privacy.privatize(task, answer, { projectPrivate });
+  } catch (error) {
+    if (error.name !== "PrivacyError") throw error;
+    showNotice(error.message);
+    task = null; // this task is dropped unanswered
+    clearTimeout(expiryTimer);
+    advance();
+    return;
+  }
+  keep(answer);
 }
 
 // The answer to the task on screen (the kind's part of the body), kept on the device before
@@ -123,9 +159,19 @@ function setOnline(value) {
   showPending(outbox.size(), online);
 }
 
+// The last answer waiting asks for the next task: one round trip per answer.
+async function postAnswer(body, item) {
+  const holding = item.project === PROJECT && outbox.size() === 1 && lookahead.holdingForNext(task);
+  const reply = await api("POST", "/api/observations/", holding ? { ...body, next: { holding } } : body);
+  const next = reply?.next;
+  if (next) await loadKind(next).then(() => lookahead.offer(next, { current: task, isAnswered: answered }), () => {});
+  return reply;
+}
+const answered = (assignment) => outbox.has(assignment);
+
 const sender = createSender({
   outbox,
-  post: (body) => api("POST", "/api/observations/", body),
+  post: postAnswer,
   on: {
     reached: () => setOnline(true),
     offline: () => setOnline(false),
@@ -142,7 +188,10 @@ const sender = createSender({
 // A leased task's kind is loaded with it, while the page is online.
 async function lease(holding) {
   const next = await api("POST", `/api/projects/${PROJECT}/tasks/next/`, holding ? { holding } : undefined);
-  if (next) await loadKind(next);
+  if (next) {
+    await checkPrivacy(next);
+    await loadKind(next);
+  }
   return next;
 }
 const lookahead = createLookahead({ lease, maxHeld: MAX_HELD });
@@ -151,7 +200,7 @@ function fillLookahead() {
   return lookahead.fill({
     current: () => task,
     canLease: () => online && outbox.size() === 0,
-    isAnswered: (assignment) => outbox.has(assignment),
+    isAnswered: answered,
   });
 }
 
@@ -180,6 +229,7 @@ async function nextTask() {
     waiting();
     return;
   }
+  if (lookahead.size) return nextTask(); // the answer brought it
   try {
     const next = await lease();
     setOnline(true);
@@ -209,7 +259,9 @@ function waiting() {
 }
 
 function failed(error) {
-  if (error.status === 0) {
+  if (error.name === "PrivacyError") {
+    setState("error", "This task was not shown", error.message, { label: "Reload", onClick: () => window.location.reload() });
+  } else if (error.status === 0) {
     setOnline(false);
     waiting();
   } else if (error.status === 401 || error.status === 403) {

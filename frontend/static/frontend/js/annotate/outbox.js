@@ -35,6 +35,13 @@ export function createOutbox(storage, key) {
     has(assignment) {
       return all().some((item) => item.assignment === assignment);
     },
+    // Deletes, unsent, the answers `unfit(item)`; returns how many.
+    discard(unfit) {
+      const items = all();
+      const kept = items.filter((item) => !unfit(item));
+      if (kept.length !== items.length) write(kept);
+      return items.length - kept.length;
+    },
   };
 }
 
@@ -58,8 +65,8 @@ export const FIRST_RETRY_MS = 2000;
 export const LAST_RETRY_MS = 30000;
 
 // Sends the outbox, oldest answer first; retries with backoff (2 s, 4 s, … 30 s) while answers
-// wait. `post(body)` sends one answer and resolves to the server's reply or rejects with an
-// ApiError. Callbacks (all optional): sent(item, reply), reached() (the server answered),
+// wait. `post(body, item)` sends one answer and resolves to the server's reply or rejects with
+// an ApiError. Callbacks (all optional): sent(item, reply), reached() (the server answered),
 // offline(), signedOut(), refused(item, error), changed() (the number waiting may have changed),
 // retried() (a retry emptied the outbox).
 export function createSender({ outbox, post, on = {}, timers = globalThis }) {
@@ -74,7 +81,7 @@ export function createSender({ outbox, post, on = {}, timers = globalThis }) {
     for (const item of outbox.all()) {
       const { project, kind, ...body } = item; // kept on the device, not sent
       try {
-        const reply = await post(body);
+        const reply = await post(body, item);
         outbox.remove(item.idempotency_key);
         emit("reached");
         emit("sent", item, reply);

@@ -1,6 +1,8 @@
 // Corpus: the files imported so far, the settings the corpus has fixed (language, tag names),
 // and "Add sentences": the new-project page's corpus fields (lib/corpus_form.js). A file the
-// project already has is asked about before it is imported again.
+// project already has is asked about before it is imported again. A large file is imported by a
+// worker (the API answers 202 and a job): its progress is shown here, with a Cancel button,
+// until it ends.
 import { mountCorpusFields } from "../lib/corpus_form.js";
 import { $, el, toast } from "../lib/dom.js";
 import { fmt } from "../lib/format.js";
@@ -42,7 +44,7 @@ export function mountCorpus({ base, store, fail, reloadStats, reloadProject }) {
   });
 
   async function load() {
-    const page = await api("GET", `${base}/corpus/`);
+    const [page] = await Promise.all([api("GET", `${base}/corpus/`), loadJobs()]);
     const items = page.results.map((c) =>
       el(
         "li",
@@ -52,6 +54,58 @@ export function mountCorpus({ base, store, fail, reloadStats, reloadProject }) {
       ),
     );
     $("imports").replaceChildren(items.length ? el("ul", {}, ...items) : el("p", { class: "muted", text: "No corpus yet." }));
+  }
+
+  // Import jobs: the ones running, and how the last ones ended, polled while any runs.
+  const JOB_POLL_MS = 2000;
+  const shownJobs = 5;
+  let watching = null; // the timer of the next poll
+  const seen = new Map(); // job id -> status at the last poll
+
+  function jobLine(job) {
+    const name = job.filename || job.format;
+    if (job.status === "queued" || job.status === "running") {
+      const about = job.sentences_expected ? ` of about ${fmt.format(job.sentences_expected)}` : "";
+      const doing = job.status === "queued" ? "waiting for a worker" : job.cancel_requested ? "stopping" : `${fmt.format(job.sentences_read)}${about} sentences read`;
+      const bar = el("progress", { max: "1", "aria-label": `Import of ${name}` });
+      if (job.status === "running" && job.progress !== null) bar.value = job.progress;
+      const cancel = el("button", { type: "button", class: "cancel-import", text: "Cancel" });
+      cancel.disabled = job.cancel_requested;
+      cancel.addEventListener("click", async () => {
+        cancel.disabled = true;
+        try {
+          await api("POST", `${job.url}cancel/`);
+          toast("Import cancelled: nothing of it is kept.");
+        } catch (error) {
+          toast(describe(error));
+        }
+        await loadJobs();
+      });
+      return el("li", { "data-job": String(job.id) }, el("b", { text: name }), ` · importing: ${doing} `, bar, " ", cancel);
+    }
+    if (job.status === "failed") {
+      return el("li", { class: "error", "data-job": String(job.id) }, el("b", { text: name }), ` · not imported: ${job.error ? job.error.message : "failed"}`);
+    }
+    if (job.status === "cancelled") return el("li", { class: "muted", "data-job": String(job.id) }, el("b", { text: name }), " · cancelled, nothing imported");
+    return null; // done: the import is in the list below
+  }
+
+  async function loadJobs() {
+    const jobs = (await api("GET", `${base}/corpus/jobs/`)).results.slice(0, shownJobs);
+    let finished = false;
+    for (const job of jobs) {
+      const before = seen.get(job.id);
+      if (before && before !== job.status && !["queued", "running"].includes(job.status)) {
+        finished = true;
+        if (job.status === "done") toast(`${job.filename || "The file"}: ${fmt.format(job.sentences_read)} sentences added.`);
+      }
+      seen.set(job.id, job.status);
+    }
+    const lines = jobs.map(jobLine).filter(Boolean);
+    $("import-jobs").replaceChildren(lines.length ? el("ul", { class: "import-jobs" }, ...lines) : "");
+    clearTimeout(watching);
+    watching = jobs.some((job) => ["queued", "running"].includes(job.status)) ? setTimeout(() => loadJobs().catch(fail), JOB_POLL_MS) : null;
+    if (finished) await Promise.all([load(), reloadStats(), reloadProject()]);
   }
 
   function showError(text) {
@@ -82,7 +136,8 @@ export function mountCorpus({ base, store, fail, reloadStats, reloadProject }) {
         }
         done = await upload(true);
       }
-      toast(`${fmt.format(done.sentences)} sentences added.`);
+      if (done.status) toast("A large file: it is imported in the background; its progress is shown above.");
+      else toast(`${fmt.format(done.sentences)} sentences added.`);
       fields.reset();
       $("upload").reset();
       await Promise.all([load(), reloadStats(), reloadProject()]);

@@ -1,0 +1,64 @@
+"""Celery tasks of the annotation app: a thin shell around `services.import_job_run`.
+
+A job is claimed by a conditional update, so a duplicate delivery does nothing; `acks_late` with
+`reject_on_worker_lost` redelivers the task of a worker that died, and the next delivery takes
+over a job whose worker stopped reporting (`services.uploads.JOB_STALE`). Its rows were written
+in one transaction, rolled back with the worker: nothing half-imported is left.
+"""
+
+from __future__ import annotations
+
+import logging
+from datetime import timedelta
+
+from celery import shared_task
+from django.conf import settings
+from django.utils import timezone
+from kombu.exceptions import KombuError, OperationalError
+from redis.exceptions import RedisError
+
+from annotation import selectors, services
+from annotation.services.uploads import JOB_STALE
+
+logger = logging.getLogger(__name__)
+
+_BROKER_ERRORS = (OperationalError, KombuError, RedisError, OSError)
+
+
+@shared_task(
+    name="annotation.import_run",
+    acks_late=True,
+    reject_on_worker_lost=True,
+    time_limit=settings.CELERY_TASK_TIME_LIMIT,
+    soft_time_limit=settings.CELERY_TASK_SOFT_TIME_LIMIT,
+)
+def import_run(job_id: int) -> str:
+    return services.import_job_run(job_id=job_id)
+
+
+def import_enqueue(*, job_id: int) -> bool:
+    """Queue an import job; False (logged) when the broker is unreachable: the job stays
+    queued, and `import_sweep` queues it again."""
+    try:
+        import_run.apply_async(args=[job_id], retry=False)
+    except _BROKER_ERRORS as exc:
+        logger.warning(
+            "cannot queue an import job", extra={"job_id": job_id, "error": str(exc)[:200]}
+        )
+        return False
+    return True
+
+
+# A queued job's message is looked for this long before the sweep sends it again.
+QUEUED_GRACE = timedelta(minutes=1)
+
+
+@shared_task(name="annotation.import_sweep", acks_late=True, time_limit=60, soft_time_limit=50)
+def import_sweep() -> list[int]:
+    """Queue again the jobs whose message was lost or whose worker died (see
+    `selectors.import_jobs_due`); a job sent twice runs once (its claim)."""
+    due = selectors.import_jobs_due(now=timezone.now(), grace=QUEUED_GRACE, stale=JOB_STALE)
+    queued = [job_id for job_id in due if import_enqueue(job_id=job_id)]
+    if queued:
+        logger.info("import sweep", extra={"queued": queued})
+    return queued

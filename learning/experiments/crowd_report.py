@@ -1,0 +1,263 @@
+"""End-to-end simulation report: simulated crowd on a gold corpus → CountTagger → accuracies.
+
+Used by the ``simulate_crowd`` management command and the benchmark. Besides the served model
+(``accuracy_refined``) and the moment stage, the report fits in the same run:
+
+- the node-only pipeline (``accuracy_refined_node``: the paper's model refined by the same EM);
+- the honest references: the served model class (same features, same word classes) supervised on
+  the gold tags of exactly the tokens shown in windows (``accuracy_supervised_same_tokens``) and
+  on every training token (``accuracy_supervised_all_tokens``), the node-only class on the shown
+  tokens (``accuracy_supervised_same_tokens_node``), and the most frequent tag of each word.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+
+import numpy as np
+
+from learning.core.conllu import ConlluSentence
+from learning.core.context_tagger import ContextTagger
+from learning.core.design import coverage, encode_corpus
+from learning.core.em import window_token_index
+from learning.core.evaluate import MostFrequentTagger, accuracy
+from learning.core.node_tagger import NodeTagger
+from learning.core.pipeline import STAGES, CountTagger
+from learning.core.privacy import DEFAULT_MECHANISM, Mechanism
+
+from .simulate import simulate_crowd, simulate_verifications
+
+__all__ = ["gold_indices", "simulation_report", "supervised_tagger"]
+
+
+def supervised_tagger(
+    tagger: NodeTagger | ContextTagger,
+    sentences: Sequence[Sequence[str]],
+    gold: Sequence[Sequence[int]],
+    tagset: Sequence[str],
+    token_weight: np.ndarray | None = None,
+):
+    """``tagger`` (unfitted) fitted to the gold tags of the tokens with ``token_weight > 0``."""
+    flat = np.concatenate([np.asarray(g, dtype=np.int64) for g in gold])
+    labels = np.eye(len(tagset))[flat]
+    if token_weight is not None:
+        labels *= (np.asarray(token_weight) > 0)[:, None]
+    return tagger.fit(sentences, labels, tagset)
+
+
+def gold_indices(
+    corpus: Sequence[ConlluSentence], tag_column: str = "upos"
+) -> tuple[list[str], list[list[int]]]:
+    """The sorted tag set of ``corpus`` and each sentence's gold tags as indices into it: the
+    tag columns of the answers :func:`simulation_report` simulates."""
+    tags = [s.tags(tag_column) for s in corpus]
+    tagset = sorted({t for sentence in tags for t in sentence})
+    if not tagset:
+        raise ValueError("the training corpus has no tags")
+    index = {t: k for k, t in enumerate(tagset)}
+    return tagset, [[index[t] for t in sentence] for sentence in tags]
+
+
+def simulation_report(
+    train: Sequence[ConlluSentence],
+    test: Sequence[ConlluSentence],
+    *,
+    tag_column: str = "upos",
+    window: int = 5,
+    obs_per_sentence: float = 1,
+    tags_per_task: int | None = None,
+    n_annotators: int = 20,
+    spam_fraction: float = 0.0,
+    noisy_fraction: float = 0.0,
+    yes_sayer_fraction: float = 0.0,
+    verify_per_sentence: int = 0,
+    verify_choice: str = "uncertain",
+    verify_tap: bool = True,
+    privacy_alpha: float | None = None,
+    mechanism: str = DEFAULT_MECHANISM,
+    references: bool = True,
+    seed: int = 0,
+    model_params: dict | None = None,
+) -> tuple[dict, CountTagger]:
+    """Run the whole pipeline on a simulated crowd; returns (JSON-ready report, fitted model).
+
+    With ``verify_per_sentence`` R > 0, the model learned from the count answers shows its tags
+    on R windows per sentence (:func:`.simulate.simulate_verifications`), the same crowd answers
+    Yes or No, and the served model is learned from both kinds of answer. The report then also
+    gives, from the same run, the count-only model (``accuracy_counts_only``) and a count-only
+    model given as many answers in all (``accuracy_counts_only_same_answers``: R more count
+    tasks per sentence).
+
+    With ``privacy_alpha``, every count answer is released through the local privacy
+    ``mechanism`` at that level (:mod:`.privacy`) before learning; the report then also gives the
+    same tasks learned without privacy (``accuracy_*_without_privacy``); as in a private
+    project's retrain, annotators are judged only after
+    :meth:`.privacy.Mechanism.min_judged_answers` answers. ``references=False``
+    skips the supervised references (for studies that need only the learned models)."""
+    tagset, gold = gold_indices(train, tag_column)
+    sentences = [s.tokens for s in train]
+    test_sentences = [s.tokens for s in test]
+    test_tags = [s.tags(tag_column) for s in test]
+    train_tags = [s.tags(tag_column) for s in train]
+
+    def crowd_for(tasks_per_sentence):
+        return simulate_crowd(
+            gold,
+            len(tagset),
+            window=window,
+            obs_per_sentence=tasks_per_sentence,
+            tags_per_task=tags_per_task,
+            n_annotators=n_annotators,
+            spam_fraction=spam_fraction,
+            noisy_fraction=noisy_fraction,
+            yes_sayer_fraction=yes_sayer_fraction,
+            random_state=seed,
+        )
+
+    crowd = crowd_for(obs_per_sentence)
+    observations = crowd.observations
+    params = {"random_state": seed, **(model_params or {})}
+    privacy_report: dict = {}
+    private = None
+    if privacy_alpha is not None:
+        private = Mechanism(mechanism, privacy_alpha, n_tags=len(tagset))
+        public = CountTagger(**params).fit(sentences, observations, tagset)
+        observations = private.released(observations, seed + 2)
+        privacy_report = {"privacy_alpha": privacy_alpha, "mechanism": mechanism}
+    model = CountTagger(**params).fit(sentences, observations, tagset, mechanism=private)
+    if private is not None:
+        # As in a private project's retrain: an annotator is judged after as many released
+        # answers as carry the evidence of min_flag_observations true ones.
+        privacy_report["min_flag_observations"] = model.min_flag_observations_
+    verification_report: dict = {}
+    verifications = None
+    if verify_per_sentence > 0:
+        counts_only = model
+        verifications = simulate_verifications(
+            crowd,
+            gold,
+            counts_only.token_proba(sentences),
+            window=window,
+            per_sentence=verify_per_sentence,
+            choice=verify_choice,
+            tap=verify_tap,
+            random_state=seed + 1,
+        )
+        model = CountTagger(**params).fit(
+            sentences, observations, tagset, verifications=verifications, mechanism=private
+        )
+        same_answers = CountTagger(**params).fit(
+            sentences, crowd_for(obs_per_sentence + verify_per_sentence).observations, tagset
+        )
+        yes_sayers = crowd.annotators_of_kind("yes-sayer")
+        verification_report = {
+            "verify_per_sentence": verify_per_sentence,
+            "verify_choice": verify_choice,
+            "verify_tap": verify_tap,
+            "n_verifications": len(verifications),
+            "verification_yes_rate": float(verifications.answer.mean()),
+            "accuracy_counts_only": None,  # filled in below, with the other scores
+            "accuracy_counts_only_same_answers": None,
+            "simulated_yes_sayers": [int(a) for a in yes_sayers],
+            "all_yes_sayers_flagged": bool(np.isin(yes_sayers, model.flagged_annotators_).all()),
+            "verification_skill": {
+                a: None if row["skill"] is None else round(row["skill"], 4)
+                for a, row in model.verification_reliability_.items()
+            },
+        }
+
+    def score(tagger) -> float:
+        return accuracy(test_tags, tagger.predict(test_sentences))
+
+    corpus = encode_corpus(sentences)
+    _, shown = coverage(corpus, observations)
+    if verifications is not None:
+        placed = window_token_index(corpus, verifications)
+        shown[placed[placed >= 0]] = 1.0
+    served = model.tagger_
+    supervised: dict[str, tuple[object, np.ndarray | None]] = {
+        "supervised_same_tokens": (served, shown),
+        "supervised_same_tokens_node": (model.node_tagger_, shown),
+        "supervised_all_tokens": (served, None),
+    }
+    scores, seconds = {}, {}
+    for name, (like, weight) in supervised.items() if references else ():
+        tic = time.perf_counter()
+        unfitted = _unfitted_like(like, max_iter=model.schedule_.moment_fit_iter * 3)
+        scores[name] = score(supervised_tagger(unfitted, sentences, gold, tagset, weight))
+        seconds[name] = time.perf_counter() - tic
+    most_frequent = MostFrequentTagger().fit(sentences, train_tags)
+
+    spammers = crowd.annotators_of_kind("spammer")
+    flagged = model.flagged_annotators_
+    exact = crowd.annotators_of_kind("exact")
+    report = {
+        "tagset": tag_column,
+        "n_tags": len(tagset),
+        "window": window,
+        "obs_per_sentence": obs_per_sentence,
+        "tags_per_task": tags_per_task if tags_per_task is not None else "all",
+        "n_annotators": n_annotators,
+        "spam_fraction": spam_fraction,
+        "seed": seed,
+        "model": served.kind,
+        **verification_report,
+        **privacy_report,
+        "n_observations": len(observations),
+        "tokens_shown": int((shown > 0).sum()),
+        "accuracy_most_frequent_tag": score(most_frequent),
+        "accuracy_moments": score(model.moment_tagger_),
+        "accuracy_refined": score(served),
+        "accuracy_refined_node": score(model.node_tagger_),
+        **{f"accuracy_{name}": value for name, value in scores.items()},
+        "ridge": model.ridge_,
+        "alpha": model.alpha_,
+        "alpha_errors": model.alpha_errors_,
+        "schedule": model.schedule_.name,
+        "em_iterations": len(model.history_),
+        "skipped_observations": int(model.skipped_observations_.shape[0]),
+        "simulated_spammers": [int(a) for a in spammers],
+        "flagged_annotators": [int(a) for a in flagged],
+        "all_spammers_flagged": bool(np.isin(spammers, flagged).all()),
+        "exact_annotators_flagged": [int(a) for a in np.intersect1d(exact, flagged)],
+        "annotator_skill": {
+            int(a): round(float(s), 4)
+            for a, s in zip(model.reliability_.annotators, model.reliability_.skill, strict=True)
+        }
+        if model.reliability_ is not None
+        else {},
+    }
+    if private is not None:
+        report["accuracy_moments_without_privacy"] = score(public.moment_tagger_)
+        report["accuracy_refined_without_privacy"] = score(public.tagger_)
+    if verifications is not None:
+        report["accuracy_counts_only"] = score(counts_only)
+        report["accuracy_counts_only_same_answers"] = score(same_answers)
+    for stage in STAGES:
+        report[f"seconds_{stage}"] = model.timings_[stage]
+        report[f"cpu_seconds_{stage}"] = model.timings_["cpu_" + stage]
+    report["seconds_total_learning"] = sum(model.timings_[stage] for stage in STAGES)
+    report["cpu_seconds_total_learning"] = sum(model.timings_["cpu_" + s] for s in STAGES)
+    for name, value in seconds.items():
+        report[f"seconds_{name}"] = value
+    if references:
+        report["ratio_refined_to_supervised"] = (
+            report["accuracy_refined"] / report["accuracy_supervised_same_tokens"]
+        )
+        report["ratio_refined_node_to_supervised_node"] = (
+            report["accuracy_refined_node"] / report["accuracy_supervised_same_tokens_node"]
+        )
+    return report, model
+
+
+def _unfitted_like(tagger, *, max_iter: int):
+    """A new tagger of the same kind and settings (features, word classes, α)."""
+    if tagger.kind == "node":
+        return NodeTagger(alpha=tagger.alpha, features=tagger.features, max_iter=max_iter)
+    return ContextTagger(
+        alpha=tagger.alpha,
+        features=tagger.features,
+        word_classes=tagger.word_classes,
+        max_iter=max_iter,
+    )

@@ -1,0 +1,73 @@
+"""Sign-up names (issue 24, item 10): one spelling per name, no name passing for another."""
+
+import pytest
+from django.contrib.auth import get_user_model
+
+from tests.factories import client_for
+
+PASSWORD = "correct horse 42"
+pytestmark = pytest.mark.django_db
+
+
+def register(username):
+    return client_for(None).post(
+        "/api/auth/register/", {"username": username, "password": PASSWORD}, format="json"
+    )
+
+
+@pytest.fixture
+def victor(db):
+    return get_user_model().objects.create_user("victor", password=PASSWORD)
+
+
+@pytest.mark.parametrize("look_alike", ["ｖｉｃｔｏｒ", "ＶＩＣＴＯＲ", "ｖictor"])
+def test_a_fullwidth_spelling_of_an_existing_name_is_taken(victor, look_alike):
+    """Regression: fullwidth look-alikes of `victor` were accepted as new accounts, which then
+    could never sign in (every sign-in reads the name in NFKC: `victor`)."""
+    response = register(look_alike)
+    assert response.status_code == 400
+    assert response.json()["error"]["fields"]["username"] == ["Already taken."]
+
+
+def test_a_fullwidth_name_is_stored_as_it_signs_in(db):
+    response = register("ｎｅｗｂｉｅ")
+    assert response.status_code == 201
+    assert response.json()["user"]["username"] == "newbie"
+    login = client_for(None).post(
+        "/api/auth/login/", {"username": "ｎｅｗｂｉｅ", "password": PASSWORD}, format="json"
+    )
+    assert login.status_code == 200 and login.json()["user"]["username"] == "newbie"
+
+
+@pytest.mark.parametrize(
+    ("look_alike", "scripts"),
+    [
+        ("vіctor", "Cyrillic and Latin"),
+        ("viсtor", "Cyrillic and Latin"),
+        ("vιctor", "Greek and Latin"),
+    ],
+)
+def test_a_name_mixing_alphabets_is_refused(victor, look_alike, scripts):
+    response = register(look_alike)
+    assert response.status_code == 400
+    message = response.json()["error"]["fields"]["username"][0]
+    assert f"one alphabet: this one mixes {scripts}" in message
+
+
+def test_a_name_in_look_alike_letters_of_an_existing_one_is_refused(db):
+    get_user_model().objects.create_user("scope", password=PASSWORD)
+    response = register("ѕсоре")  # all Cyrillic
+    assert response.status_code == 400
+    assert "looks the same as the existing user “scope”" in response.json()["error"]["message"]
+    # Names in other alphabets, and Cyrillic that passes for no one, are welcome.
+    for name in ("ирина", "σοφία", "山田さん", "ѕсоре2"):
+        assert register(name).status_code == 201, name
+
+
+def test_the_sign_up_form_says_the_same(victor):
+    response = client_for(None).post("/signup/", {"username": "vіctor", "password": PASSWORD})
+    assert response.status_code == 400
+    assert "one alphabet" in response.content.decode()
+    response = client_for(None).post("/signup/", {"username": "ｖｉｃｔｏｒ", "password": PASSWORD})
+    assert "already taken" in response.content.decode().lower()
+    assert get_user_model().objects.count() == 1

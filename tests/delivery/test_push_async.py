@@ -1,0 +1,181 @@
+"""The asynchronous event stream (delivery.push.event_stream_async) and the per-user cap on
+streams (delivery.stream_slots), without a server: see test_events_asgi for uvicorn."""
+
+import asyncio
+import json
+import time
+
+import pytest
+
+from delivery import push, push_hub
+from tests.factories import client_for
+
+
+@pytest.fixture
+def versions(monkeypatch):
+    """The project's newest version number, as the stream reads it, set by the test."""
+    state = {"current": None, "reads": 0}
+
+    def current(project_id):
+        state["reads"] += 1
+        return state["current"]
+
+    monkeypatch.setattr(push, "_current_number", current)
+    monkeypatch.setattr(
+        push, "_report_event", lambda project_id, number: f"event: report\nid: {number}\n\n"
+    )
+    return state
+
+
+async def _collect(stream, until: str, within: float) -> list[str]:
+    seen = []
+    started = time.monotonic()
+    async for event in stream:
+        seen.append(event)
+        if event.startswith(until):
+            return seen
+        assert time.monotonic() - started < within, f"no {until!r} within {within} s: {seen}"
+    raise AssertionError(f"stream ended without {until!r}: {seen}")
+
+
+def test_async_stream_polls_without_redis(versions, settings):
+    settings.REDIS_URL = ""
+
+    async def scenario():
+        stream = push.event_stream_async(project_id=1, since=None, duration=10, poll_seconds=0.1)
+        opening = await _collect(stream, "event: hello", 2)
+        versions["current"] = 3
+        report = await _collect(stream, "event: report", 2)
+        await stream.aclose()
+        return opening, report
+
+    opening, report = asyncio.run(scenario())
+    assert opening == ["retry: 2000\n\n", 'event: hello\ndata: {"version": null}\n\n']
+    assert report == ["event: report\nid: 3\n\n"]
+
+
+def test_async_stream_sends_a_missed_report_and_ends_on_time(versions, settings):
+    settings.REDIS_URL = ""
+    versions["current"] = 2
+
+    async def scenario():
+        started = time.monotonic()
+        events = [e async for e in push.event_stream_async(project_id=1, since=1, duration=0.3)]
+        return events, time.monotonic() - started
+
+    events, seconds = asyncio.run(scenario())
+    assert events[2] == "event: report\nid: 2\n\n"  # after retry and hello
+    assert seconds < 1.5
+
+
+def test_many_async_streams_share_the_loop(versions, settings):
+    """200 streams wait together on one loop: each poll is a short read, not a held thread."""
+    settings.REDIS_URL = ""
+
+    async def scenario():
+        streams = [
+            push.event_stream_async(project_id=1, since=None, duration=10, poll_seconds=0.2)
+            for _ in range(200)
+        ]
+        await asyncio.gather(*(_collect(s, "event: hello", 5) for s in streams))
+        versions["current"] = 1
+        started = time.monotonic()
+        await asyncio.gather(*(_collect(s, "event: report", 5) for s in streams))
+        for stream in streams:
+            await stream.aclose()
+        return time.monotonic() - started
+
+    # Waiting in turn, 200 streams polling every 0.2 s would take 40 s; together, one round of
+    # reads (2 s was measured on a machine shared by several test runs, 0.3 s on a quiet one).
+    assert asyncio.run(scenario()) < 10
+
+
+@pytest.mark.redis
+def test_async_streams_get_published_reports_through_one_subscription(versions, settings):
+    assert settings.REDIS_URL
+
+    async def scenario():
+        streams = [
+            push.event_stream_async(project_id=7, since=None, duration=10, poll_seconds=60)
+            for _ in range(20)
+        ]
+        await asyncio.gather(*(_collect(s, "event: hello", 5) for s in streams))
+        reads_before = versions["reads"]
+        hub = push_hub._hubs[asyncio.get_running_loop()]
+        assert len(hub.queues[7]) == 20
+        push.report_publish(project_id=7, summary={"version": 4})
+        started = time.monotonic()
+        events = await asyncio.gather(*(_collect(s, "event: report", 3) for s in streams))
+        seconds = time.monotonic() - started
+        for stream in streams:
+            await stream.aclose()
+        assert 7 not in hub.queues  # closed streams leave the hub
+        return events, seconds, versions["reads"] - reads_before
+
+    events, seconds, reads = asyncio.run(scenario())
+    assert all(e == ["event: report\nid: 4\n\n"] for e in events)
+    assert seconds < 1 and reads == 0  # pushed, not polled
+
+
+@pytest.mark.redis
+def test_async_stream_falls_back_to_polling_when_redis_goes(versions, settings, monkeypatch):
+    assert settings.REDIS_URL
+
+    async def scenario():
+        stream = push.event_stream_async(project_id=8, since=None, duration=10, poll_seconds=0.1)
+        await _collect(stream, "event: hello", 5)
+        hub = push_hub._hubs[asyncio.get_running_loop()]
+        for queue in hub.queues[8]:
+            queue.put_nowait(push_hub.LOST)  # what the hub does when its connection fails
+        versions["current"] = 5
+        report = await _collect(stream, "event: report", 3)
+        await stream.aclose()
+        return report
+
+    assert asyncio.run(scenario()) == ["event: report\nid: 5\n\n"]
+
+
+def test_without_a_reachable_redis_the_stream_polls(versions, settings):
+    settings.REDIS_URL = "redis://127.0.0.1:1/0"  # nothing listens on port 1
+
+    async def scenario():
+        stream = push.event_stream_async(project_id=9, since=None, duration=10, poll_seconds=0.1)
+        await _collect(stream, "event: hello", 5)
+        versions["current"] = 1
+        report = await _collect(stream, "event: report", 3)
+        await stream.aclose()
+        return report
+
+    assert asyncio.run(scenario()) == ["event: report\nid: 1\n\n"]
+
+
+def _cap_is_enforced_and_released(project, manager, settings):
+    settings.TALLY_SSE_STREAMS_PER_USER = 3
+    settings.TALLY_SSE_STREAM_SECONDS = 1
+    client = client_for(manager)
+    url = f"/api/projects/{project.pk}/events/"
+    held = [client.get(url, HTTP_ACCEPT="text/event-stream") for _ in range(3)]
+    assert [r.status_code for r in held] == [200, 200, 200]
+    refused = client.get(url, HTTP_ACCEPT="text/event-stream")
+    assert refused.status_code == 429
+    error = json.loads(refused.content)["error"]
+    assert error["code"] == "too_many_streams"
+    assert "TALLY_SSE_STREAMS_PER_USER" in error["message"]
+    b"".join(held.pop().streaming_content)  # a stream that ends gives its slot back
+    again = client.get(url, HTTP_ACCEPT="text/event-stream")
+    assert again.status_code == 200
+    for response in [*held, again]:
+        b"".join(response.streaming_content)
+
+
+@pytest.mark.django_db
+def test_streams_per_user_are_capped_without_redis(project, manager, settings):
+    settings.REDIS_URL = ""
+    _cap_is_enforced_and_released(project, manager, settings)
+
+
+@pytest.mark.redis
+@pytest.mark.django_db
+def test_streams_per_user_are_capped_across_processes_with_redis(project, manager, settings):
+    assert settings.REDIS_URL
+    _cap_is_enforced_and_released(project, manager, settings)
