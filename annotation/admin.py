@@ -22,7 +22,11 @@ class ProjectAdmin(admin.ModelAdmin):
     list_filter = ["status"]
     search_fields = ["name"]
     raw_id_fields = ["owner"]
-    readonly_fields = ["task_rounds", "leases_reclaimed_at", "created_at", "updated_at"]
+    # Privacy is changed only through the API, whose rules fix it once tasks are out.
+    readonly_fields = [
+        "task_rounds", "leases_reclaimed_at", "created_at", "updated_at", "private", "alpha",
+        "mechanism",
+    ]
     inlines = [TagInline, MembershipInline]
 
 

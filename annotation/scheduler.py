@@ -248,6 +248,9 @@ def task_lease_next(
         Membership.objects.filter(project=project, user=annotator).update(
             lease_serial=F("lease_serial") + 1
         )
+        # Read after that row's lock: a change of the privacy settings committed meanwhile
+        # (which bumps every member's row first) is seen, and the task offered follows it.
+        project.refresh_from_db(fields=["private", "mechanism", "alpha"])
         return _lease_next(
             project=project,
             annotator=annotator,

@@ -113,6 +113,29 @@ def _settle_privacy(project: Project, *, previous_alpha: float | None = None) ->
         )
 
 
+def _privacy_change_check(project: Project, changed: list[str]) -> None:
+    """Privacy is chosen before annotators start: a phone may hold a task leased under the old
+    settings and answer it offline, and a true count (or a Yes / No) that has left the phone
+    cannot be taken back. Every lease bumps its annotator's `lease_serial` under that row's
+    lock, so bumping them all here waits for the leases being made now (then seen below), and a
+    lease begun before this change commits leases nothing and asks the scheduler again, which
+    reads the project afresh (`annotation.hotpath`: `fresh`)."""
+    Membership.objects.filter(project=project).update(lease_serial=F("lease_serial") + 1)
+    if project.observations.exists():
+        raise Conflict(
+            "The privacy settings cannot change once the project has answers: every answer "
+            "was released under them.",
+            fields={name: ["Fixed: the project has answers."] for name in changed},
+        )
+    if Assignment.objects.filter(project=project).exists():
+        raise Conflict(
+            "The privacy settings cannot change once annotators have been given tasks: a "
+            "phone may hold one under the old settings and answer it offline. Create a new "
+            "project with the privacy settings you want.",
+            fields={name: ["Fixed: annotators have been given tasks."] for name in changed},
+        )
+
+
 @transaction.atomic
 def project_create(
     *,
@@ -184,12 +207,8 @@ def project_update(
         setattr(project, name, "" if name == "mechanism" and value is None else value)
     _settle_privacy(project, previous_alpha=before["alpha"])
     changed = [name for name in PRIVACY_FIELDS if getattr(project, name) != before[name]]
-    if changed and project.observations.exists():
-        raise Conflict(
-            "The privacy settings cannot change once the project has answers: every answer "
-            "was released under them.",
-            fields={name: ["Fixed: the project has answers."] for name in changed},
-        )
+    if changed:
+        _privacy_change_check(project, changed)
     n_tags = project.tags.count()
     if tags is not None:
         clean = _clean_tags(tags)

@@ -316,16 +316,22 @@ def test_a_verification_answer_sent_several_times_at_once_is_stored_once(
 # Private must mean private (issue 24, item 4) ---------------------------------------------------
 
 
-def private_ready_project():
-    """A project that may still become private (one tag a task, no answer yet), its annotator,
-    and a count task leased to them."""
+def unleased_project():
+    """A project that may still become private (one tag a task, no task leased yet) and its
+    annotator."""
     manager = UserFactory()
     project = make_project(owner=manager, tags_per_task=1)
     services.corpus_import(
         project=project, user=manager, file=io.BytesIO(b"a b c\nd e f\n"), format="tokenized",
         max_bytes=99,
     )  # fmt: skip
-    user = member(project)
+    return project, member(project)
+
+
+def private_ready_project():
+    """As `unleased_project`, with a count task leased to the annotator (so the service no
+    longer lets the project become private)."""
+    project, user = unleased_project()
     lease = scheduler.task_lease_next(project=project, annotator=user, gold_draw=1.0)
     name = project.tags.get(position=lease.tags[0]).name
     return project, user, lease, {name: 1}
@@ -339,16 +345,21 @@ def assert_private_holds_no_true_count(project):
 
 @pytest.mark.parametrize("route", ["statement", "service"])
 def test_an_answer_that_arrives_while_the_switch_to_private_commits_is_refused(live_server, route):
-    """The switch holds the project's row when the true count arrives: the answer waits, then
+    """A switch holds the project's row when the true count arrives: the answer waits, then
     sees a private project and is refused (before the fix it was stored from the statement's
-    snapshot, and the project became private holding a true count)."""
+    snapshot, and the project became private holding a true count). The service refuses a
+    switch once a task is out, so the switch here is made on the row itself: the answer's own
+    guard, whatever changed the row."""
     project, user, lease, counts = private_ready_project()
     switched, outcome = threading.Event(), {}
 
     def switch():
         try:
             with transaction.atomic():
-                services.project_update(project=project, private=True)
+                Project.objects.select_for_update().get(pk=project.pk)
+                Project.objects.filter(pk=project.pk).update(
+                    private=True, alpha=3.0, mechanism="krr"
+                )
                 switched.set()
                 time.sleep(0.5)  # the answer is sent meanwhile
         finally:
@@ -377,8 +388,8 @@ def test_an_answer_that_arrives_while_the_switch_to_private_commits_is_refused(l
 
 def test_the_switch_to_private_and_the_first_answer_at_once_never_both_succeed(live_server):
     """Issue 24: PATCH {"private": true} and the first answer sent at once both succeeded in 6
-    of 15 tries. Either the switch wins and the true count is refused, or the answer wins and
-    the switch is refused (the project has an answer)."""
+    of 15 tries. Now the switch is refused (a task is out, and then the project has an answer);
+    were it to win, the true count would be refused."""
     outcomes = set()
     for _ in range(15):
         project, user, lease, counts = private_ready_project()
@@ -395,3 +406,70 @@ def test_the_switch_to_private_and_the_first_answer_at_once_never_both_succeed(l
         assert_private_holds_no_true_count(project)
         outcomes.add((switch_status, answer_status))
     assert outcomes  # which side wins is up to the scheduler of threads
+
+
+def test_the_switch_to_private_is_refused_once_a_task_is_out(live_server):
+    """A phone may hold a task leased before the switch and answer it offline: its true count
+    would leave the phone. So privacy is fixed once any task was leased."""
+    project, user, lease, counts = private_ready_project()
+    status, reply = post(
+        f"{live_server.url}/api/projects/{project.pk}/", project.owner.auth_token.key,
+        {"private": True}, "PATCH",
+    )  # fmt: skip
+    assert status == 409, reply
+    assert "once annotators have been given tasks" in reply["error"]["message"]
+    assert not Project.objects.get(pk=project.pk).private
+
+
+def test_a_lease_made_while_the_switch_to_private_commits_offers_a_private_task(live_server):
+    """The switch holds every member's row (their lease_serial) until it commits: a lease asked
+    meanwhile waits, finds its snapshot stale and is made afresh by the scheduler, which reads
+    the project as the switch left it. The task offered carries the release table."""
+    project, user = unleased_project()
+    switched = threading.Event()
+
+    def switch():
+        try:
+            with transaction.atomic():
+                services.project_update(project=project, private=True)
+                switched.set()
+                time.sleep(0.5)  # the lease is asked meanwhile
+        finally:
+            connection.close()
+
+    thread = threading.Thread(target=switch)
+    thread.start()
+    assert switched.wait(10)
+    status, task = post(
+        f"{live_server.url}/api/projects/{project.pk}/tasks/next/", user.auth_token.key, {}
+    )
+    thread.join(10)
+    assert status == 200, task
+    assert Project.objects.get(pk=project.pk).private
+    assert task["privacy"] is not None and task["privacy"]["mechanism"] == "krr", task
+
+
+def test_a_lease_and_the_switch_to_private_at_once_never_leave_a_true_count_task_out(
+    live_server,
+):
+    """Either the lease comes first and the switch is refused, or the switch comes first and
+    the task offered is private."""
+    outcomes = set()
+    for _ in range(10):
+        project, user = unleased_project()
+        answers = post_at_once(
+            [
+                (f"{live_server.url}/api/projects/{project.pk}/", project.owner.auth_token.key,
+                 {"private": True}, "PATCH"),
+                (f"{live_server.url}/api/projects/{project.pk}/tasks/next/", user.auth_token.key,
+                 {}, "POST"),
+            ]
+        )  # fmt: skip
+        (switch_status, _), (lease_status, task) = answers
+        assert lease_status == 200, answers
+        if switch_status == 200:
+            assert task["privacy"] is not None, answers
+        else:
+            assert switch_status == 409 and task.get("privacy") is None, answers
+        outcomes.add(switch_status)
+    assert outcomes

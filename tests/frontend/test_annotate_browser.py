@@ -152,7 +152,9 @@ def test_each_answer_brings_the_next_task_in_one_round_trip(new_context, project
     lease = shown_lease(page)
     for i in range(4):
         answer_by_taps(page, gold_counts(lease))
-        page.wait_for_function(f"document.getElementById('today').textContent === '{i + 1}'")
+        page.wait_for_function(
+            "(n) => document.getElementById('today').textContent === n", arg=str(i + 1)
+        )
         lease = wait_for_new_task(page, lease.pk)
     wait_for_lookahead(page, annotator, project)
 

@@ -8,7 +8,7 @@ import json
 import pytest
 
 from annotation import services
-from annotation.models import Observation
+from annotation.models import DEFAULT_MECHANISM, Observation, Project
 from tests.factories import UserFactory, make_project, member
 from tests.frontend.conftest import PHONE, SENTENCES
 from tests.frontend.test_annotate_browser import answer_by_taps, gold_counts, shown_lease
@@ -180,9 +180,10 @@ def test_a_release_that_gives_the_count_away_is_never_answered(new_context, priv
 
 
 def test_answers_from_before_the_switch_to_private_are_never_sent(new_context, manager):
-    """Answers given offline in a project that then becomes private (it had no answer yet, so
-    it may) hold true counts: the page deletes them unsent, says so, and goes on with private
-    tasks, whose answers are released."""
+    """Answers given offline in a project that then becomes private hold true counts: the page
+    deletes them unsent, says so, and goes on with private tasks, whose answers are released.
+    The service refuses that switch once a task is out (test_concurrency); the switch here is
+    made on the project's row, to test the phone's own guard."""
     project = make_project(owner=manager, name="Soon private", tags_per_task=1, redundancy=3)
     services.corpus_import(
         project=project, user=manager, file=io.BytesIO(
@@ -200,7 +201,9 @@ def test_answers_from_before_the_switch_to_private_are_never_sent(new_context, m
         answer_by_taps(page, gold_counts(lease))
     page.wait_for_selector("text=Offline · 2 answers waiting to be sent")
     page.close()  # the two true counts wait on the device
-    services.project_update(project=project, private=True, alpha=1.0)
+    Project.objects.filter(pk=project.pk).update(
+        private=True, alpha=1.0, mechanism=DEFAULT_MECHANISM
+    )
 
     context.set_offline(False)
     bodies = []
