@@ -24,7 +24,12 @@ class ProjectAdmin(admin.ModelAdmin):
     raw_id_fields = ["owner"]
     # Privacy is changed only through the API, whose rules fix it once tasks are out.
     readonly_fields = [
-        "task_rounds", "leases_reclaimed_at", "created_at", "updated_at", "private", "alpha",
+        "task_rounds",
+        "leases_reclaimed_at",
+        "created_at",
+        "updated_at",
+        "private",
+        "alpha",
         "mechanism",
     ]
     inlines = [TagInline, MembershipInline]
