@@ -1,7 +1,6 @@
 """The accounts API: register, log in (token), log out, who am I."""
 
-from drf_spectacular.types import OpenApiTypes
-from drf_spectacular.utils import extend_schema
+from drf_spectacular.utils import OpenApiResponse, extend_schema
 from rest_framework import exceptions, serializers, status
 from rest_framework.permissions import AllowAny
 from rest_framework.response import Response
@@ -11,11 +10,33 @@ from accounts.signin import SigninThrottled
 from accounts.throttles import RegisterThrottle
 from annotation import selectors
 from common.api.base import ApiView
+from common.api.errors import ErrorSerializer
+from common.api.typed import TypedSerializer
 
 
-class CredentialsSerializer(serializers.Serializer):
+class CredentialsSerializer(TypedSerializer):
     username = serializers.RegexField(r"^[\w.@+-]+\Z", max_length=150)
     password = serializers.CharField(max_length=128, trim_whitespace=False)
+
+
+class UserOut(serializers.Serializer):
+    id = serializers.IntegerField()
+    username = serializers.CharField()
+
+
+class TokenOut(serializers.Serializer):
+    token = serializers.CharField(help_text="Send it as `Authorization: Token <token>`.")
+    user = UserOut()
+
+
+class MembershipOut(serializers.Serializer):
+    project = serializers.IntegerField()
+    project_name = serializers.CharField()
+    role = serializers.CharField()
+
+
+class MeOut(UserOut):
+    memberships = MembershipOut(many=True)
 
 
 def user_out(user) -> dict:
@@ -27,7 +48,7 @@ class RegisterView(ApiView):
     permission_classes = [AllowAny]
     throttle_classes = [RegisterThrottle]
 
-    @extend_schema(request=CredentialsSerializer, responses={201: OpenApiTypes.OBJECT})
+    @extend_schema(request=CredentialsSerializer, responses={201: TokenOut})
     def post(self, request):
         data = CredentialsSerializer(data=request.data)
         data.is_valid(raise_exception=True)
@@ -41,7 +62,15 @@ class LoginView(ApiView):
     authentication_classes = []
     permission_classes = [AllowAny]
 
-    @extend_schema(request=CredentialsSerializer, responses={200: OpenApiTypes.OBJECT})
+    @extend_schema(
+        request=CredentialsSerializer,
+        responses={
+            200: TokenOut,
+            429: OpenApiResponse(
+                ErrorSerializer, description="Too many failed sign-ins: wait and try again."
+            ),
+        },
+    )
     def post(self, request):
         data = CredentialsSerializer(data=request.data)
         data.is_valid(raise_exception=True)
@@ -60,7 +89,7 @@ class LogoutView(ApiView):
 
 
 class MeView(ApiView):
-    @extend_schema(responses={200: OpenApiTypes.OBJECT})
+    @extend_schema(responses={200: MeOut})
     def get(self, request):
         memberships = [
             {"project": m.project_id, "project_name": m.project.name, "role": m.role}

@@ -2,13 +2,31 @@
 
 from django.http import JsonResponse
 from django.urls import path
+from django.views.decorators.csrf import csrf_exempt
+from drf_spectacular.utils import inline_serializer
+from rest_framework import serializers
 
 from annotation.api import corpus, cycle, exports, projects
+from common.api.errors import request_error
+from common.api.schema import described
 
 
+@csrf_exempt  # nothing to protect; and a method it does not serve is its 405, not CSRF's 403
 def ping(request):
     """Trivial view: no auth, no database. The benchmark's ceiling."""
+    if request.method not in ("GET", "HEAD"):
+        response = request_error(request, 405, "method_not_allowed", "Only GET is allowed here.")
+        response["Allow"] = "GET, HEAD"
+        return response
     return JsonResponse({"ok": True})
+
+
+described(
+    ping,
+    method="get",
+    public=True,
+    responses={200: inline_serializer("Ping", {"ok": serializers.BooleanField()})},
+)
 
 
 P = "projects/<id:project_id>/"
@@ -20,6 +38,11 @@ urlpatterns = [
     path("observations/", cycle.observation_submit, name="observation-submit"),
     path("join/", projects.JoinView.as_view(), name="join"),
     path("projects/", projects.ProjectListView.as_view(), name="project-list"),
+    path(
+        "projects/with-corpus/",
+        projects.ProjectWithCorpusView.as_view(),
+        name="project-create-with-corpus",
+    ),
     path("corpus/preview/", corpus.CorpusPreviewView.as_view(), name="corpus-preview"),
     path(P, projects.ProjectDetailView.as_view(), name="project-detail"),
     path(P + "invite/", projects.InviteRotateView.as_view(), name="project-invite"),
@@ -44,7 +67,7 @@ urlpatterns = [
     *(
         path(
             P + f"exports/{name}",
-            exports.ExportView.as_view(export=name),
+            exports.export_view(name),
             name=f"export-{name.replace('.', '-')}",
         )
         for name in exports.EXPORT_NAMES

@@ -238,7 +238,7 @@ REST_FRAMEWORK = {
         "rest_framework.authentication.TokenAuthentication",
     ],
     "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
-    "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
+    "DEFAULT_SCHEMA_CLASS": "common.api.schema.TallySchema",
     "DEFAULT_PARSER_CLASSES": [
         "common.api.parsers.JsonParser",
         "common.api.parsers.FormParser",
@@ -270,6 +270,14 @@ SPECTACULAR_SETTINGS = {
     "VERSION": "0.1.0",
     "SERVE_INCLUDE_SCHEMA": False,
     "PATH_CONVERTER_OVERRIDES": {"id": int},  # config.converters.IdConverter
+    # Request bodies get components of their own (`…Request`): an upload is binary there, and a
+    # text field the API refuses blank has `minLength: 1`.
+    "COMPONENT_SPLIT_REQUEST": True,
+    "ENUM_NAME_OVERRIDES": {
+        "ProjectStatusEnum": "annotation.models.Project.Status",
+        "RunStatusEnum": "learning.models.RetrainRun.Status",
+        "DeliveryStatusEnum": "delivery.models.WebhookDelivery.Status",
+    },
     # Swagger UI from the drf-spectacular-sidecar package's static files, not from a CDN.
     "SWAGGER_UI_DIST": "SIDECAR",
     "SWAGGER_UI_FAVICON_HREF": "SIDECAR",

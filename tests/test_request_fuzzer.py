@@ -89,6 +89,7 @@ DESCRIBED_ONLY = {"schema", "api-docs"}
 ANYONE_SIGNED_IN = {
     ("GET", "project-list"),
     ("POST", "project-list"),
+    ("POST", "project-create-with-corpus"),  # the multipart form of POST project-list
     ("POST", "corpus-preview"),  # the new-project form's preview: no project yet, nothing stored
     ("GET", "me"),
     ("POST", "join"),

@@ -2,12 +2,12 @@
 
 from django.conf import settings
 from django.core.files.uploadhandler import FileUploadHandler, StopUpload
-from drf_spectacular.types import OpenApiTypes
-from drf_spectacular.utils import extend_schema
+from drf_spectacular.utils import OpenApiResponse, extend_schema
 from rest_framework import status
 from rest_framework.response import Response
 
 from annotation import importers, selectors, services
+from annotation.api.schemas import ImportJobOut, ImportOut, PreviewOut, SentenceOut
 from annotation.api.serializers import (
     CorpusPreviewSerializer,
     CorpusUploadSerializer,
@@ -16,6 +16,7 @@ from annotation.api.serializers import (
 )
 from annotation.models import ImportJob
 from common.api.base import ApiView, ManagerView, paginated
+from common.api.errors import ErrorSerializer
 from common.api.parsers import MultiPartParser
 from common.exceptions import InvalidCorpus, PayloadTooLarge
 from common.text import as_sentence
@@ -79,13 +80,28 @@ class UploadGuard:
 class CorpusView(UploadGuard, ManagerView):
     parser_classes = [MultiPartParser]
 
-    @extend_schema(responses={200: OpenApiTypes.OBJECT})
+    @extend_schema(responses={200: ImportOut(many=True)})
     def get(self, request, project_id):
         return paginated(self, selectors.imports_of_project(project=self.project), import_out)
 
     @extend_schema(
         request=CorpusUploadSerializer,
-        responses={201: OpenApiTypes.OBJECT, 202: OpenApiTypes.OBJECT},
+        responses={
+            201: OpenApiResponse(ImportOut, description="Imported."),
+            202: OpenApiResponse(
+                ImportJobOut,
+                description="Accepted: a large import runs as a job (its `url` is also in "
+                "`Location`).",
+            ),
+            409: OpenApiResponse(
+                ErrorSerializer,
+                description="`duplicate_corpus`: the project has this file's content already; "
+                "send `allow_duplicate` to import it again.",
+            ),
+            413: OpenApiResponse(
+                ErrorSerializer, description="The file, or what it holds, passes a limit."
+            ),
+        },
     )
     def post(self, request, project_id):
         """201 and the import when the file was imported at once; 202 and the import job (its
@@ -122,7 +138,7 @@ def upload_response(project, result, body: dict | None = None) -> Response:
 
 
 class ImportJobListView(ManagerView):
-    @extend_schema(responses={200: OpenApiTypes.OBJECT})
+    @extend_schema(responses={200: ImportJobOut(many=True)})
     def get(self, request, project_id):
         """The project's import jobs, newest first (the dashboard shows the running ones)."""
         return paginated(
@@ -131,14 +147,20 @@ class ImportJobListView(ManagerView):
 
 
 class ImportJobDetailView(ManagerView):
-    @extend_schema(responses={200: OpenApiTypes.OBJECT})
+    @extend_schema(responses={200: ImportJobOut})
     def get(self, request, project_id, job_id):
         job = selectors.import_job_of_project(project=self.project, job_id=job_id)
         return Response(import_job_out(job))
 
 
 class ImportJobCancelView(ManagerView):
-    @extend_schema(request=None, responses={200: OpenApiTypes.OBJECT})
+    @extend_schema(
+        request=None,
+        responses={
+            200: ImportJobOut,
+            409: OpenApiResponse(ErrorSerializer, description="The job has ended."),
+        },
+    )
     def post(self, request, project_id, job_id):
         """Stop a queued or running job: nothing of it is imported. 409 once it has ended."""
         job = selectors.import_job_of_project(project=self.project, job_id=job_id)
@@ -151,7 +173,7 @@ class CorpusPreviewView(UploadGuard, ApiView):
 
     parser_classes = [MultiPartParser]
 
-    @extend_schema(request=CorpusPreviewSerializer, responses={200: OpenApiTypes.OBJECT})
+    @extend_schema(request=CorpusPreviewSerializer, responses={200: PreviewOut})
     def post(self, request):
         fields = self.upload_checked(CorpusPreviewSerializer, request.data)
         limit = settings.TALLY_MAX_UPLOAD_BYTES
@@ -172,7 +194,7 @@ class CorpusPreviewView(UploadGuard, ApiView):
 
 
 class SentenceListView(ManagerView):
-    @extend_schema(responses={200: OpenApiTypes.OBJECT})
+    @extend_schema(responses={200: SentenceOut(many=True)})
     def get(self, request, project_id):
         names = selectors.project_tag_names(project=self.project)
         return paginated(

@@ -10,11 +10,12 @@ lease and store, choosing the database path.
 from __future__ import annotations
 
 from django.http import HttpRequest, HttpResponse
-from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import OpenApiResponse
 
 from annotation import cycle
+from annotation.api.schemas import ObservationSubmittedOut, TaskOut
 from annotation.api.serializers import observation_out, task_out
-from common.api.errors import domain_error
+from common.api.errors import ErrorSerializer, domain_error
 from common.api.plain import Caller, json_body, json_response, plain_view
 
 
@@ -24,14 +25,22 @@ def _task(offer: cycle.Offer) -> dict:
 
 @plain_view(
     request=cycle.NextTaskSerializer,
-    responses={200: OpenApiTypes.OBJECT, 204: None, 409: OpenApiTypes.OBJECT},
+    responses={
+        200: TaskOut,
+        204: OpenApiResponse(description="No task for you now."),
+        409: OpenApiResponse(
+            ErrorSerializer, description="You hold the most leases allowed, or it is paused."
+        ),
+    },
 )
 def next_task(request: HttpRequest, caller: Caller, project_id: int) -> HttpResponse:
     """Lease the caller's next task in the project (204 when there is none for them)."""
+    data = json_body(request, optional=True)  # None: no body, or a JSON `null`
+    # No body is no lease held; a `null` is not an object, as the schema says.
     offer = cycle.task_next_for_annotator(
         caller=caller,
         project_id=project_id,
-        request=cycle.NextTaskRequest.parse(json_body(request, optional=True)),
+        request=cycle.NextTaskRequest.parse({} if data is None and not request.body else data),
     )
     if offer is None:
         return HttpResponse(status=204)
@@ -40,7 +49,15 @@ def next_task(request: HttpRequest, caller: Caller, project_id: int) -> HttpResp
 
 @plain_view(
     request=cycle.ObservationSubmitSerializer,
-    responses={200: OpenApiTypes.OBJECT, 201: OpenApiTypes.OBJECT},
+    responses={
+        200: OpenApiResponse(ObservationSubmittedOut, description="Stored before (`replayed`)."),
+        201: OpenApiResponse(ObservationSubmittedOut, description="Stored."),
+        404: OpenApiResponse(ErrorSerializer, description="No such lease of yours."),
+        409: OpenApiResponse(
+            ErrorSerializer,
+            description="Answered already, the lease expired, or the key was used for another.",
+        ),
+    },
 )
 def observation_submit(request: HttpRequest, caller: Caller) -> HttpResponse:
     """Store the answer to a lease (201): the counts of a count task, or Yes / No (and optionally

@@ -2,15 +2,16 @@
 
 from django.http import StreamingHttpResponse
 from drf_spectacular.types import OpenApiTypes
-from drf_spectacular.utils import extend_schema
+from drf_spectacular.utils import extend_schema, extend_schema_view
 
 from annotation import exports, selectors
+from annotation.api.schemas import ObservationRowOut
 from annotation.api.serializers import observation_row_out
 from common.api.base import ManagerView, paginated
 
 
 class ObservationListView(ManagerView):
-    @extend_schema(responses={200: OpenApiTypes.OBJECT})
+    @extend_schema(responses={200: ObservationRowOut(many=True)})
     def get(self, request, project_id):
         names = selectors.project_tag_names(project=self.project)
         return paginated(
@@ -29,11 +30,10 @@ _EXPORTS = {
 
 
 class ExportView(ManagerView):
-    """One streamed download; `export` (a key of `_EXPORTS`) is set in the URL conf."""
+    """One streamed download; `export` (a key of `_EXPORTS`) is set by `export_view`."""
 
     export = ""
 
-    @extend_schema(responses={(200, "application/octet-stream"): OpenApiTypes.BINARY})
     def get(self, request, project_id):
         name = self.export
         produce, content_type = _EXPORTS[name]
@@ -43,3 +43,14 @@ class ExportView(ManagerView):
         response["Content-Disposition"] = f'attachment; filename="project-{self.project.pk}-{name}"'
         response["X-Content-Type-Options"] = "nosniff"
         return response
+
+
+def export_view(name: str):
+    """The view of the export `name`, documented with the media type it is served as (text:
+    the exports are UTF-8 text; a generated client reads them as `str`)."""
+    media_type = _EXPORTS[name][1]
+    view_class = type(f"{name.replace('.', '_')}_export", (ExportView,), {"export": name})
+    documented = extend_schema_view(
+        get=extend_schema(responses={(200, media_type): OpenApiTypes.STR})
+    )(view_class)
+    return documented.as_view()

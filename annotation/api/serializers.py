@@ -14,6 +14,7 @@ from annotation.models import (
     DEFAULT_EVALUATION_FRACTION,
     MAX_ALPHA,
     MAX_REDUNDANCY,
+    MAX_TAGS,
     MAX_WINDOW,
     MECHANISMS,
     MIN_ALPHA,
@@ -28,17 +29,18 @@ from annotation.scheduler import Lease
 from annotation.services.projects import ALPHA_LIMIT_MESSAGE
 from annotation.tagsets import PRESETS
 from common.api.output import iso
+from common.api.typed import TypedSerializer
 from common.text import DEFAULT_LANGUAGE, LANGUAGES
 from learning.core.privacy import Mechanism
 
 # Input ------------------------------------------------------------------------------------------
 
 
-class JoinSerializer(serializers.Serializer):
+class JoinSerializer(TypedSerializer):
     code = serializers.CharField(max_length=64)
 
 
-class TagSerializer(serializers.Serializer):
+class TagSerializer(TypedSerializer):
     name = serializers.RegexField(r"^[^\s|]{1,32}\Z", max_length=32)
     guideline = serializers.CharField(max_length=300, required=False, allow_blank=True, default="")
     examples = serializers.ListField(
@@ -46,7 +48,7 @@ class TagSerializer(serializers.Serializer):
     )
 
 
-class ProjectWriteSerializer(serializers.Serializer):
+class ProjectWriteSerializer(TypedSerializer):
     name = serializers.CharField(max_length=200)
     description = serializers.CharField(max_length=5000, required=False, allow_blank=True)
     status = serializers.ChoiceField(choices=Project.Status.choices, required=False)
@@ -61,7 +63,16 @@ class ProjectWriteSerializer(serializers.Serializer):
         help_text="Share of verification tasks once there is a model (0: count tasks only).",
     )
     lease_seconds = serializers.IntegerField(min_value=30, max_value=86_400, required=False)
-    tags = TagSerializer(many=True, required=False)
+    tags = TagSerializer(
+        many=True,
+        required=False,
+        min_length=1,
+        max_length=MAX_TAGS,
+        error_messages={
+            "min_length": "A project needs at least one tag.",
+            "max_length": f"At most {MAX_TAGS} tags.",
+        },
+    )
     tag_preset = serializers.ChoiceField(choices=sorted(PRESETS), required=False)
     language = serializers.ChoiceField(choices=list(LANGUAGES), required=False)
     private = serializers.BooleanField(
@@ -119,6 +130,14 @@ class CorpusUploadSerializer(serializers.Serializer):
         if value.size > settings.TALLY_MAX_UPLOAD_BYTES:
             raise serializers.ValidationError("The file is too large.")
         return value
+
+
+class ProjectWithCorpusSerializer(CorpusUploadSerializer):
+    """The multipart body that creates a project with its corpus, for the schema: the project's
+    settings as one JSON part, and the upload's fields (the view reads them as two)."""
+
+    project = ProjectWriteSerializer(help_text="The project's settings, as JSON.")
+    allow_duplicate = None  # a new project has no corpus to be a duplicate of
 
 
 class CorpusPreviewSerializer(serializers.Serializer):

@@ -12,6 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from drf_spectacular.utils import PolymorphicProxySerializer, extend_schema_field
 from rest_framework import serializers
 
 from annotation.models import TaskKind
@@ -44,10 +45,9 @@ class NextTaskRequest:
 
     @classmethod
     def parse(cls, data: Any, *, field: str = "holding") -> NextTaskRequest:
-        """From a JSON body: None (no body), or `{"holding": [assignment ids]}`. `field` names
-        the list in an error (`next.holding` inside a submission)."""
-        if data is None:
-            return cls()
+        """From a JSON body: `{}` (the view's reading of no body), or `{"holding": [assignment
+        ids]}`; anything else, a JSON `null` too, is not an object, as the schema says. `field`
+        names the list in an error (`next.holding` inside a submission)."""
         if not isinstance(data, dict):
             raise InvalidInput("Expected a JSON object.")
         holding = data.get("holding", [])
@@ -187,48 +187,34 @@ class Submission:
         return fields
 
 
-class PrivacySerializer(serializers.Serializer):
-    """How a private project's answer was released: the task's `privacy.mechanism` and
-    `privacy.alpha`, sent back as they came."""
+@extend_schema_field(
+    {
+        "type": "object",
+        "properties": {"mechanism": {"type": "string"}, "alpha": {"type": "number"}},
+        "required": ["mechanism", "alpha"],
+        "additionalProperties": False,
+        "description": "The task's `privacy.mechanism` and `privacy.alpha`, as they came.",
+    }
+)
+class _PrivacyField(serializers.DictField):
+    """How a private project's answer was released, for the schema: those two keys only, as
+    `Submission.parse` checks."""
 
-    mechanism = serializers.CharField()
-    alpha = serializers.FloatField()
+
+@extend_schema_field(
+    {"type": "number", "minimum": 0, "maximum": MAX_SECONDS, "exclusiveMaximum": True,
+     "nullable": True}
+)  # fmt: skip
+class _SecondsField(serializers.FloatField):
+    """Seconds on the device, for the schema: from 0 to less than `MAX_SECONDS`."""
 
 
-class ObservationSubmitSerializer(serializers.Serializer):
-    """The submission body, for the schema (`Submission.parse` reads it). A count task takes
-    `counts` (a private project `released` and `privacy` instead), a verification task `answer`
-    and optionally `wrong`."""
+class _AnswerSerializer(serializers.Serializer):
+    """What every submission holds, for the schema (`Submission.parse` reads it; the rules of
+    the task's kind, `annotation.kinds`, check it against the task)."""
 
     assignment = serializers.IntegerField(min_value=1, max_value=MAX_ID)
-    counts = serializers.DictField(
-        child=serializers.IntegerField(min_value=0),
-        required=False,
-        help_text="A count task's answer: the count of each asked tag (projects that are not "
-        "private).",
-    )
-    released = serializers.DictField(
-        child=serializers.IntegerField(min_value=0),
-        required=False,
-        help_text="Private projects: each asked tag's count as released on the phone by the "
-        "task's `privacy.release` distribution; the true count is never sent.",
-    )
-    privacy = PrivacySerializer(
-        required=False, help_text="Private projects: the task's mechanism and alpha."
-    )
-    answer = serializers.BooleanField(
-        required=False,
-        help_text="A verification task's answer: true if all the shown tags are right.",
-    )
-    wrong = serializers.IntegerField(
-        required=False,
-        allow_null=True,
-        min_value=0,
-        help_text="After a No (optional): the position in the window (0-based) of a wrong word.",
-    )
-    seconds_on_device = serializers.FloatField(
-        required=False, allow_null=True, min_value=0, max_value=MAX_SECONDS
-    )
+    seconds_on_device = _SecondsField(required=False, allow_null=True)
     idempotency_key = serializers.CharField(min_length=1, max_length=MAX_KEY)
     next = NextTaskSerializer(
         required=False,
@@ -237,3 +223,47 @@ class ObservationSubmitSerializer(serializers.Serializer):
         "the answer's response then carries it in `next` (null when there is none for you). "
         "`holding`: the leases you hold besides this one, as for tasks/next/.",
     )
+
+
+class CountAnswerSerializer(_AnswerSerializer):
+    """The answer to a count task."""
+
+    counts = serializers.DictField(
+        child=serializers.IntegerField(min_value=0),
+        help_text="A count task's answer: the count of each asked tag (projects that are not "
+        "private).",
+    )
+
+
+class PrivateCountAnswerSerializer(_AnswerSerializer):
+    """The answer to a count task of a private project: released values only."""
+
+    released = serializers.DictField(
+        child=serializers.IntegerField(min_value=0),
+        help_text="Private projects: each asked tag's count as released on the phone by the "
+        "task's `privacy.release` distribution; the true count is never sent.",
+    )
+    privacy = _PrivacyField()
+
+
+class VerificationAnswerSerializer(_AnswerSerializer):
+    """The answer to a verification task."""
+
+    answer = serializers.BooleanField(
+        help_text="A verification task's answer: true if all the shown tags are right.",
+    )
+    wrong = serializers.IntegerField(
+        required=False,
+        allow_null=True,
+        min_value=0,
+        help_text="After a No (optional): the position in the window (0-based) of a wrong word.",
+    )
+
+
+# The submission body, for the schema: exactly one of `counts`, `released` (with `privacy`) and
+# `answer`, as `Submission.parse` checks.
+ObservationSubmitSerializer = PolymorphicProxySerializer(
+    component_name="ObservationSubmit",
+    serializers=[CountAnswerSerializer, PrivateCountAnswerSerializer, VerificationAnswerSerializer],
+    resource_type_field_name=None,
+)

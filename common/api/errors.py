@@ -2,7 +2,8 @@
 
 from django.core.exceptions import PermissionDenied as DjangoPermissionDenied
 from django.http import Http404, HttpResponse, JsonResponse
-from rest_framework import exceptions, status
+from rest_framework import exceptions, serializers, status
+from rest_framework.renderers import JSONRenderer
 from rest_framework.response import Response
 from rest_framework.views import exception_handler as drf_exception_handler
 
@@ -15,6 +16,27 @@ _STATUS_BY_ERROR = (  # the first class an error is an instance of gives its sta
     (domain.Conflict, status.HTTP_409_CONFLICT),
     (domain.PayloadTooLarge, status.HTTP_413_REQUEST_ENTITY_TOO_LARGE),
 )
+
+
+class ErrorDetailSerializer(serializers.Serializer):
+    """The error itself, for the schema (`error_body` writes it)."""
+
+    code = serializers.CharField(help_text="What went wrong, for programs: `invalid`, `not_found`…")
+    message = serializers.CharField(help_text="What went wrong, in words for the user.")
+    fields = serializers.DictField(
+        child=serializers.ListField(child=serializers.CharField()),
+        required=False,
+        help_text="The invalid fields of the request, each with what is wrong with it.",
+    )
+    line = serializers.IntegerField(
+        required=False, allow_null=True, help_text="A corpus error: the line of the file."
+    )
+
+
+class ErrorSerializer(serializers.Serializer):
+    """Every error the API answers: `{"error": {"code", "message", "fields"?}}`."""
+
+    error = ErrorDetailSerializer()
 
 
 def error_body(code: str, message: str, fields: dict | None = None, **extra) -> dict:
@@ -62,6 +84,20 @@ def exception_handler(exc, context):
         body = error_body(code, str(exc.detail))
     response.data = body
     return response
+
+
+class JsonErrors:
+    """A view mixin: errors are the API's JSON body whatever the view renders when it succeeds
+    (an event stream, a YAML schema, an HTML page)."""
+
+    def get_exception_handler(self):
+        return exception_handler
+
+    def handle_exception(self, exc):
+        response = super().handle_exception(exc)
+        self.request.accepted_renderer = JSONRenderer()
+        self.request.accepted_media_type = JSONRenderer.media_type
+        return response
 
 
 def is_api(request) -> bool:

@@ -32,3 +32,12 @@ class Pagination(LimitOffsetPagination):
 
     def get_offset(self, request):
         return _whole_number(request, self.offset_query_param, minimum=0) or 0
+
+    def get_schema_operation_parameters(self, view):
+        # What the server checks: a `limit` above MAX_LIMIT is capped, not refused.
+        minimum = {self.limit_query_param: 1, self.offset_query_param: 0}
+        parameters = super().get_schema_operation_parameters(view)
+        for parameter in parameters:
+            parameter["schema"]["minimum"] = minimum[parameter["name"]]
+        parameters[0]["description"] += f" At most {self.max_limit} are returned."
+        return parameters

@@ -149,9 +149,11 @@ def plain_view(*, method: str = "post", **schema):
     def decorate(view: Callable[..., HttpResponse]):
         def wrapped(request: HttpRequest, **kwargs) -> HttpResponse:
             if request.method != method.upper():
-                return error_response(
+                response = error_response(
                     405, "method_not_allowed", f'Method "{request.method}" not allowed.'
                 )
+                response["Allow"] = method.upper()
+                return response
             try:
                 return view(request, _caller(request), **kwargs)
             except NotAuthenticated as exc:

@@ -12,11 +12,12 @@ from django.conf import settings
 from django.core.handlers.asgi import ASGIRequest
 from django.http import StreamingHttpResponse
 from drf_spectacular.types import OpenApiTypes
-from drf_spectacular.utils import extend_schema
+from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
 from rest_framework.exceptions import APIException
 from rest_framework.renderers import BaseRenderer, JSONRenderer
 
 from common.api.base import ManagerView
+from common.api.errors import ErrorSerializer, JsonErrors
 from delivery import push
 from delivery.stream_slots import stream_slot_acquire, stream_slot_release
 
@@ -77,10 +78,24 @@ class _SlottedAsyncStream(_Slotted):
         return aiter(self.content)
 
 
-class EventsView(ManagerView):
+class EventsView(JsonErrors, ManagerView):
     renderer_classes = [JSONRenderer, EventStreamRenderer]
 
-    @extend_schema(responses={(200, "text/event-stream"): OpenApiTypes.STR})
+    @extend_schema(
+        parameters=[
+            OpenApiParameter(
+                "since",
+                str,
+                description="Replay the reports after this event id (or send `Last-Event-ID`).",
+            )
+        ],
+        responses={
+            (200, "text/event-stream"): OpenApiTypes.STR,
+            429: OpenApiResponse(
+                ErrorSerializer, description="`too_many_streams`: close a dashboard tab."
+            ),
+        },
+    )
     def get(self, request, project_id):
         user_id = request.user.pk
         slot = stream_slot_acquire(user_id=user_id, seconds=settings.TALLY_SSE_STREAM_SECONDS)

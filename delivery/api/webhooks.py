@@ -1,24 +1,26 @@
 """Webhook CRUD and delivery log (managers)."""
 
-from drf_spectacular.types import OpenApiTypes
-from drf_spectacular.utils import extend_schema
+from drf_spectacular.utils import OpenApiResponse, extend_schema
 from rest_framework import serializers, status
 from rest_framework.response import Response
 
 from common.api.base import ManagerView, paginated
+from common.api.errors import ErrorSerializer
+from common.api.typed import TypedSerializer
 from common.exceptions import NotFound
 from delivery.webhooks import selectors, services
+from learning.api.schemas import DeliveryOut, WebhookCreatedOut, WebhookOut
 from learning.api.shapes import delivery_out, webhook_out
 
 
-class WebhookSerializer(serializers.Serializer):
+class WebhookSerializer(TypedSerializer):
     url = serializers.CharField(max_length=500, trim_whitespace=True)
     secret = serializers.CharField(required=False, trim_whitespace=False)
     active = serializers.BooleanField(required=False, default=True)
 
 
 class WebhookListView(ManagerView):
-    @extend_schema(operation_id="projects_webhooks_list", responses={200: OpenApiTypes.OBJECT})
+    @extend_schema(responses={200: WebhookOut(many=True)})
     def get(self, request, project_id):
         return paginated(
             self,
@@ -26,7 +28,13 @@ class WebhookListView(ManagerView):
             webhook_out,
         )
 
-    @extend_schema(request=WebhookSerializer, responses={201: OpenApiTypes.OBJECT})
+    @extend_schema(
+        request=WebhookSerializer,
+        responses={
+            201: WebhookCreatedOut,
+            409: OpenApiResponse(ErrorSerializer, description="The project has the most allowed."),
+        },
+    )
     def post(self, request, project_id):
         data = WebhookSerializer(data=request.data)
         data.is_valid(raise_exception=True)
@@ -46,11 +54,11 @@ class _WebhookView(ManagerView):
 
 
 class WebhookDetailView(_WebhookView):
-    @extend_schema(responses={200: OpenApiTypes.OBJECT})
+    @extend_schema(responses={200: WebhookOut})
     def get(self, request, project_id, webhook_id):
         return Response(webhook_out(self.webhook(webhook_id)))
 
-    @extend_schema(request=WebhookSerializer(partial=True), responses={200: OpenApiTypes.OBJECT})
+    @extend_schema(request=WebhookSerializer(partial=True), responses={200: WebhookOut})
     def patch(self, request, project_id, webhook_id):
         hook = self.webhook(webhook_id)
         data = WebhookSerializer(data=request.data, partial=True)
@@ -65,7 +73,7 @@ class WebhookDetailView(_WebhookView):
 
 
 class DeliveryListView(_WebhookView):
-    @extend_schema(responses={200: OpenApiTypes.OBJECT})
+    @extend_schema(responses={200: DeliveryOut(many=True)})
     def get(self, request, project_id, webhook_id):
         hook = self.webhook(webhook_id)
         return paginated(self, selectors.deliveries_of_webhook(webhook=hook), delivery_out)

@@ -2,17 +2,25 @@
 
 from django.http import StreamingHttpResponse
 from drf_spectacular.types import OpenApiTypes
-from drf_spectacular.utils import extend_schema
+from drf_spectacular.utils import OpenApiParameter, extend_schema, extend_schema_field
 from rest_framework import serializers
 from rest_framework.response import Response
 from rest_framework.throttling import UserRateThrottle
 
 from common.api.base import ManagerView, ProjectView
+from common.api.typed import TypedSerializer
 from learning import predictions
+from learning.api.schemas import PredictionOut
 
 
-class PredictSerializer(serializers.Serializer):
-    text = serializers.CharField(trim_whitespace=False, allow_blank=True)
+@extend_schema_field({"type": "string", "pattern": r"\S"})
+class _TextField(serializers.CharField):
+    """Text with something to tag in it (the schema says so; `text_tag` checks it and its
+    size, in words a user understands)."""
+
+
+class PredictSerializer(TypedSerializer):
+    text = _TextField(trim_whitespace=False, error_messages={"blank": "Give some words to tag."})
 
 
 class PredictThrottle(UserRateThrottle):
@@ -25,7 +33,7 @@ class PredictThrottle(UserRateThrottle):
 class PredictView(ProjectView):
     throttle_classes = [PredictThrottle]
 
-    @extend_schema(request=PredictSerializer, responses={200: OpenApiTypes.OBJECT})
+    @extend_schema(request=PredictSerializer, responses={200: PredictionOut})
     def post(self, request, project_id):
         data = PredictSerializer(data=request.data)
         data.is_valid(raise_exception=True)
@@ -39,7 +47,16 @@ class PredictView(ProjectView):
 
 
 class PredictionsExportView(ManagerView):
-    @extend_schema(responses={(200, "text/plain"): OpenApiTypes.BINARY})
+    @extend_schema(
+        parameters=[
+            OpenApiParameter(
+                "misc",
+                description="1: a CoNLL-U source's MISC also gets each tag's probability "
+                "(any other value: it is kept as it was).",
+            )
+        ],
+        responses={(200, "text/plain"): OpenApiTypes.STR},
+    )
     def get(self, request, project_id):
         version = predictions.current_version(project_id=self.project.pk)
         response = StreamingHttpResponse(

@@ -10,12 +10,13 @@ from annotation import selectors as annotation_selectors
 from common.api.base import ManagerView, paginated
 from common.exceptions import NotFound
 from learning import selectors
+from learning.api.schemas import ModelVersionOut, ReportOut
 from learning.api.shapes import report_out, version_out
 from learning.exceptions import NoModel
 
 
 class ModelListView(ManagerView):
-    @extend_schema(responses={200: OpenApiTypes.OBJECT})
+    @extend_schema(responses={200: ModelVersionOut(many=True)})
     def get(self, request, project_id):
         current = selectors.current_version(project_id=self.project.pk)
         number = current.number if current else None
@@ -47,7 +48,7 @@ class ModelDownloadView(ManagerView):
 class ReportView(ManagerView):
     """`reports/latest/` (number None) or `reports/{number}/`."""
 
-    @extend_schema(responses={200: OpenApiTypes.OBJECT})
+    @extend_schema(responses={200: ReportOut})
     def get(self, request, project_id, number=None):
         if number is None:
             current = selectors.current_version(project_id=self.project.pk)

@@ -473,20 +473,31 @@ def test_schema_and_docs(manager):
     # The annotator's cycle is served by plain views; the schema documents them all the same.
     next_task = paths["/api/projects/{project_id}/tasks/next/"]
     assert list(next_task) == ["post"]
-    assert set(next_task["post"]["responses"]) == {"200", "204", "409"}
+    # Every error status they can answer is documented with the API's error body (issue 24).
+    error = {"$ref": "#/components/schemas/Error"}
+    responses = next_task["post"]["responses"]
+    assert set(responses) == {"200", "204", "400", "401", "403", "404", "409", "413", "415"}
+    assert responses["200"]["content"]["application/json"]["schema"]["$ref"].endswith("/TaskOut")
+    assert responses["409"]["content"]["application/json"]["schema"] == error
     assert next_task["post"]["security"] == [{"tokenAuth": []}, {"cookieAuth": []}]
-    assert bodies["NextTask"]["properties"]["holding"]["maxItems"] == 3
+    assert bodies["NextTaskRequest"]["properties"]["holding"]["maxItems"] == 3
     submit = paths["/api/observations/"]
     assert list(submit) == ["post"]
-    assert set(submit["post"]["responses"]) == {"200", "201"}
+    assert {"200", "201", "400", "401", "404", "409"} <= set(submit["post"]["responses"])
     # `counts`, or in a private project `released` with `privacy` (issue 13); a verification
     # task is answered with Yes / No and the wrong word (issue 15).
-    assert set(bodies["ObservationSubmit"]["required"]) == {"assignment", "idempotency_key"}
-    assert {"counts", "released", "privacy", "answer", "wrong"} <= set(
-        bodies["ObservationSubmit"]["properties"]
-    )
+    # Exactly one of them (issue 24).
+    variants = [
+        bodies[ref["$ref"].rsplit("/", 1)[1]] for ref in bodies["ObservationSubmitRequest"]["oneOf"]
+    ]
+    assert [set(variant["required"]) for variant in variants] == [
+        {"assignment", "idempotency_key", "counts"},
+        {"assignment", "idempotency_key", "released", "privacy"},
+        {"assignment", "idempotency_key", "answer"},
+    ]
+    assert "wrong" in variants[2]["properties"]
     assert {"private", "alpha", "mechanism", "verification_share"} <= set(
-        bodies["ProjectWrite"]["properties"]
+        bodies["ProjectWriteRequest"]["properties"]
     )
     assert client.get("/api/docs/").status_code == 200
 

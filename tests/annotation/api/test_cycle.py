@@ -365,12 +365,18 @@ def test_the_schema_documents_the_submission_as_it_is_parsed(manager):
     """The submission's limits in the schema are those `Submission.parse` applies, `next`
     included (issue 29), so a generated client sends what the server takes."""
     document = client_for(manager).get("/api/schema/?format=json").json()
-    body = document["components"]["schemas"]["ObservationSubmit"]["properties"]
-    assert body["idempotency_key"]["maxLength"] == cycle.MAX_KEY
-    assert body["seconds_on_device"]["maximum"] == cycle.submission.MAX_SECONDS
-    following = document["components"]["schemas"]["NextTask"]
-    assert body["next"]["allOf"] == [{"$ref": "#/components/schemas/NextTask"}]
-    assert body["next"]["nullable"] is True
+    schemas = document["components"]["schemas"]
+    # Request bodies are `…Request` components, and the submission is exactly one of a count,
+    # a private count and a verification answer (issue 24): each says the same of these.
+    variants = schemas["ObservationSubmitRequest"]["oneOf"]
+    assert len(variants) == 3
+    for variant in variants:
+        body = schemas[variant["$ref"].rsplit("/", 1)[1]]["properties"]
+        assert body["idempotency_key"]["maxLength"] == cycle.MAX_KEY
+        assert body["seconds_on_device"]["maximum"] == cycle.submission.MAX_SECONDS
+        assert body["next"]["allOf"] == [{"$ref": "#/components/schemas/NextTaskRequest"}]
+        assert body["next"]["nullable"] is True
+    following = schemas["NextTaskRequest"]
     assert following["properties"]["holding"]["maxItems"] == scheduler.MAX_LEASES
 
 
