@@ -28,9 +28,16 @@ def wait_for_lookahead(page, user, project) -> None:
     """Until the page holds the task on screen and two more leased ahead."""
     for _ in range(100):
         if live_leases(user, project).count() == 3:
-            return
+            break
         page.wait_for_timeout(100)
-    raise AssertionError("the page did not lease two tasks ahead")
+    else:
+        raise AssertionError("the page did not lease two tasks ahead")
+    # The server has the third lease before the page has its response: until the page holds it
+    # (its shelf), that request may still be finishing.
+    page.wait_for_function(
+        "(key) => (JSON.parse(localStorage.getItem(key)) || []).length === 3",
+        arg=f"tally.held.{user.pk}.{project.pk}",
+    )
 
 
 def gold_counts(assignment: Assignment) -> dict[str, int]:
@@ -304,8 +311,10 @@ def test_page_weight_and_no_third_party_requests(new_context, live_server, proje
     # Uncompressed, comments and all: 50 KB before issue 26; 58 KB with the shelf of held tasks,
     # the observers of reach.js, words as written and the page's messages (text.js); 59.6 KB
     # with issue 29's answer that asks for the next task. What a phone downloads in production
-    # is the compressed figure (23.4 KB).
-    assert transferred <= 60 * 1024, transferred
+    # is the compressed figure (23.4 KB). 62 KB since the state screens' words moved into the
+    # page's catalogue (text.js) to speak the project's language: 60.4 KB, the keys and lookups
+    # adding 830 B uncompressed, 250 B compressed (23.7 KB); privacy.js's load with it.
+    assert transferred <= 62 * 1024, transferred
     assert compressed <= 25 * 1024, compressed
     print(f"annotator page: {transferred} B transferred here, {compressed} B gzip-compressed")
 

@@ -99,6 +99,31 @@ def test_annotators_read_au_and_count_a_and_le(new_context, french):
     assert Observation.objects.get(assignment_id=lease.pk).counts == [1, 1]
 
 
+def test_the_state_screens_speak_french(new_context, french):
+    """Issue 26, item 5: the screens the page's script sets (main.js) speak the project's
+    language too: no task to give, then no connection."""
+    french.tasks.all().delete()
+    french.sentences.update(split="evaluation")  # nothing to make new tasks from
+    user = UserFactory(username="lectrice")
+    Membership.objects.create(project=french, user=user, role=Membership.Role.ANNOTATOR)
+    context = new_context(user, **PHONE)
+    page = context.new_page()
+    page.goto(f"/annotate/{french.pk}/")
+    page.wait_for_selector("text=Pas de tâche pour vous en ce moment")
+    assert page.inner_text("#state-text").startswith("Tout ce qui était ouvert a reçu")
+    assert page.inner_text("#state-action") == "Chercher à nouveau"
+
+    # No connection (and no request left running on the server when the test ends).
+    page.route("**/tasks/next/", lambda route: route.abort("internetdisconnected"))
+    context.set_offline(True)
+    page.tap("#state-action")
+    page.wait_for_selector("text=Vous êtes hors ligne")
+    assert page.inner_text("#state-text") == (
+        "De nouvelles tâches apparaîtront au retour de la connexion."
+    )
+    assert "You are" not in page.inner_text("body")
+
+
 def test_try_the_model_cuts_text_as_the_corpus_was_cut(
     new_context, french, manager, tokenizer_loaded
 ):

@@ -42,7 +42,7 @@ let privacy = projectPrivate ? await import("./privacy.js") : null;
 let privacyNote = projectPrivate ? privacy.forgetPlain({ outbox, project: PROJECT }) : "";
 
 function showPrivacyNote() {
-  showNotice(privacyNote, privacyNote ? { label: "OK", onClick: () => showNotice((privacyNote = "")) } : null);
+  showNotice(privacyNote, privacyNote ? { label: t("ok"), onClick: () => showNotice((privacyNote = "")) } : null);
 }
 
 async function checkPrivacy(next) {
@@ -108,13 +108,13 @@ function show(next) {
   $("kind-dock").hidden = !view.ownsAnswer;
   reach = createReach({ rows: view.rows, band, onChange: labelSubmit });
   const highlighted = next.tokens.slice(next.window.start, next.window.start + next.window.length).join(" ");
-  say(`New task. Highlighted: ${highlighted}`);
+  say(t("sayNew", { words: highlighted }));
 }
 
 function leaseExpired() {
   if (!task || performance.now() < deadline) return;
-  showNotice("Time is up for this task. Your answer is still saved if you submit it, or take a new one.", {
-    label: "New task",
+  showNotice(t("timeUp"), {
+    label: t("newTask"),
     onClick: () => {
       task = null;
       advance();
@@ -157,7 +157,7 @@ function keep(answer) {
   });
   $("kind-dock").replaceChildren();
   showPending(outbox.size(), online);
-  say("Answer saved.");
+  say(t("saySaved"));
   task = null;
   shelve();
   clearTimeout(expiryTimer);
@@ -189,7 +189,7 @@ const sender = createSender({
     reached: () => setOnline(true),
     offline: () => setOnline(false),
     sent: (item) => item.project === PROJECT && progress.answered(item.seconds_on_device, item.kind),
-    refused: (item, error) => showNotice(`One answer could not be saved: ${error.message}`),
+    refused: (item, error) => showNotice(t("refused", { why: error.message })),
     signedOut: () => sessionExpired(),
     changed: () => showPending(outbox.size(), online),
     retried: () => !task && advance(),
@@ -251,7 +251,7 @@ async function nextTask() {
     sender.flush().then(fillLookahead);
     return;
   }
-  setState("loading", "Loading your next task…");
+  setState("loading", t("loading"));
   const sent = await sender.flush();
   if (signedOut) return;
   if (!sent) {
@@ -263,10 +263,7 @@ async function nextTask() {
     const next = await lease();
     setOnline(true);
     if (next === null) {
-      setState("done", "No tasks for you right now", "Everything open has been answered. Check back later: new tasks appear as others finish.", {
-        label: "Look again",
-        onClick: advance,
-      });
+      setState("done", ...t("none"), { label: t("look"), onClick: advance });
       return;
     }
     lookahead.forget(next.assignment);
@@ -280,33 +277,29 @@ async function nextTask() {
 function waiting() {
   const n = outbox.size();
   if (!online) {
-    const text = n ? `${kept(n)} and will be sent when the connection is back. New tasks will appear then.` : "New tasks will appear when the connection is back.";
-    setState("offline", "You are offline", text);
+    setState("offline", t("off"), n ? t("offKept", { kept: kept(n) }) : t("offNone"));
   } else {
-    setState("offline", "Sending your answers…", "The server is busy. Trying again in a few seconds.");
+    setState("offline", ...t("sending"));
   }
 }
 
 function failed(error) {
   if (error.name === "PrivacyError") {
-    setState("error", "This task was not shown", error.message, { label: "Reload", onClick: () => window.location.reload() });
+    setState("error", t("notShown"), error.message, { label: t("reload"), onClick: () => window.location.reload() });
   } else if (error.status === 0) {
     setOnline(false);
     waiting();
   } else if (error.status === 401 || error.status === 403) {
     sessionExpired();
   } else if (error.code === "project_not_active") {
-    setState("paused", "This project is paused", "The manager has paused it. Your answers so far are saved. Come back later.", {
-      label: "Look again",
-      onClick: advance,
-    });
+    setState("paused", ...t("paused"), { label: t("look"), onClick: advance });
   } else if (error.status >= 500 || error.status === 429) {
-    setState("error", "The server is busy", "Trying again in a few seconds…", { label: "Try again now", onClick: advance });
+    setState("error", ...t("busy"), { label: t("tryNow"), onClick: advance });
     setTimeout(() => !task && !signedOut && advance(), 3000);
   } else if (error.status === 404) {
-    setState("gone", "You are not a member of this project", "Ask the manager for a new invite link.", { label: "My projects", href: "/" });
+    setState("gone", ...t("notMember"), { label: t("mine"), href: "/" });
   } else {
-    setState("error", "Something went wrong", error.message, { label: "Try again", onClick: advance });
+    setState("error", t("wrong"), error.message, { label: t("tryAgain"), onClick: advance });
   }
 }
 
@@ -315,8 +308,8 @@ function sessionExpired() {
   sender.stop();
   task = null;
   const n = outbox.size();
-  const note = n ? ` ${kept(n)} and will be sent after you sign in.` : "";
-  setState("session", "Your session has ended", `Sign in again to go on.${note}`, { label: "Sign in again", href: LOGIN_URL });
+  const note = n ? ` ${t("signInKept", { kept: kept(n) })}` : "";
+  setState("session", t("ended"), t("signIn") + note, { label: t("signInAgain"), href: LOGIN_URL });
 }
 
 async function loadStats() {

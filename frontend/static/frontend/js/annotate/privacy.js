@@ -18,6 +18,30 @@
 // first private task, online at lease time, before the task is held: a page that never sees one
 // does not carry it (a private project's page preloads it).
 
+import { MESSAGES, t } from "./text.js";
+
+// This module's messages in English, which load with it rather than with every page (the other
+// languages have them in their text-xx.js, with the page's).
+Object.assign(MESSAGES.en, {
+  pMech: "it names an unknown privacy mechanism ({mechanism})",
+  pAlpha: "its privacy level α = {alpha} is not between 0 and {max}",
+  pNotCount: "it is not a count task",
+  pFit: "its release table does not fit the highlighted words",
+  pProb: "its release table holds a value that is not a probability",
+  pSum: "its release table does not add up to one",
+  pAway: "its release table gives your true count away beyond α = {alpha}",
+  pNotMech: "its release table is not the {mechanism} mechanism's at α = {alpha}",
+  pClassic: "its release table is not the classic mechanism's",
+  pCannot: "This task cannot be answered privately: {why}.",
+  pNothing: "Nothing was sent.",
+  pBefore: "This task was given out before the project became private, so it cannot be answered.",
+  pCounts: "A private project takes counts only.",
+  pChanged: "This project's privacy setting has changed. Reload the page to go on.",
+  pNow: "This project is now private: {what} deleted from this phone without being sent.",
+  pGone1: "1 answer given before the change was",
+  pGone: "{n} answers given before the change were",
+});
+
 // The highest level a project may choose (learning/core/privacy.py, MAX_ALPHA; a test keeps the
 // two equal): above it a release is almost always the true count.
 export const MAX_ALPHA = 8;
@@ -77,18 +101,18 @@ export function releaseProblem(task) {
   const privacy = task.privacy;
   if (!privacy) return null;
   const { mechanism, alpha, release } = privacy;
-  if (!MECHANISMS.includes(mechanism)) return `it names an unknown privacy mechanism (${mechanism})`;
+  if (!MECHANISMS.includes(mechanism)) return t("pMech", { mechanism });
   if (typeof alpha !== "number" || !(alpha > 0) || alpha > MAX_ALPHA)
-    return `its privacy level α = ${alpha} is not between 0 and ${MAX_ALPHA}`;
+    return t("pAlpha", { alpha, max: MAX_ALPHA });
   const w = task.window?.length;
   const asked = task.tags?.length;
-  if (!Number.isInteger(w) || !Number.isInteger(asked) || asked < 1) return "it is not a count task";
+  if (!Number.isInteger(w) || !Number.isInteger(asked) || asked < 1) return t("pNotCount");
   const size = w + 1;
   if (!Array.isArray(release) || release.length !== size || release.some((row) => !Array.isArray(row) || row.length !== size))
-    return "its release table does not fit the highlighted words";
+    return t("pFit");
   for (const row of release) {
-    if (row.some((p) => typeof p !== "number" || !Number.isFinite(p) || p < 0)) return "its release table holds a value that is not a probability";
-    if (!close(row.reduce((sum, p) => sum + p, 0), 1)) return "its release table does not add up to one";
+    if (row.some((p) => typeof p !== "number" || !Number.isFinite(p) || p < 0)) return t("pProb");
+    if (!close(row.reduce((sum, p) => sum + p, 0), 1)) return t("pSum");
   }
   // The guarantee: any released value o is at most e^(α/m) times likelier from one true count
   // than from another (a value impossible from one count and possible from another is unbounded).
@@ -96,16 +120,16 @@ export function releaseProblem(task) {
   for (let o = 0; o < size; o++) {
     const column = release.map((row) => row[o]);
     const most = Math.max(...column);
-    if (most > 0 && most > bound * Math.min(...column)) return `its release table gives your true count away beyond α = ${alpha}`;
+    if (most > 0 && most > bound * Math.min(...column)) return t("pAway", { alpha });
   }
   const expected = expectedRelease(mechanism, alpha / asked, w);
   if (expected) {
-    if (!release.every((row, n) => row.every((p, o) => close(p, expected[n][o])))) return `its release table is not the ${mechanism} mechanism's at α = ${alpha}`;
+    if (!release.every((row, n) => row.every((p, o) => close(p, expected[n][o])))) return t("pNotMech", { mechanism, alpha });
   } else {
     // classic: the true value with some probability, else a draw that ignores the true count.
     for (let o = 0; o < size; o++) {
       const others = release.filter((_, n) => n !== o).map((row) => row[o]);
-      if (others.some((p) => !close(p, others[0]))) return "its release table is not the classic mechanism's";
+      if (others.some((p) => !close(p, others[0]))) return t("pClassic");
     }
   }
   return null;
@@ -118,12 +142,12 @@ export function releaseProblem(task) {
 // a `privacy` that fails `releaseProblem`.
 export function privatize(task, answer, { projectPrivate = false, uniform = cryptoUniform } = {}) {
   if (!task.privacy) {
-    if (projectPrivate) throw new PrivacyError("This task was given out before the project became private, so it cannot be answered.");
+    if (projectPrivate) throw new PrivacyError(t("pBefore"));
     return answer;
   }
   const problem = releaseProblem(task);
-  if (problem) throw new PrivacyError(`This task cannot be answered privately: ${problem}.`);
-  if (!answer.counts) throw new PrivacyError("A private project takes counts only.");
+  if (problem) throw new PrivacyError(t("pCannot", { why: problem }));
+  if (!answer.counts) throw new PrivacyError(t("pCounts"));
   const { release, mechanism, alpha } = task.privacy;
   const released = {};
   for (const [name, n] of Object.entries(answer.counts)) released[name] = sample(release[n], uniform());
@@ -133,9 +157,9 @@ export function privatize(task, answer, { projectPrivate = false, uniform = cryp
 // Whether the page may show the leased task `next` in a project it knows to be private
 // (`projectPrivate`) or not; throws a PrivacyError saying why not.
 export function admit(next, projectPrivate) {
-  if (!next.privacy && projectPrivate) throw new PrivacyError("This project's privacy setting has changed. Reload the page to go on.");
+  if (!next.privacy && projectPrivate) throw new PrivacyError(t("pChanged"));
   const problem = releaseProblem(next);
-  if (problem) throw new PrivacyError(`This task cannot be answered privately: ${problem}. Nothing was sent.`);
+  if (problem) throw new PrivacyError(`${t("pCannot", { why: problem })} ${t("pNothing")}`);
 }
 
 // The project is private: deletes, unsent, the answers of `project` kept with true counts from
@@ -145,6 +169,5 @@ export function forgetPlain({ outbox, lookahead = null, project }) {
   const deleted = outbox.discard((item) => item.project === project && !item.released);
   lookahead?.discard((held) => !held.privacy);
   if (!deleted) return "";
-  const what = deleted === 1 ? "1 answer given before the change was" : `${deleted} answers given before the change were`;
-  return `This project is now private: ${what} deleted from this phone without being sent.`;
+  return t("pNow", { what: deleted === 1 ? t("pGone1") : t("pGone", { n: deleted }) });
 }

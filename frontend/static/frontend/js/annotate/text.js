@@ -2,7 +2,8 @@
 // here and the fallback for a language or a message not translated yet; another language is a
 // module like text-fr.js with the same keys (tests/frontend/js/text.test.mjs checks that they
 // match) and one line in LANGUAGES, loaded only by the pages that speak it. `{name}` in a message
-// is replaced by the value of `name`. No DOM needed.
+// is replaced by the value of `name`; a state screen's is [title, text]. privacy.js adds its
+// English when it loads. No DOM needed.
 
 export const MESSAGES = {
   en: {
@@ -37,6 +38,32 @@ export const MESSAGES = {
     kind_verify: "check",
     rightOnChecks: "{pct} % right on check tasks",
     aboutRightOnChecks: "about {pct} % right on check tasks (estimated: answers are private)",
+    ok: "OK",
+    sayNew: "New task. Highlighted: {words}",
+    saySaved: "Answer saved.",
+    timeUp: "Time is up for this task. Your answer is still saved if you submit it, or take a new one.",
+    newTask: "New task",
+    refused: "One answer could not be saved: {why}",
+    loading: "Loading your next task…",
+    none: ["No tasks for you right now", "Everything open has been answered. Check back later: new tasks appear as others finish."],
+    look: "Look again",
+    off: "You are offline",
+    offKept: "{kept} and will be sent when the connection is back. New tasks will appear then.",
+    offNone: "New tasks will appear when the connection is back.",
+    sending: ["Sending your answers…", "The server is busy. Trying again in a few seconds."],
+    notShown: "This task was not shown",
+    reload: "Reload",
+    paused: ["This project is paused", "The manager has paused it. Your answers so far are saved. Come back later."],
+    busy: ["The server is busy", "Trying again in a few seconds…"],
+    tryNow: "Try again now",
+    notMember: ["You are not a member of this project", "Ask the manager for a new invite link."],
+    mine: "My projects",
+    wrong: "Something went wrong",
+    tryAgain: "Try again",
+    ended: "Your session has ended",
+    signIn: "Sign in again to go on.",
+    signInKept: "{kept} and will be sent after you sign in.",
+    signInAgain: "Sign in again",
   },
 };
 
