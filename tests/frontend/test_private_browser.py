@@ -232,4 +232,5 @@ def test_answers_from_before_the_switch_to_private_are_never_sent(new_context, m
         if Observation.objects.filter(project=project).exists():
             break
         page.wait_for_timeout(100)
-    assert Observation.objects.get(project=project).mechanism == "krr"
+    stored = list(Observation.objects.filter(project=project).values("id", "mechanism", "counts"))
+    assert stored and all(o["mechanism"] == "krr" for o in stored), stored  # no true count
