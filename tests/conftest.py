@@ -20,7 +20,7 @@ from django.db import connection
 from config.celery import app as celery_app
 from delivery import stream_slots
 from learning.adapter import model_load
-from tests.factories import UserFactory, client_for, make_project, member
+from tests.support.factories import UserFactory, client_for, make_project, member
 
 REQUIRE_SERVICES = os.environ.get("TALLY_REQUIRE_SERVICES") == "1"
 DB_TESTS_ONLY = os.environ.get("TALLY_DB_TESTS_ONLY") == "1"

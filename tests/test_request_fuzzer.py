@@ -53,8 +53,8 @@ from annotation.models import Membership
 from delivery.models import Webhook, WebhookDelivery
 from learning import services as learning_services
 from learning import tasks as learning_tasks
-from tests.factories import UserFactory, make_project
-from tests.learning.crowd import answer_tasks, import_corpus, toy_sentences
+from tests.support.crowd import answer_tasks, import_corpus, toy_sentences
+from tests.support.factories import UserFactory, make_project
 
 pytestmark = [pytest.mark.django_db, pytest.mark.slow]
 

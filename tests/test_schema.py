@@ -8,7 +8,7 @@ import pytest
 from django.core.files.uploadedfile import SimpleUploadedFile
 from rest_framework.test import APIClient
 
-from tests.factories import client_for, make_project, member
+from tests.support.factories import client_for, make_project, member
 
 METHODS = ("get", "put", "post", "patch", "delete")
 PRESET = {"name": "P", "tag_preset": "ud_upos"}

@@ -19,7 +19,7 @@ import httpx
 import pytest
 
 from tests.conftest import REQUIRE_SERVICES
-from tests.servers import ROOT, free_port, scratch_env, serving
+from tests.support.servers import ROOT, free_port, scratch_env, serving
 
 pytestmark = pytest.mark.slow
 

@@ -19,7 +19,7 @@ import httpx
 import pytest
 
 from tests.conftest import REQUIRE_SERVICES
-from tests.servers import free_port, scratch_env, serving
+from tests.support.servers import free_port, scratch_env, serving
 from tests.test_schema_client import _conllu_sentences
 
 pytestmark = pytest.mark.slow

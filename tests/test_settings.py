@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.processes import child_env
+from tests.support.processes import child_env
 
 ROOT = Path(__file__).resolve().parent.parent
 

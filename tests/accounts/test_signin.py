@@ -6,7 +6,7 @@ from django.contrib.auth import get_user_model
 from django.test import Client, RequestFactory, override_settings
 
 from accounts.signin import client_address, username_key
-from tests.factories import client_for
+from tests.support.factories import client_for
 
 PASSWORD = "correct horse 42"
 

@@ -3,7 +3,7 @@
 import pytest
 from django.contrib.auth import get_user_model
 
-from tests.factories import client_for
+from tests.support.factories import client_for
 
 PASSWORD = "correct horse 42"
 pytestmark = pytest.mark.django_db

@@ -6,7 +6,7 @@ import io
 import pytest
 
 from annotation import services
-from tests.factories import jsonl, make_project
+from tests.support.factories import jsonl, make_project
 
 
 @pytest.fixture

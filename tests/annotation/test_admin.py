@@ -7,7 +7,7 @@ from django.apps import apps
 from django.urls import reverse
 
 from annotation import scheduler, services
-from tests.factories import UserFactory
+from tests.support.factories import UserFactory
 
 
 @pytest.fixture

@@ -10,8 +10,8 @@ from django.utils import timezone
 
 from annotation import scheduler, selectors, services
 from annotation.models import Sentence
-from tests.factories import jsonl, make_project, member
-from tests.learning.crowd import toy_sentences
+from tests.support.crowd import toy_sentences
+from tests.support.factories import jsonl, make_project, member
 
 
 def _answer_checks(project, manager, annotator, *, n_right: int, n_wrong: int, now):

@@ -18,7 +18,7 @@ from django.utils import timezone
 from annotation import scheduler, services
 from annotation.models import Assignment, Observation, Project, Task
 from common.exceptions import InvalidInput
-from tests.factories import UserFactory, annotators, make_project, member
+from tests.support.factories import UserFactory, annotators, make_project, member
 
 pytestmark = [pytest.mark.postgres, pytest.mark.django_db(transaction=True)]
 

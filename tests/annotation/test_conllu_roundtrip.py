@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 from annotation import importers
 from annotation.exports import sentence_conllu
 from learning.core.conllu import iter_conllu, read_conllu
-from tests.factories import client_for, make_project
+from tests.support.factories import client_for, make_project
 
 WORD = "{id}\t{form}\t{lemma}\tNOUN\tNN\t_\t0\t{deprel}\t_\t{misc}"
 REST = "\t_" * 8  # a multiword token's or empty node's columns after FORM

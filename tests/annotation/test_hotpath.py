@@ -25,7 +25,7 @@ from annotation.models import (
     Tag,
     Task,
 )
-from tests.factories import answer, client_for, jsonl, make_project, next_task
+from tests.support.factories import answer, client_for, jsonl, make_project, next_task
 
 pytestmark = pytest.mark.postgres
 

@@ -6,8 +6,8 @@ import pytest
 from django.core.files.uploadedfile import SimpleUploadedFile
 
 from annotation.models import ImportJob
-from tests.factories import client_for, make_project
-from tests.learning.workers import Worker, purge_queue, wait_for
+from tests.support.factories import client_for, make_project
+from tests.support.workers import Worker, purge_queue, wait_for
 
 pytestmark = [pytest.mark.postgres, pytest.mark.redis, pytest.mark.slow]
 
@@ -51,7 +51,7 @@ def test_a_job_queued_while_the_broker_was_down_is_run_by_the_sweep(worker, mana
     from datetime import timedelta
 
     from annotation.tasks import import_sweep
-    from tests.learning.workers import broker_at
+    from tests.support.workers import broker_at
 
     settings.TALLY_IMPORT_SYNC_SENTENCES = 100
     project = make_project(owner=manager)

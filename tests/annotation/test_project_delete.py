@@ -13,8 +13,8 @@ from annotation.models import Project, Sentence
 from learning import services as learning_services
 from learning.core.pipeline import CountTagger
 from learning.models import ModelVersion, RetrainRun
-from tests.factories import make_project
-from tests.learning.crowd import add_annotators, answer_tasks, import_corpus, toy_sentences
+from tests.support.crowd import add_annotators, answer_tasks, import_corpus, toy_sentences
+from tests.support.factories import make_project
 
 pytestmark = [pytest.mark.postgres, pytest.mark.django_db(transaction=True)]
 

@@ -15,7 +15,7 @@ from scipy.stats import chisquare
 from annotation import scheduler, services
 from annotation.models import Assignment, Project, Sentence, Task
 from common.exceptions import ProjectNotActive
-from tests.factories import (
+from tests.support.factories import (
     SENTENCES,
     annotators,
     answer,

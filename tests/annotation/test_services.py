@@ -17,7 +17,7 @@ from common.exceptions import (
     PayloadTooLarge,
     ProjectNotActive,
 )
-from tests.factories import UserFactory, jsonl
+from tests.support.factories import UserFactory, jsonl
 
 
 @pytest.fixture

@@ -16,7 +16,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from tests.servers import free_port, proc_status, scratch_env, serving
+from tests.support.servers import free_port, proc_status, scratch_env, serving
 
 MiB = 1024 * 1024
 

@@ -11,8 +11,8 @@ import time
 import httpx
 import pytest
 
-from tests.factories import UserFactory, make_project
-from tests.learning.crowd import import_corpus, toy_sentences
+from tests.support.crowd import import_corpus, toy_sentences
+from tests.support.factories import UserFactory, make_project
 
 pytestmark = [pytest.mark.postgres, pytest.mark.django_db(transaction=True)]
 

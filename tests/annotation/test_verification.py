@@ -11,7 +11,7 @@ import pytest
 
 from annotation import scheduler, selectors, services
 from annotation.models import Observation, Project, Sentence, Task
-from tests.factories import client_for, member, next_task
+from tests.support.factories import client_for, member, next_task
 
 NAMES = ["NOUN", "VERB", "DET", "ADJ"]
 
@@ -191,7 +191,7 @@ def test_a_held_verification_lease_comes_back_through_the_one_statement_path(
 
 
 def test_gold_check_verification_has_a_known_answer(project, manager, annotator):
-    from tests.factories import jsonl
+    from tests.support.factories import jsonl
 
     services.corpus_import(
         project=project,

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 from django.conf import settings
 
-from tests.factories import client_for
+from tests.support.factories import client_for
 
 pytestmark = pytest.mark.django_db
 

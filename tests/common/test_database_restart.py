@@ -16,7 +16,7 @@ from annotation.models import Project, Sentence
 from config.postgresql import base
 from config.wsgi import application, django_application
 from devtools.stack import free_port
-from tests.factories import client_for, next_task
+from tests.support.factories import client_for, next_task
 
 pytestmark = [pytest.mark.postgres, pytest.mark.django_db(transaction=True)]
 

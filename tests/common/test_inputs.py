@@ -14,7 +14,7 @@ from annotation import hotpath, selectors
 from annotation.models import Observation, Project
 from common.api.pagination import Pagination
 from common.api.plain import Caller
-from tests.factories import client_for, next_task
+from tests.support.factories import client_for, next_task
 
 pytestmark = pytest.mark.django_db
 

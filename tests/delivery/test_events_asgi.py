@@ -13,7 +13,7 @@ import time
 import httpx
 import pytest
 
-from tests.servers import free_port, manage, proc_status, scratch_env, serving
+from tests.support.servers import free_port, manage, proc_status, scratch_env, serving
 
 pytestmark = pytest.mark.slow
 

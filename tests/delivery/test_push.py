@@ -5,8 +5,8 @@ import time
 import pytest
 
 from learning import services, tasks
-from tests.factories import client_for
-from tests.learning.crowd import answer_tasks
+from tests.support.crowd import answer_tasks
+from tests.support.factories import client_for
 
 
 def open_stream(project, manager, **headers):

@@ -8,7 +8,7 @@ import time
 import pytest
 
 from delivery import push, push_hub
-from tests.factories import client_for
+from tests.support.factories import client_for
 
 
 @pytest.fixture

@@ -11,7 +11,7 @@ from urllib.parse import urlsplit
 import psycopg
 import pytest
 
-from tests.processes import child_env
+from tests.support.processes import child_env
 
 ROOT = Path(__file__).resolve().parents[2]
 

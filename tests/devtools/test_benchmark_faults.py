@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from devtools.stack import StackError, postgres_bindir
-from tests.processes import child_env
+from tests.support.processes import child_env
 
 ROOT = Path(__file__).resolve().parents[2]
 

@@ -12,8 +12,8 @@ from urllib.parse import urlsplit
 
 import pytest
 
-from tests.ewt import ewt_slice
-from tests.processes import child_env
+from tests.support.ewt import ewt_slice
+from tests.support.processes import child_env
 
 ROOT = Path(__file__).resolve().parents[2]
 

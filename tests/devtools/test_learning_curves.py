@@ -1,6 +1,6 @@
 from devtools.management.commands.learning_curves import ALPHAS, information_shares
 from learning.core.conllu import iter_conllu
-from tests.ewt import ewt_slice
+from tests.support.ewt import ewt_slice
 
 
 def test_the_privacy_study_reports_the_information_each_release_keeps():

@@ -10,7 +10,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from tests.processes import child_env
+from tests.support.processes import child_env
 
 ROOT = Path(__file__).resolve().parents[2]
 

@@ -12,7 +12,7 @@ import pytest
 from django.test import Client
 
 from annotation import services
-from tests.factories import jsonl, make_project
+from tests.support.factories import jsonl, make_project
 
 PASSWORD = "correct horse battery"
 CHROMIUM = "/usr/bin/chromium"

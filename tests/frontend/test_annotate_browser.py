@@ -70,7 +70,7 @@ def wait_for_new_task(page, previous: int) -> Assignment:
 
 
 def test_annotator_joins_by_code_and_answers_five_tasks_by_taps(new_context, project):
-    from tests.factories import UserFactory
+    from tests.support.factories import UserFactory
 
     newcomer = UserFactory(username="newcomer")
     page = new_context(**PHONE).new_page()

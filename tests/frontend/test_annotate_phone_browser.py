@@ -10,10 +10,10 @@ import pytest
 from annotation import services
 from annotation.models import MAX_TAGS, Membership, Observation, Task
 from learning.core.conllu import iter_conllu
-from tests.ewt import ewt_slice
-from tests.factories import UserFactory
 from tests.frontend.conftest import PHONE
 from tests.frontend.test_annotate_browser import shown_lease, wait_for_lookahead
+from tests.support.ewt import ewt_slice
+from tests.support.factories import UserFactory
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 

@@ -13,9 +13,9 @@ import pytest
 
 from annotation import scheduler, services
 from annotation.models import Membership, Project
-from tests.ewt import ewt_slice as ewt_text
-from tests.factories import UserFactory
 from tests.frontend.conftest import DESKTOP
+from tests.support.ewt import ewt_slice as ewt_text
+from tests.support.factories import UserFactory
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 

@@ -12,10 +12,10 @@ from annotation.models import Membership
 from delivery.models import Webhook, WebhookDelivery
 from learning import services as learning_services
 from learning.models import AnnotatorQuality, RetrainSchedule
-from tests.factories import UserFactory
 from tests.frontend.conftest import DESKTOP, PHONE
 from tests.frontend.test_dashboard_browser import answer_tasks, retrain
-from tests.learning.receivers import start_receiver
+from tests.support.factories import UserFactory
+from tests.support.receivers import start_receiver
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 

@@ -8,10 +8,10 @@ one with a long name, and a careless one who ends up flagged, retrained twice.
 
 import pytest
 
-from tests.factories import UserFactory
 from tests.frontend.conftest import PHONE
 from tests.frontend.test_dashboard_browser import ewt_slice
 from tests.frontend.test_screenshots import crowd_project
+from tests.support.factories import UserFactory
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 

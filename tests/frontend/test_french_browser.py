@@ -8,11 +8,11 @@ import pytest
 
 from annotation import services
 from annotation.models import Membership, Observation, Task
-from tests.factories import UserFactory
 from tests.frontend.conftest import DESKTOP, PHONE
 from tests.frontend.test_annotate_browser import shown_lease
 from tests.frontend.test_annotate_phone_browser import no_more_tasks
 from tests.frontend.test_dashboard_browser import answer_tasks, retrain
+from tests.support.factories import UserFactory
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 

@@ -9,9 +9,9 @@ import pytest
 
 from annotation import services
 from annotation.models import DEFAULT_MECHANISM, Observation, Project
-from tests.factories import UserFactory, make_project, member
 from tests.frontend.conftest import PHONE, SENTENCES
 from tests.frontend.test_annotate_browser import answer_by_taps, gold_counts, shown_lease
+from tests.support.factories import UserFactory, make_project, member
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 

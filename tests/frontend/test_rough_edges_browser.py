@@ -26,8 +26,8 @@ def test_the_private_checkbox_sits_beside_its_label(new_context, manager):
 
 
 def test_the_dock_is_opaque_and_the_private_lock_is_drawn(new_context, manager):
-    from tests.factories import member
     from tests.frontend.test_private_browser import private as private_project
+    from tests.support.factories import member
 
     project = private_project.__wrapped__(manager)
     annotator = member(project, username="annotator")

@@ -16,9 +16,9 @@ import pytest
 
 from annotation import scheduler, services
 from annotation.models import Membership, Project
-from tests.factories import UserFactory
 from tests.frontend.conftest import DESKTOP, PHONE
 from tests.frontend.test_dashboard_browser import answer_tasks, ewt_slice, retrain
+from tests.support.factories import UserFactory
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 

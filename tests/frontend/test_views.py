@@ -184,7 +184,7 @@ def test_join_page_runs_the_join_script_when_signed_in(personas, project):
 def test_the_invite_page_says_what_the_privacy_level_means(manager, alpha, true_percent, odds):
     """Issue 24: the signed-out invite page of a private project names α and says in plain
     words what it means for an answer (krr, one tag asked, a window of 5 words)."""
-    from tests.factories import make_project
+    from tests.support.factories import make_project
 
     project = make_project(owner=manager, private=True, alpha=alpha, tags_per_task=1, window_size=5)
     html = client_for(None).get(f"/join/{project.invite_code}").content.decode()

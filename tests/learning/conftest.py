@@ -1,11 +1,11 @@
 """Fixtures of the learning tests: a small gold-tagged project of the toy language (60 training
-and 20 evaluation sentences, see `tests.learning.crowd`) and a crowd of four annotators, the
+and 20 evaluation sentences, see `tests.support.crowd`) and a crowd of four annotators, the
 first of them the `annotator` persona (the personas are in tests/conftest.py)."""
 
 import pytest
 
-from tests.factories import make_project
-from tests.learning.crowd import add_annotators, import_corpus, toy_sentences
+from tests.support.crowd import add_annotators, import_corpus, toy_sentences
+from tests.support.factories import make_project
 
 
 @pytest.fixture

@@ -4,8 +4,8 @@ import pytest
 
 from delivery.webhooks import services as webhook_services
 from learning import services
-from tests.factories import UserFactory
-from tests.learning.crowd import answer_tasks
+from tests.support.crowd import answer_tasks
+from tests.support.factories import UserFactory
 
 pytestmark = pytest.mark.django_db
 

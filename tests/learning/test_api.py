@@ -12,8 +12,8 @@ from delivery.models import Webhook, WebhookDelivery
 from delivery.webhooks import services as webhook_services
 from learning import services
 from learning.models import ModelVersion
-from tests.factories import client_for, make_project
-from tests.learning.crowd import add_annotators, answer_tasks, import_corpus, toy_sentences
+from tests.support.crowd import add_annotators, answer_tasks, import_corpus, toy_sentences
+from tests.support.factories import client_for, make_project
 
 pytestmark = pytest.mark.django_db
 
@@ -424,7 +424,7 @@ def test_predictions_of_a_conllu_corpus_diff_against_its_source_line_by_line(man
     import io
 
     from annotation import services as annotation_services
-    from tests.learning.crowd import answer_tasks
+    from tests.support.crowd import answer_tasks
 
     project = make_project(owner=manager, name="C", window_size=3, tags_per_task=None)
     source = _conllu(toy_sentences(80))

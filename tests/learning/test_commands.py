@@ -7,7 +7,7 @@ import pytest
 from django.core.management import call_command
 from django.core.management.base import CommandError
 
-from tests.ewt import ewt_slice
+from tests.support.ewt import ewt_slice
 
 
 def _slice(target: Path, n_sentences: int, split: str) -> Path:

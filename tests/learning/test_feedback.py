@@ -5,8 +5,8 @@ from django.db.models import Sum
 from annotation import scheduler, services
 from annotation.models import Assignment, Membership, Task
 from learning import services as learning_services
-from tests.factories import client_for
-from tests.learning.crowd import add_annotators, answer_tasks, import_corpus, toy_sentences
+from tests.support.crowd import add_annotators, answer_tasks, import_corpus, toy_sentences
+from tests.support.factories import client_for
 
 
 def _retrain(project):

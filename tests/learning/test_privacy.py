@@ -8,8 +8,8 @@ from annotation.models import Observation
 from learning import adapter, services
 from learning.core.pipeline import CountTagger
 from learning.core.privacy import Mechanism
-from tests.factories import make_project
-from tests.learning.crowd import add_annotators, answer_tasks, import_corpus, toy_sentences
+from tests.support.crowd import add_annotators, answer_tasks, import_corpus, toy_sentences
+from tests.support.factories import make_project
 
 pytestmark = pytest.mark.django_db
 

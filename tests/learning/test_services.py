@@ -24,7 +24,7 @@ from learning.models import (
     RetrainRun,
     RetrainSchedule,
 )
-from tests.learning.crowd import add_annotators, answer_tasks
+from tests.support.crowd import add_annotators, answer_tasks
 
 pytestmark = pytest.mark.django_db
 

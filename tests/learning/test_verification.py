@@ -8,7 +8,7 @@ from annotation import scheduler
 from annotation.models import Observation, Project, Sentence, Task
 from learning import adapter, services
 from learning.models import AnnotatorQuality
-from tests.learning.crowd import add_annotators, answer_tasks
+from tests.support.crowd import add_annotators, answer_tasks
 
 pytestmark = pytest.mark.django_db
 

@@ -16,10 +16,10 @@ from annotation.models import Assignment, Observation
 from delivery.webhooks import services as webhook_services
 from learning import selectors, services
 from learning.models import ModelVersion, RetrainLock, RetrainRun
-from tests.factories import client_for
-from tests.learning.crowd import answer_tasks
-from tests.learning.receivers import start_receiver
-from tests.learning.workers import Worker, broker_at, purge_queue, wait_for
+from tests.support.crowd import answer_tasks
+from tests.support.factories import client_for
+from tests.support.receivers import start_receiver
+from tests.support.workers import Worker, broker_at, purge_queue, wait_for
 
 pytestmark = [pytest.mark.postgres, pytest.mark.redis, pytest.mark.slow]
 SECRET = "worker-test-secret-0123456789"

@@ -5,7 +5,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from tests.processes import child_env
+from tests.support.processes import child_env
 
 ROOT = Path(__file__).resolve().parents[2]
 

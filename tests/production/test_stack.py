@@ -25,7 +25,7 @@ import redis
 
 from devtools.stack import PROXY_HEADERS, Platform, StackError, free_port, production_env
 from devtools.stack import tail as _tail
-from tests.ewt import ewt_slice
+from tests.support.ewt import ewt_slice
 
 ROOT = Path(__file__).resolve().parents[2]
 

@@ -13,7 +13,7 @@ from rest_framework.test import APIClient
 from annotation.models import Assignment, Membership, Observation, Project, Sentence
 from common.api.output import iso
 from learning.core.conllu import iter_conllu
-from tests.factories import (
+from tests.support.factories import (
     TAGS,
     UserFactory,
     answer,
@@ -269,7 +269,7 @@ def test_imports_are_listed_with_their_splits_in_one_query(project, manager):
 def test_an_upload_holds_out_as_the_form_does_by_default(project, manager):
     """Issue 26, item 8: over the API `evaluation_fraction` defaulted to 0, the form to 0.1."""
     from annotation.models import DEFAULT_EVALUATION_FRACTION
-    from tests.factories import SENTENCES
+    from tests.support.factories import SENTENCES
 
     gold = [(tokens, tags) for tokens, tags in SENTENCES] * 10  # gold-tagged: may be held out
     body = {"file": SimpleUploadedFile("c.jsonl", jsonl(gold)), "format": "jsonl", "seed": "0"}

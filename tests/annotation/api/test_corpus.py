@@ -8,8 +8,8 @@ import pytest
 from django.core.files.uploadedfile import SimpleUploadedFile
 
 from annotation.models import CorpusImport
-from tests.ewt import ewt_slice
-from tests.factories import client_for, jsonl, make_project
+from tests.support.ewt import ewt_slice
+from tests.support.factories import client_for, jsonl, make_project
 
 pytestmark = pytest.mark.django_db
 

@@ -12,7 +12,7 @@ from rest_framework.test import APIClient
 
 from annotation import cycle, hotpath, kinds, scheduler, services
 from annotation.models import Assignment, Membership, Observation, Project, Task
-from tests.factories import answer, client_for, make_project, member, next_task
+from tests.support.factories import answer, client_for, make_project, member, next_task
 
 
 def test_inactive_users_token_is_refused_on_both_hot_endpoints(project, corpus, annotator):

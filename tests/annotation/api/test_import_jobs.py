@@ -14,7 +14,7 @@ from django.core.files.uploadedfile import SimpleUploadedFile
 
 from annotation import scheduler, services
 from annotation.models import CorpusImport, ImportJob, Sentence, Task
-from tests.factories import client_for
+from tests.support.factories import client_for
 
 pytestmark = pytest.mark.django_db
 

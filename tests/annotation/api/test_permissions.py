@@ -4,7 +4,7 @@ annotator of another project, an anonymous visitor."""
 import pytest
 from django.core.files.uploadedfile import SimpleUploadedFile
 
-from tests.factories import client_for, jsonl
+from tests.support.factories import client_for, jsonl
 
 PERSONAS = ("manager", "annotator", "outsider", "anonymous")
 

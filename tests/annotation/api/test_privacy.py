@@ -16,7 +16,7 @@ from learning.core.privacy import (
     MECHANISMS,
     Mechanism,
 )
-from tests.factories import TAGS, client_for, jsonl, make_project, member, next_task
+from tests.support.factories import TAGS, client_for, jsonl, make_project, member, next_task
 
 
 @pytest.fixture

@@ -7,7 +7,7 @@ import pytest
 from django.core.files.uploadedfile import SimpleUploadedFile
 
 from annotation.models import Observation, Project, Sentence
-from tests.factories import TAGS, client_for, jsonl
+from tests.support.factories import TAGS, client_for, jsonl
 
 pytestmark = pytest.mark.django_db
 

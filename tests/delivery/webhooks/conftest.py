@@ -2,7 +2,7 @@
 
 import pytest
 
-from tests.learning.receivers import start_receiver
+from tests.support.receivers import start_receiver
 
 
 @pytest.fixture

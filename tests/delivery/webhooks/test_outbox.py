@@ -15,8 +15,8 @@ from delivery.models import WebhookDelivery
 from delivery.webhooks import outbox, transport
 from delivery.webhooks import services as webhook_services
 from learning import services, tasks
-from tests.factories import client_for
-from tests.learning.crowd import answer_tasks
+from tests.support.crowd import answer_tasks
+from tests.support.factories import client_for
 
 pytestmark = pytest.mark.django_db
 SECRET = "a-shared-secret-of-some-length"

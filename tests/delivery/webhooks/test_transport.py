@@ -4,7 +4,7 @@ checked on save (through the API) and by `transport.target_check`."""
 import pytest
 
 from delivery.webhooks import transport
-from tests.factories import client_for
+from tests.support.factories import client_for
 
 pytestmark = pytest.mark.django_db
 

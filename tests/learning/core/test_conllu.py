@@ -10,7 +10,7 @@ from learning.core.conllu import (
     read_conllu,
     split_multiword,
 )
-from tests.ewt import EWT_DIR
+from tests.support.ewt import EWT_DIR
 
 SAMPLE = """# newdoc id = d1
 # sent_id = s1

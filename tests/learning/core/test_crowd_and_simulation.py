@@ -2,7 +2,7 @@ import numpy as np
 
 from learning.core.crowd import chance_squared_error, estimate_reliability
 from learning.experiments.simulate import simulate_crowd
-from tests.learning.core.synthetic import make_corpus
+from tests.support.synthetic import make_corpus
 
 
 def test_simulation_is_seeded_and_exact_annotators_tell_the_truth():

@@ -7,7 +7,7 @@ from learning.core.em import expected_labels, window_token_index
 from learning.core.node_tagger import aggregate_by_type
 from learning.core.posterior import brute_force_posteriors
 from learning.experiments.simulate import simulate_crowd
-from tests.learning.core.synthetic import make_corpus
+from tests.support.synthetic import make_corpus
 
 
 def _setup(obs_per_sentence):

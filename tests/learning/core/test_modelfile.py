@@ -203,7 +203,7 @@ def test_wrong_version_and_garbage_are_refused(tmp_path, tagger):
 def test_count_tagger_saves_its_final_tagger(tmp_path):
     from learning.core import CountTagger
     from learning.experiments.simulate import simulate_crowd
-    from tests.learning.core.synthetic import make_corpus
+    from tests.support.synthetic import make_corpus
 
     sentences, gold, _, tagset = make_corpus(np.random.default_rng(61), n_sentences=200)
     crowd = simulate_crowd(gold, len(tagset), window=3, random_state=0)

@@ -8,7 +8,7 @@ from learning.core import CountTagger, FeatureConfig, Observations, accuracy
 from learning.core.pipeline import _Stopwatch
 from learning.core.schedule import EMSchedule, choose_schedule
 from learning.experiments.simulate import simulate_crowd
-from tests.learning.core.synthetic import make_corpus
+from tests.support.synthetic import make_corpus
 
 CONFIG = FeatureConfig(n_features=2**12)
 

@@ -116,7 +116,7 @@ def test_debiased_moments_are_consistent():
     from learning.core.design import design_matrix, encode_corpus
     from learning.core.solver import solve_word_tag_probs
     from learning.experiments.simulate import simulate_crowd
-    from tests.learning.core.synthetic import make_corpus
+    from tests.support.synthetic import make_corpus
 
     rng = np.random.default_rng(17)
     sentences, gold, w_star, _ = make_corpus(rng, n_sentences=3000, n_words=20)
@@ -140,7 +140,7 @@ def test_debiased_moments_are_consistent():
 def test_count_tagger_learns_from_private_answers_and_flags_spammers():
     from learning.core import CountTagger, FeatureConfig, accuracy
     from learning.experiments.simulate import simulate_crowd
-    from tests.learning.core.synthetic import make_corpus
+    from tests.support.synthetic import make_corpus
 
     rng = np.random.default_rng(23)
     sentences, gold, w_star, tagset = make_corpus(rng, n_sentences=1500, n_words=30)
@@ -170,7 +170,7 @@ def _private_crowd(seed: int, *, n_sentences: int, alpha: float):
     the same answers released through krr at ``alpha``: (sentences, tagset, exact answers,
     mechanism, released answers)."""
     from learning.experiments.simulate import simulate_crowd
-    from tests.learning.core.synthetic import make_corpus
+    from tests.support.synthetic import make_corpus
 
     rng = np.random.default_rng(seed)
     sentences, gold, _, tagset = make_corpus(rng, n_sentences=n_sentences, n_words=30)

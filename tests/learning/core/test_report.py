@@ -10,7 +10,7 @@ from learning.core.report import (
 )
 from learning.core.schedule import EMSchedule
 from learning.experiments.simulate import simulate_crowd
-from tests.learning.core.synthetic import make_corpus
+from tests.support.synthetic import make_corpus
 
 
 @pytest.fixture(scope="module")

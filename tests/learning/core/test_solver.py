@@ -4,7 +4,7 @@ import scipy.sparse as sp
 from learning.core.design import design_matrix, encode_corpus
 from learning.core.solver import select_ridge, solve_word_tag_probs, tag_prior
 from learning.experiments.simulate import simulate_crowd
-from tests.learning.core.synthetic import make_corpus
+from tests.support.synthetic import make_corpus
 
 
 def _solve(n_sentences, seed, tags_per_task=None, ridge=1e-2):

@@ -15,7 +15,7 @@ from learning.core.modelfile import save_tagger
 from learning.core.node_tagger import NodeTagger
 from learning.core.tag import main
 from learning.core.wordclasses import learn_word_classes
-from tests.ewt import ewt_slice
+from tests.support.ewt import ewt_slice
 
 ROOT = Path(__file__).resolve().parents[3]
 SENTENCES = [["the", "dog", "runs"], ["the", "cat", "runs"], ["a", "dog", "sleeps"]]

@@ -13,9 +13,9 @@ from pathlib import Path
 
 import httpx
 
-from tests.processes import child_env
+from tests.support.processes import child_env
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def free_port() -> int:

@@ -4,7 +4,7 @@ from pathlib import Path
 
 from learning.core.conllu import conllu_head
 
-EWT_DIR = Path(__file__).resolve().parent.parent / "data" / "ud-english-ewt"
+EWT_DIR = Path(__file__).resolve().parents[2] / "data" / "ud-english-ewt"
 
 
 def ewt_slice(n_sentences: int, split: str = "train") -> str:

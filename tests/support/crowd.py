@@ -12,7 +12,7 @@ import numpy as np
 
 from annotation import scheduler, selectors, services
 from annotation.models import Project, Sentence
-from tests.factories import TAGS, jsonl, member
+from tests.support.factories import TAGS, jsonl, member
 
 LEXICON = {
     "DET": ["the", "a", "every", "this", "that"],

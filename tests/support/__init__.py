@@ -1,0 +1,1 @@
+"""What the tests share: factories, EWT slices, a toy crowd, servers, workers and receivers."""
