@@ -1,0 +1,202 @@
+"""The value of a task (bits its answer teaches) against brute-force enumeration of the
+window's taggings, and the round that spends a budget on the most valuable tasks."""
+
+from itertools import product
+
+import numpy as np
+import pytest
+from scipy import stats
+
+from learning.core.task_value import (
+    count_answer_distribution,
+    count_values,
+    round_plan,
+    verification_share,
+    verification_values,
+)
+
+
+def _random_probs(rng, *shape, sharp=1.0):
+    return rng.dirichlet(np.full(shape[-1], sharp), size=shape[:-1])
+
+
+def _brute_counts(token_probs, asked):
+    """The distribution of the asked tags' count vector, by enumerating every tagging."""
+    width, n_tags = token_probs.shape
+    dist: dict[tuple, float] = {}
+    for tagging in product(range(n_tags), repeat=width):
+        p = float(np.prod(token_probs[np.arange(width), tagging]))
+        key = tuple(sum(t == b for t in tagging) for b in asked)
+        dist[key] = dist.get(key, 0.0) + p
+    return dist
+
+
+def _entropy(probabilities) -> float:
+    p = np.array([q for q in probabilities if q > 0])
+    return float(-(p * np.log2(p)).sum())
+
+
+@pytest.mark.parametrize("asked", [(0,), (1, 3), (0, 2, 3), (0, 1, 2, 3)])
+def test_the_count_distribution_equals_enumeration(asked):
+    rng = np.random.default_rng(len(asked))
+    token_probs = _random_probs(rng, 4, 4, sharp=0.7)
+    dist = count_answer_distribution(token_probs[None, :, list(asked)])[0]
+    brute = _brute_counts(token_probs, asked)
+    assert sorted(dist[dist > 1e-15]) == pytest.approx(sorted(v for v in brute.values() if v > 0))
+    assert dist.sum() == pytest.approx(1.0)
+
+
+def test_a_padded_window_counts_only_its_tokens():
+    rng = np.random.default_rng(1)
+    token_probs = _random_probs(rng, 3, 5)
+    padded = np.concatenate([token_probs, np.zeros((2, 5))])
+    short = count_values(token_probs[None, :, [1, 4]])
+    long = count_values(padded[None, :, [1, 4]])
+    assert long == pytest.approx(short)
+
+
+@pytest.mark.parametrize("noise", [0.0, 0.2])
+def test_the_value_of_a_count_task_is_the_mutual_information_of_its_answer(noise):
+    """I(A; tags) with A = N, or with probability `noise` a uniformly random valid answer."""
+    rng = np.random.default_rng(7)
+    asked = (0, 2)
+    for _ in range(5):
+        token_probs = _random_probs(rng, 3, 4, sharp=0.5)
+        counts = _brute_counts(token_probs, asked)
+        answers = [v for v in product(range(4), repeat=2) if sum(v) <= 3]
+        joint = {
+            (n, a): p * ((1 - noise) * (a == n) + noise / len(answers))
+            for n, p in counts.items()
+            for a in answers
+        }
+        p_answer = {a: sum(joint[(n, a)] for n in counts) for a in answers}
+        information = sum(
+            q * np.log2(q / (counts[n] * p_answer[a])) for (n, a), q in joint.items() if q > 0
+        )
+        value = count_values(token_probs[None, :, list(asked)], noise=noise)[0]
+        assert value == pytest.approx(information, abs=1e-9)
+
+
+def test_asking_all_tags_is_valued_by_an_upper_bound_that_is_tight_without_shared_doubt():
+    """All tags: Σ_i H(p_i) bounds H(N) from above, with equality when no two tokens are unsure
+    between the same tags (measured on real windows in docs/learning-notes.md)."""
+    rng = np.random.default_rng(3)
+    token_probs = _random_probs(rng, 3, 3)
+    everything = tuple(range(3))
+    exact = _entropy(_brute_counts(token_probs, everything).values())
+    bound = sum(_entropy(row) for row in token_probs)
+    assert exact <= bound + 1e-12 and exact < bound - 0.1  # shared doubt: the bound is loose
+    tidy = np.array([[0.5, 0.5, 0.0, 0.0], [0.0, 0.0, 0.3, 0.7], [1.0, 0.0, 0.0, 0.0]])
+    exact = _entropy(_brute_counts(tidy, tuple(range(4))).values())
+    assert exact == pytest.approx(sum(_entropy(row) for row in tidy))
+
+
+def test_the_value_of_a_verification_is_the_entropy_of_its_outcome():
+    rng = np.random.default_rng(5)
+    lengths = np.array([4, 2])
+    token_probs = _random_probs(rng, 6, 3, sharp=0.8)
+    offsets = np.array([0, 4, 6])
+    starts = np.array([1, 0])
+    values = verification_values(token_probs, offsets, starts, width=3)
+    for s, (value, start) in enumerate(zip(values, starts, strict=True)):
+        width = min(3, lengths[s])
+        probs = token_probs[offsets[s] + start : offsets[s] + start + width]
+        shown = probs.argmax(axis=1)
+        outcomes: dict[int, float] = {}
+        for tagging in product(range(3), repeat=width):
+            p = float(np.prod(probs[np.arange(width), tagging]))
+            wrong = [i for i in range(width) if tagging[i] != shown[i]]
+            key = wrong[0] if wrong else -1  # the first wrong word tapped, or Yes
+            outcomes[key] = outcomes.get(key, 0.0) + p
+        assert value == pytest.approx(_entropy(outcomes.values()), abs=1e-9)
+
+
+def _corpus(rng, n_sentences=300, n_tags=6):
+    lengths = rng.integers(1, 15, size=n_sentences)
+    offsets = np.concatenate([[0], np.cumsum(lengths)])
+    sharp = rng.choice([0.05, 1.0], size=offsets[-1], p=[0.8, 0.2])  # mostly sure, some doubt
+    token_probs = np.array([rng.dirichlet(np.full(n_tags, s)) for s in sharp])
+    return token_probs, offsets
+
+
+def test_a_round_takes_the_most_valuable_windows_without_overlap():
+    rng = np.random.default_rng(0)
+    token_probs, offsets = _corpus(rng)
+    plan = round_plan(
+        token_probs, offsets, window=4, tags_per_task=2, n_tasks=200, exploration=0.0,
+        random_state=0,
+    )  # fmt: skip
+    assert len(plan) == 200 and not plan.explore.any()
+    assert (plan.tag_mask.sum(axis=1) == 2).all()
+    assert np.all(np.diff(plan.value) <= 1e-12)  # served most valuable first
+    for s in np.unique(plan.sentence):
+        mine = plan.sentence == s
+        spans = sorted(zip(plan.start[mine], plan.start[mine] + plan.length[mine], strict=True))
+        assert all(end <= begin for (_, end), (begin, _) in zip(spans, spans[1:], strict=False))
+    # Each chosen task is the best subset of its window: no pair of its tags is worth more.
+    lengths = np.diff(offsets)
+    for row in range(0, 200, 37):
+        s, a, n = plan.sentence[row], plan.start[row], plan.length[row]
+        assert n == min(4, lengths[s])
+        probs = token_probs[offsets[s] + a : offsets[s] + a + n]
+        best = max(
+            count_values(probs[None, :, [i, j]])[0] for i in range(6) for j in range(i + 1, 6)
+        )
+        assert plan.value[row] == pytest.approx(best)
+
+
+def test_a_round_leaves_out_what_was_asked_and_values_all_tags_tasks():
+    rng = np.random.default_rng(1)
+    token_probs, offsets = _corpus(rng, n_sentences=50)
+    first = round_plan(token_probs, offsets, window=3, tags_per_task=None, n_tasks=20,
+                       exploration=0.0, random_state=0)  # fmt: skip
+    assert first.tag_mask.all()
+    asked = np.concatenate(
+        [first.sentence[:, None], first.start[:, None], first.length[:, None], first.tag_mask],
+        axis=1,
+    )
+    again = round_plan(token_probs, offsets, window=3, tags_per_task=None, n_tasks=20,
+                       exploration=0.0, asked=asked, random_state=0)  # fmt: skip
+    old = {tuple(r) for r in asked[:, :3].tolist()}
+    assert not old & {
+        (s, a, n) for s, a, n in zip(again.sentence, again.start, again.length, strict=True)
+    }
+
+
+def test_the_exploration_share_holds():
+    """Over many rounds, the share of uniform rows is `exploration` (chi-square), and their
+    window starts are uniform over the sentence's starts (chi-square)."""
+    rng = np.random.default_rng(2)
+    token_probs, offsets = _corpus(rng, n_sentences=40)
+    explored = total = 0
+    starts = []
+    lengths = np.diff(offsets)
+    for seed in range(200):
+        plan = round_plan(token_probs, offsets, window=3, tags_per_task=1, n_tasks=25,
+                          exploration=0.3, random_state=seed)  # fmt: skip
+        explored += int(plan.explore.sum())
+        total += len(plan)
+        long = plan.explore & (lengths[plan.sentence] == 12)
+        starts.extend(plan.start[long].tolist())
+    expected = np.array([0.3, 0.7]) * total
+    assert stats.chisquare([explored, total - explored], expected).pvalue > 0.001
+    if len(starts) > 50:  # sentences of 12 tokens: 10 starts of a 3-token window
+        observed = np.bincount(starts, minlength=10)
+        assert stats.chisquare(observed).pvalue > 0.001
+
+
+def test_a_round_with_no_doubt_left_explores():
+    token_probs = np.eye(3)[[0, 1, 2, 0, 1]]
+    plan = round_plan(token_probs, np.array([0, 5]), window=2, tags_per_task=1, n_tasks=3,
+                      exploration=0.0, random_state=0)  # fmt: skip
+    assert len(plan) == 3 and plan.explore.all()  # nothing to learn: uniform draws
+
+
+def test_the_verification_share_follows_value_per_second():
+    counts = np.full(100, 1.0)
+    assert verification_share(counts, 10.0, np.zeros(100), 3.0) == 0.0  # nothing to learn
+    assert verification_share(counts, 10.0, np.full(100, 0.5), 3.0) == 1.0  # 0.17 bit/s > 0.1
+    assert verification_share(counts, 10.0, np.full(50, 0.5), 3.0) == 0.5  # 50 worth asking
+    assert verification_share(counts, 10.0, np.full(100, 0.2), 3.0) == 0.0  # 0.067 bit/s < 0.1
+    mixed = verification_share(counts, 10.0, np.linspace(0, 1, 100), 5.0)
+    assert mixed == pytest.approx(0.5, abs=0.02)  # the half worth more than 0.1 bit/s
