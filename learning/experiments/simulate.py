@@ -94,9 +94,6 @@ def simulate_crowd(
     flat = np.concatenate([np.asarray(t, dtype=np.int64) for t in gold_tags] + [np.zeros(0, int)])
     if flat.size and (flat.min() < 0 or flat.max() >= n_tags):
         raise ValueError("gold tag index outside 0..n_tags-1")
-    offsets = np.concatenate([[0], np.cumsum(lengths)[:-1]])
-    cumulative = np.zeros((flat.shape[0] + 1, n_tags), dtype=np.int32)
-    np.cumsum(np.eye(n_tags, dtype=np.int32)[flat], axis=0, out=cumulative[1:])
 
     whole, share = divmod(float(obs_per_sentence), 1.0)
     sentence = np.repeat(usable, int(whole))
@@ -107,8 +104,7 @@ def simulate_crowd(
     sentence_length = lengths[sentence]
     length = np.minimum(window, sentence_length)
     start = (rng.random(n) * (sentence_length - length + 1)).astype(np.int64)
-    first = offsets[sentence] + start
-    true_counts = (cumulative[first + length] - cumulative[first]).astype(np.int64)
+    true_counts = _window_counts(gold_tags, n_tags, sentence, start, length)
 
     if tags_per_task is None:
         mask = np.ones((n, n_tags), dtype=bool)
@@ -127,16 +123,7 @@ def simulate_crowd(
         + ["exact"] * (n_annotators - n_spam - n_noisy - n_yes)
     )
     kinds = kinds[rng.permutation(n_annotators)]
-    annotator = rng.integers(0, n_annotators, size=n)
-
-    counts = np.where(mask, true_counts, 0)
-    kind_of = kinds[annotator]
-    # Spammers first, then noisy annotators: the order the random draws are made in.
-    for kind in ("spammer", "noisy"):
-        for i in np.flatnonzero(kind_of == kind):
-            counts[i] = simulated_answer(
-                kind, counts[i], mask[i], int(length[i]), rng, noise_rate=noise_rate
-            )
+    annotator, counts = _answered(kinds, true_counts, mask, length, rng, noise_rate)
 
     observations = Observations.create(
         sentence=sentence,
@@ -149,6 +136,60 @@ def simulate_crowd(
         allow_empty=True,
     )
     return SimulatedCrowd(observations=observations, annotator_kind=kinds)
+
+
+def _window_counts(gold_tags, n_tags, sentence, start, length) -> np.ndarray:
+    """The true count of every tag in each window, (n, n_tags)."""
+    lengths = np.array([len(t) for t in gold_tags], dtype=np.int64)
+    flat = np.concatenate([np.asarray(t, dtype=np.int64) for t in gold_tags] + [np.zeros(0, int)])
+    offsets = np.concatenate([[0], np.cumsum(lengths)[:-1]])
+    cumulative = np.zeros((flat.shape[0] + 1, n_tags), dtype=np.int32)
+    np.cumsum(np.eye(n_tags, dtype=np.int32)[flat], axis=0, out=cumulative[1:])
+    first = offsets[sentence] + start
+    return (cumulative[first + length] - cumulative[first]).astype(np.int64)
+
+
+def _answered(kinds, true_counts, mask, length, rng, noise_rate):
+    """Each task's annotator, drawn uniformly from the crowd, and their answer."""
+    annotator = rng.integers(0, kinds.shape[0], size=mask.shape[0])
+    counts = np.where(mask, true_counts, 0)
+    kind_of = kinds[annotator]
+    # Spammers first, then noisy annotators: the order the random draws are made in.
+    for kind in ("spammer", "noisy"):
+        for i in np.flatnonzero(kind_of == kind):
+            counts[i] = simulated_answer(
+                kind, counts[i], mask[i], int(length[i]), rng, noise_rate=noise_rate
+            )
+    return annotator, counts
+
+
+def answer_counts(
+    crowd: SimulatedCrowd,
+    gold_tags: Sequence[Sequence[int]],
+    sentence: np.ndarray,
+    start: np.ndarray,
+    length: np.ndarray,
+    tag_mask: np.ndarray,
+    rng: np.random.Generator,
+    *,
+    noise_rate: float = 0.2,
+) -> Observations:
+    """``crowd``'s answers to given count tasks (a round chosen by a policy), each by an
+    annotator drawn uniformly, who answers as their kind does (module docstring)."""
+    lengths = np.array([len(t) for t in gold_tags], dtype=np.int64)
+    true_counts = _window_counts(gold_tags, tag_mask.shape[1], sentence, start, length)
+    annotator, counts = _answered(crowd.annotator_kind, true_counts, tag_mask, length, rng,
+                                  noise_rate)  # fmt: skip
+    return Observations.create(
+        sentence=sentence,
+        start=start,
+        length=length,
+        tag_mask=tag_mask,
+        counts=counts,
+        annotator=annotator,
+        sentence_lengths=lengths,
+        allow_empty=True,
+    )
 
 
 def simulated_answer(
@@ -221,10 +262,6 @@ def simulate_verifications(
     rng = np.random.default_rng(random_state)
     lengths = np.array([len(t) for t in gold_tags], dtype=np.int64)
     offsets = np.concatenate([[0], np.cumsum(lengths)[:-1]])
-    flat_gold = np.concatenate(
-        [np.asarray(t, dtype=np.int64) for t in gold_tags] + [np.zeros(0, int)]
-    )
-    guess = token_probs.argmax(axis=1)
     sentences, starts = [], []
     for s in np.flatnonzero(lengths > 0):
         w = min(window, int(lengths[s]))
@@ -242,8 +279,39 @@ def simulate_verifications(
         for start in chosen:
             sentences.append(s)
             starts.append(int(start))
-    sentence = np.asarray(sentences, dtype=np.int64)
-    start = np.asarray(starts, dtype=np.int64)
+    return answer_verifications(
+        crowd,
+        gold_tags,
+        token_probs,
+        np.asarray(sentences, dtype=np.int64),
+        np.asarray(starts, dtype=np.int64),
+        window,
+        rng,
+        tap=tap,
+        noise_rate=noise_rate,
+    )
+
+
+def answer_verifications(
+    crowd: SimulatedCrowd,
+    gold_tags: Sequence[Sequence[int]],
+    token_probs: np.ndarray,
+    sentence: np.ndarray,
+    start: np.ndarray,
+    window: int,
+    rng: np.random.Generator,
+    *,
+    tap: bool = True,
+    noise_rate: float = 0.2,
+) -> VerificationAnswers:
+    """``crowd``'s answers to verification questions on given windows (``sentence``, ``start``;
+    ``window`` tokens or the whole sentence), each showing the model's most likely tags."""
+    lengths = np.array([len(t) for t in gold_tags], dtype=np.int64)
+    offsets = np.concatenate([[0], np.cumsum(lengths)[:-1]])
+    flat_gold = np.concatenate(
+        [np.asarray(t, dtype=np.int64) for t in gold_tags] + [np.zeros(0, int)]
+    )
+    guess = token_probs.argmax(axis=1)
     n = sentence.shape[0]
     length = np.minimum(window, lengths[sentence])
     w_max = int(length.max()) if n else 0
