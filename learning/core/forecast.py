@@ -1,0 +1,252 @@
+"""Forecast what more answers buy: a learning curve fitted to a project's own model versions.
+
+The loss ``L`` (``1 − accuracy``, or the label-free count error as it is) is modelled as an inverse
+power law of the number of answers ``n``, ``L(n) = a + b·(n / n_ref)^−c`` with ``a ≥ 0`` (the
+loss the project tends to), ``b ≥ 0`` (the curve improves with answers) and ``c`` in
+``exponent_range``; ``n_ref`` is the largest fitted ``n``. For a fixed ``c`` the model is linear in
+``(a, b)``, so the fit profiles ``c`` over a log-spaced grid: each grid value gets the weight
+``prior(c) · exp(−RSS(c) / 2σ²)`` (a log-uniform prior), which keeps every exponent the points
+do not rule out. The interval is a parametric bootstrap over that mixture: draw ``c`` by its weight,
+redraw the points around its fitted curve with noise ``σ``, refit ``(a, b)``; a predicted metric
+adds the noise of one more version. ``σ`` pools a floor (the binomial noise of an evaluation set
+of ``n_eval`` items, or ``min_noise``) with the residuals of the best fit. With two versions
+every exponent fits exactly and the interval is the prior's spread (wide, finite); with one
+version :meth:`LearningCurve.fit` refuses. The experiments behind the curve and the defaults are
+in docs/learning-notes.md ("Forecasting the learning curve").
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+from scipy.optimize import minimize_scalar
+
+__all__ = ["Forecast", "LearningCurve"]
+
+
+@dataclass(frozen=True)
+class Forecast:
+    """One prediction with its interval: ``low ≤ value ≤ high`` (``high`` may be ``math.inf``
+    for answers the plausible curves may never reach)."""
+
+    value: float
+    low: float
+    high: float
+
+
+class LearningCurve:
+    """Inverse-power-law learning curve with an honest interval.
+
+    Parameters
+    ----------
+    higher_is_better : bool, default True
+        ``True`` for accuracy (a fraction in [0, 1], the curve rises towards at most 1);
+        ``False`` for a loss ≥ 0 such as the label-free count error (the curve falls towards ≥ 0).
+    level : float, default 0.8
+        Coverage of the intervals (central, equal tails).
+    random_state : int, numpy Generator or None
+        Seeds the bootstrap.
+    exponent_range : (float, float), default (0.05, 2.0)
+        The exponents ``c`` the fit may use (log-uniform prior); wider than learning curves
+        measured in the literature and here, so the prior widens intervals rather than biases them.
+    min_noise : float, default 0.003
+        Floor of the noise of one version's metric (in the metric's units) when ``fit`` gets no
+        ``n_eval``; the noise of retraining on more answers, not only of the evaluation.
+    n_draws : int, default 2000
+        Bootstrap draws behind each interval.
+
+    Attributes
+    ----------
+    params_ : ndarray (a, b, c)
+        The least-squares curve, in loss units: ``L(n) = a + b·(n / n_ref_)^−c``.
+    n_ref_ : float
+        The largest fitted answer count.
+    noise_ : float
+        σ, the noise of one version's loss.
+    exponents_, exponent_weights_ : ndarray
+        The exponent grid and the weight each exponent got from the points.
+    samples_ : ndarray (n_draws, 3)
+        The bootstrap curves ``(a, b, c)`` behind the intervals.
+    """
+
+    def __init__(
+        self,
+        *,
+        higher_is_better: bool = True,
+        level: float = 0.8,
+        random_state: int | np.random.Generator | None = None,
+        exponent_range: tuple[float, float] = (0.05, 2.0),
+        min_noise: float = 0.003,
+        n_draws: int = 2000,
+    ) -> None:
+        self.higher_is_better = higher_is_better
+        self.level = level
+        self.random_state = random_state
+        self.exponent_range = exponent_range
+        self.min_noise = min_noise
+        self.n_draws = n_draws
+
+    # ---- fitting --------------------------------------------------------------------------
+    def fit(
+        self, answers: Sequence[float], metric: Sequence[float], *, n_eval: int | None = None
+    ) -> LearningCurve:
+        """Fit to versions trained on ``answers[i]`` answers that scored ``metric[i]``.
+
+        ``n_eval``: items the metric was measured on (gold tokens); its binomial noise floors σ.
+        Raises ``ValueError`` with fewer than two distinct answer counts.
+        """
+        n = np.asarray(answers, dtype=np.float64).ravel()
+        y = np.asarray(metric, dtype=np.float64).ravel()
+        self._check(n, y, n_eval)
+        loss = 1.0 - y if self.higher_is_better else y.copy()
+        self.n_ref_ = float(n.max())
+        x = n / self.n_ref_
+        rng = np.random.default_rng(self.random_state)
+
+        exponents = np.geomspace(*self.exponent_range, num=48)
+        basis = [np.column_stack([np.ones_like(x), x**-c]) for c in exponents]
+        fits = [_nonnegative_lstsq(B, loss[None, :])[0] for B in basis]
+        rss = np.array([np.sum((B @ p - loss) ** 2) for B, p in zip(basis, fits, strict=True)])
+
+        self.noise_ = self._noise(loss, rss.min(), n_eval)
+        log_weight = -(rss - rss.min()) / (2.0 * self.noise_**2)
+        weight = np.exp(log_weight - log_weight.max())
+        self.exponent_weights_ = weight / weight.sum()
+        self.exponents_ = exponents
+        self.params_ = _refine_best(x, loss, exponents, rss)  # a, b, c of the least-squares curve
+
+        # Parametric bootstrap: exponent by weight, points redrawn around its curve, (a, b) refit.
+        chosen = rng.choice(len(exponents), size=self.n_draws, p=self.exponent_weights_)
+        samples = np.empty((self.n_draws, 3))
+        for k in np.unique(chosen):
+            rows = np.flatnonzero(chosen == k)
+            center = basis[k] @ fits[k]
+            redrawn = center[None, :] + self.noise_ * rng.standard_normal((len(rows), len(x)))
+            ab = _nonnegative_lstsq(basis[k], redrawn)
+            samples[rows, 0], samples[rows, 1], samples[rows, 2] = ab[:, 0], ab[:, 1], exponents[k]
+        self.samples_ = samples
+        self._future_noise = rng.standard_normal(self.n_draws)
+        self.n_points_ = len(n)
+        return self
+
+    def _check(self, n: np.ndarray, y: np.ndarray, n_eval: int | None) -> None:
+        if n.shape != y.shape:
+            raise ValueError("answers and metric must have the same length")
+        if not (np.all(np.isfinite(n)) and np.all(np.isfinite(y))):
+            raise ValueError("answers and metric must be finite numbers")
+        if np.any(n <= 0):
+            raise ValueError("every version must have been trained on at least one answer")
+        if len(np.unique(n)) < 2:
+            raise ValueError("a learning curve needs versions at two or more answer counts")
+        if self.higher_is_better and np.any((y < 0) | (y > 1)):
+            raise ValueError("accuracy must be a fraction between 0 and 1")
+        if not self.higher_is_better and np.any(y < 0):
+            raise ValueError("a loss such as the count error cannot be negative")
+        if n_eval is not None and n_eval < 1:
+            raise ValueError("n_eval must be a positive number of evaluated items")
+        if not 0 < self.level < 1:
+            raise ValueError("level must be strictly between 0 and 1")
+
+    def _noise(self, loss: np.ndarray, best_rss: float, n_eval: int | None) -> float:
+        """σ: the floor, pooled with the best fit's residuals as two pseudo-observations."""
+        if n_eval is not None and self.higher_is_better:
+            p = float(np.clip(loss[-1], 0.01, 0.99))
+            floor = max(math.sqrt(p * (1 - p) / n_eval), self.min_noise)
+        else:
+            floor = self.min_noise
+        prior_dof, dof = 2.0, max(len(loss) - 3, 0)
+        return math.sqrt((prior_dof * floor**2 + best_rss) / (prior_dof + dof))
+
+    # ---- predictions ----------------------------------------------------------------------
+    def _tails(self) -> tuple[float, float]:
+        return (1 - self.level) / 2, (1 + self.level) / 2
+
+    def _to_metric(self, loss: np.ndarray) -> np.ndarray:
+        return 1.0 - loss if self.higher_is_better else loss
+
+    def curve(self, answers: float | np.ndarray) -> np.ndarray:
+        """Loss of every bootstrap curve at ``answers`` (draws × points), before version noise."""
+        x = np.atleast_1d(np.asarray(answers, dtype=np.float64)) / self.n_ref_
+        a, b, c = (self.samples_[:, i : i + 1] for i in range(3))
+        return a + b * x[None, :] ** -c
+
+    def predict(self, answers: float) -> Forecast:
+        """The metric a version trained on ``answers`` answers is expected to score.
+
+        ``value`` is the median curve; the interval also holds that version's own noise."""
+        if answers <= 0:
+            raise ValueError("answers must be positive")
+        loss = self.curve(answers)[:, 0]
+        observed = loss + self.noise_ * self._future_noise
+        if self.higher_is_better:
+            observed = np.minimum(observed, 1.0)  # accuracy ≤ 1
+        observed = np.maximum(observed, 0.0)
+        lo_q, hi_q = self._tails()
+        value = float(self._to_metric(np.median(loss)))
+        ends = self._to_metric(np.quantile(observed, [lo_q, hi_q]))
+        low, high = float(ends.min()), float(ends.max())
+        return Forecast(value=value, low=min(low, value), high=max(high, value))
+
+    def answers_for(self, target: float) -> Forecast | None:
+        """Answers at which the curve reaches ``target`` (None if the median curve never does).
+
+        Per bootstrap curve ``n* = n_ref·((L* − a)/b)^(−1/c)``; a curve that never reaches the
+        target counts as ``inf``, so ``high`` may be ``math.inf``. Inverts :meth:`predict`'s value.
+        """
+        goal = 1.0 - target if self.higher_is_better else target
+        a, b, c = self.samples_.T
+        with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+            needed = self.n_ref_ * ((goal - a) / b) ** (-1.0 / c)
+        needed = np.where(goal <= a, np.inf, needed)
+        needed = np.where((b <= 0) & (goal > a), 0.0, needed)
+        lo_q, hi_q = self._tails()
+        value, low, high = np.quantile(needed, [0.5, lo_q, hi_q], method="inverted_cdf")
+        if not np.isfinite(value):
+            return None
+        return Forecast(value=float(value), low=float(low), high=float(high))
+
+
+def _refine_best(x: np.ndarray, loss: np.ndarray, grid: np.ndarray, rss: np.ndarray) -> np.ndarray:
+    """``(a, b, c)`` minimising the squared error, ``c`` refined between the best grid point's
+    neighbours (the profile over ``c`` is one-dimensional, so a bounded scalar search is exact)."""
+
+    def profile(c: float) -> tuple[float, np.ndarray]:
+        basis = np.column_stack([np.ones_like(x), x**-c])
+        ab = _nonnegative_lstsq(basis, loss[None, :])[0]
+        return float(np.sum((basis @ ab - loss) ** 2)), ab
+
+    k = int(np.argmin(rss))
+    bounds = (grid[max(k - 1, 0)], grid[min(k + 1, len(grid) - 1)])
+    c = minimize_scalar(lambda c: profile(c)[0], bounds=bounds, method="bounded").x
+    rss_c, ab = profile(c)
+    if rss_c > rss[k]:
+        c = grid[k]
+        ab = profile(c)[1]
+    return np.array([ab[0], ab[1], c])
+
+
+def _nonnegative_lstsq(basis: np.ndarray, targets: np.ndarray) -> np.ndarray:
+    """Least squares ``targets[i] ≈ basis @ (a, b)`` with ``a, b ≥ 0`` for every row ``i``.
+
+    Two unknowns: the unconstrained solution if feasible, else the better of the two faces
+    (``a = 0`` or ``b = 0``), each clipped at 0 — exact for this convex problem."""
+    one, z = basis[:, 0], basis[:, 1]
+    free = targets @ np.linalg.pinv(basis).T  # rows × 2
+    b_only = np.maximum(targets @ z / (z @ z), 0.0)  # a = 0
+    a_only = np.maximum(targets @ one / (one @ one), 0.0)  # b = 0
+    candidates = [
+        free,
+        np.column_stack([np.zeros_like(b_only), b_only]),
+        np.column_stack([a_only, np.zeros_like(a_only)]),
+    ]
+    best = np.empty_like(free)
+    best_rss = np.full(len(targets), np.inf)
+    for ab in candidates:
+        feasible = np.all(ab >= -1e-12, axis=1)
+        rss = np.sum((ab @ basis.T - targets) ** 2, axis=1)
+        better = feasible & (rss < best_rss)
+        best[better], best_rss[better] = ab[better], rss[better]
+    return np.maximum(best, 0.0)
