@@ -220,9 +220,11 @@ def _best_subsets(window_probs: np.ndarray, k: int, noise: float):
 
 
 def _uniform_rows(lengths, width, n_tags, k, n, rng):
-    """``n`` tasks drawn as S(o | y): a sentence, then a uniform start and tag subset."""
+    """``n`` tasks drawn as S(o | y): sentences in a random order (each once before any twice,
+    as a uniform round spreads), then a uniform start and tag subset."""
     usable = np.flatnonzero(lengths > 0)
-    sentence = rng.choice(usable, size=n)
+    passes = -(-n // max(1, usable.shape[0]))
+    sentence = np.concatenate([rng.permutation(usable) for _ in range(passes)] + [usable[:0]])[:n]
     length = np.minimum(width, lengths[sentence])
     start = (rng.random(n) * (lengths[sentence] - length + 1)).astype(np.int64)
     mask = np.zeros((n, n_tags), dtype=bool)
