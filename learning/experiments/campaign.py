@@ -19,6 +19,7 @@ accuracy at the budget (:mod:`learning.core.forecast`).
 
 from __future__ import annotations
 
+import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -125,11 +126,13 @@ def campaign_rounds(
     history: list[tuple[float, float]] = []
     budget_answers = None
     for number in range(rounds):
+        planning = time.perf_counter()
         if number > 0:
             spent = _round(state, model, policy, round_seconds, count_seconds, window,
                            tags_per_task, verification, exploration, rng)  # fmt: skip
             for kind, value in spent.items():
                 seconds[kind] += value
+        fitting = time.perf_counter()
         model = CountTagger(
             random_state=seed,
             word_classes=model.word_classes_ if model is not None else True,
@@ -140,6 +143,7 @@ def campaign_rounds(
             verifications=state.verifications,
             warm_start=model,
         )
+        fitted = time.perf_counter()
         answers = len(state.observations) + (
             len(state.verifications) if state.verifications is not None else 0
         )
@@ -165,6 +169,8 @@ def campaign_rounds(
                 )  # fmt: skip
             ],
             "schedule": model.schedule_.name,
+            "seconds_choosing_tasks": round(fitting - planning, 2),  # the model's token
+            "seconds_retrain": round(fitted - fitting, 2),  # probabilities and the round's plan
         }
         if number > 0:
             curve = LearningCurve(random_state=seed).fit(*zip(*history, strict=True))
