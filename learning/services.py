@@ -31,6 +31,7 @@ from delivery.webhooks.outbox import deliveries_create
 from learning import adapter, locks, selectors, verification
 from learning.core import report
 from learning.core.pipeline import CountTagger
+from learning.core.schedule import warm_start_suits
 from learning.core.wordclasses import WordClasses
 from learning.models import (
     MAX_INTERVAL_MINUTES,
@@ -152,7 +153,12 @@ def version_learn(*, project_id: int, current: ModelVersion | None) -> Learned:
     tic = time.perf_counter()
     excluded = selectors.flagged_annotator_ids(project_id)
     data = adapter.training_data_load(project_id=project_id, excluded_annotators=excluded)
-    warm = _warm_start(current)
+    warm = (
+        _warm_start(current)
+        if current is not None
+        and warm_start_suits(current.observations_count, data.observations_total)
+        else None
+    )
     timings["read"] = time.perf_counter() - tic
     if len(data.fit) == 0:
         raise RetrainError("No observations to fit: every answer is held out or flagged.")

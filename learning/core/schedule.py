@@ -14,10 +14,20 @@ from dataclasses import dataclass
 
 from .observations import Observations
 
-__all__ = ["EMSchedule", "PRESETS", "WEAK_SHARE", "choose_schedule", "schedule_named"]
+__all__ = [
+    "EMSchedule",
+    "PRESETS",
+    "WARM_GROWTH",
+    "WEAK_SHARE",
+    "choose_schedule",
+    "schedule_named",
+    "warm_start_suits",
+]
 
 # Tasks asking on average fewer than this share of the tag set give weak answers.
 WEAK_SHARE = 0.5
+# A warm retrain suits answers up to this share more than the previous version was fitted on.
+WARM_GROWTH = 0.25
 
 
 @dataclass(frozen=True)
@@ -162,3 +172,10 @@ def choose_schedule(
     if warm:
         return WARM
     return WEAK if answers_are_weak(observations) else INFORMATIVE
+
+
+def warm_start_suits(previous_answers: int, answers: int) -> bool:
+    """Whether a fit on ``answers`` should go on from a version fitted on ``previous_answers``:
+    the short warm preset absorbs a tenth more answers well, not two thirds more
+    (docs/learning-notes.md, "Warm retrains")."""
+    return previous_answers > 0 and answers <= (1.0 + WARM_GROWTH) * previous_answers

@@ -3,8 +3,8 @@ crowd, each followed by a retrain, as a project lives on the platform.
 
 Round 0 asks ``start`` uniform count tasks per sentence and fits the first version. Each later
 round spends an equal share of the rest of the budget (``budget`` tasks per sentence in all, in
-annotator seconds) on tasks chosen by the policy from the current version, then retrains warm
-from it, as the platform's scheduled retrain does:
+annotator seconds) on tasks chosen by the policy from the current version, then retrains as
+the platform's scheduled retrain does (warm from the version when the answers grew little):
 
 * ``uniform`` — tasks drawn as the paper's ``S(o | y)``, as before adaptive tasks;
 * ``adaptive`` — :func:`.task_value.round_plan` on the version's token probabilities (the code the
@@ -29,6 +29,7 @@ from learning.core.conllu import ConlluSentence
 from learning.core.evaluate import accuracy
 from learning.core.observations import Observations
 from learning.core.pipeline import CountTagger
+from learning.core.schedule import warm_start_suits
 from learning.core.task_value import (
     EXPLORATION,
     round_plan,
@@ -133,6 +134,12 @@ def campaign_rounds(
             for kind, value in spent.items():
                 seconds[kind] += value
         fitting = time.perf_counter()
+        answers = len(state.observations) + (
+            len(state.verifications) if state.verifications is not None else 0
+        )
+        warm = model is not None and warm_start_suits(
+            model.n_observations_, len(state.observations)
+        )
         model = CountTagger(
             random_state=seed,
             word_classes=model.word_classes_ if model is not None else True,
@@ -141,12 +148,9 @@ def campaign_rounds(
             state.observations,
             tagset,
             verifications=state.verifications,
-            warm_start=model,
+            warm_start=model if warm else None,
         )
         fitted = time.perf_counter()
-        answers = len(state.observations) + (
-            len(state.verifications) if state.verifications is not None else 0
-        )
         if budget_answers is None:  # the answers the budget buys, at round 0's rate per task
             budget_answers = answers * budget / start
         score = accuracy(test_tags, model.predict(test_sentences))

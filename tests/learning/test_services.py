@@ -352,3 +352,13 @@ def test_learning_a_version_writes_nothing_and_storing_it_writes_it_whole(projec
     assert not ModelVersion.objects.exists() and not RetrainRun.objects.exists()
     assert not default_storage.exists(f"models/project-{project.pk}")
     assert services.retrain_run(project_id=project.pk, trigger="manual").version.number == 1
+
+
+def test_a_retrain_after_many_more_answers_fits_afresh(project, crowd):
+    """The short warm preset suits a few more answers; after twice as many, a full fit."""
+    answer_tasks(project, crowd, 40)
+    assert retrain(project).status == "succeeded"
+    answer_tasks(project, crowd, 40, seed=5)
+    second = retrain(project)
+    assert second.version.number == 2 and second.version.warm_started_from is None
+    assert second.version.hyperparameters["schedule"]["name"] != "warm"

@@ -78,3 +78,10 @@ def test_replace_makes_a_custom_schedule_and_names_are_checked():
     with pytest.raises(ValueError, match="no EM schedule called 'fast'; the presets are"):
         schedule_named("fast")
     assert EMSchedule().as_dict()["alpha_grid"] == [0.3, 1.0, 3.0, 10.0]
+
+
+def test_a_warm_start_suits_a_quarter_more_answers_at_most():
+    from learning.core.schedule import WARM_GROWTH, warm_start_suits
+
+    assert warm_start_suits(1000, 1100) and warm_start_suits(1000, int(1000 * (1 + WARM_GROWTH)))
+    assert not warm_start_suits(1000, 1300) and not warm_start_suits(0, 10)
