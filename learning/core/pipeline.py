@@ -177,6 +177,7 @@ class CountTagger:
         mechanism: Mechanism | None = None,
         warm_start=None,
         text: Sequence[Sequence[str]] | None = None,
+        uniform: np.ndarray | None = None,
     ) -> CountTagger:
         """Fit on ``sentences`` (lists of word forms) and ``observations`` whose sentence
         indices refer to ``sentences`` and whose tag columns follow ``tagset``.
@@ -187,7 +188,10 @@ class CountTagger:
         ``mechanism``: the observations' counts are releases of this local privacy mechanism
         (:mod:`.privacy`): the moments use their debiased values, the E-step their exact
         likelihood, reliability discounts the known noise. ``text``:
-        the corpus' whole text to learn word classes from (default: ``sentences``)."""
+        the corpus' whole text to learn word classes from (default: ``sentences``).
+        ``uniform``: per observation, whether its task was drawn as the paper's ``S(o | y)``
+        (default: all); tasks chosen by a model's doubt (:mod:`.task_value`) enter the EM, not
+        the moments, whose least squares assume windows drawn independently of the tags."""
         if self.model not in MODEL_KINDS:
             raise ValueError(f"model must be one of {MODEL_KINDS}, not {self.model!r}")
         watch = _Stopwatch()
@@ -213,13 +217,18 @@ class CountTagger:
 
         # Steps 1-4: moments, node-only fit, reliability.
         weights = np.ones(len(problem.observations))
+        drawn = np.ones(len(observations)) if uniform is None else np.asarray(uniform, float)
+        if drawn.shape != (len(observations),):
+            raise ValueError("uniform must hold one flag per observation")
+        if not drawn.any():
+            drawn = np.ones(len(observations))  # no uniform task: the moments see them all
         self.verification_reliability_ = {}
         self.verification_weights_ = (
             np.ones(len(problem.verification.answers)) if problem.verification else np.zeros(0)
         )
-        self._choose_ridge(problem, holdout, weights, watch)
+        self._choose_ridge(problem, holdout, weights * drawn, watch)
         self._choose_alpha(problem, holdout, watch)
-        solution, moment_tagger = self._moments(problem, weights, None, previous, watch)
+        solution, moment_tagger = self._moments(problem, weights * drawn, None, previous, watch)
         reliability = None
         if self.reliability:
             for _ in range(3):
@@ -231,9 +240,9 @@ class CountTagger:
                 weights = new_weights
                 if converged:
                     break
-                self._choose_ridge(problem, holdout, weights, watch)  # without the doubtful
+                self._choose_ridge(problem, holdout, weights * drawn, watch)  # without the doubtful
                 solution, moment_tagger = self._moments(
-                    problem, weights, solution, moment_tagger, watch
+                    problem, weights * drawn, solution, moment_tagger, watch
                 )
         self.moment_tagger_ = moment_tagger
 

@@ -149,6 +149,7 @@ def campaign_rounds(
             tagset,
             verifications=state.verifications,
             warm_start=model if warm else None,
+            uniform=state.explored,
         )
         fitted = time.perf_counter()
         if budget_answers is None:  # the answers the budget buys, at round 0's rate per task

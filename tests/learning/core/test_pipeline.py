@@ -177,3 +177,33 @@ def test_cross_fitted_priors_do_not_see_their_own_tokens(data):
     assert (
         model.tagger_.alpha == model.schedule_.context_alpha
     )  # the served model: every token's beliefs
+
+
+def test_tasks_chosen_by_the_model_do_not_enter_the_moments(data):
+    """ŵ comes from the uniformly drawn tasks only: answers to chosen tasks, here corrupted,
+    leave it unchanged, while the same answers flagged uniform move it."""
+    sentences, gold, _, tagset = data
+    crowd = simulate_crowd(gold[:300], len(tagset), window=4, tags_per_task=2, random_state=2)
+    obs = crowd.observations
+    n = len(obs)
+    chosen = np.arange(n) >= n // 2
+    corrupted = Observations.create(
+        sentence=obs.sentence, start=obs.start, length=obs.length, tag_mask=obs.tag_mask,
+        counts=np.where(chosen[:, None] & obs.tag_mask, 0, obs.counts), annotator=obs.annotator,
+        sentence_lengths=[len(s) for s in sentences],
+    )  # fmt: skip
+    settings = dict(features=CONFIG, ridge=0.1, reliability=False, random_state=0,
+                    schedule=EMSchedule(n_em_iter=0, n_context_iter=0))  # fmt: skip
+
+    def moments(observations, uniform=None):
+        model = CountTagger(**settings).fit(sentences, observations, tagset, uniform=uniform)
+        return dict(zip(model.vocabulary_, model.word_tag_probs_, strict=True))
+
+    clean = moments(obs.subset(np.flatnonzero(~chosen)))
+    kept = moments(corrupted, uniform=~chosen)
+    moved = moments(corrupted)
+    shared = list(clean)
+    np.testing.assert_allclose([kept[w] for w in shared], [clean[w] for w in shared], atol=1e-3)
+    assert max(np.abs(moved[w] - clean[w]).max() for w in shared) > 0.1
+    with pytest.raises(ValueError, match="one flag per observation"):
+        CountTagger(**settings).fit(sentences, obs, tagset, uniform=np.ones(3, bool))
