@@ -14,3 +14,13 @@ def test_the_privacy_study_reports_the_information_each_release_keeps():
     assert 0 < shares[0] < shares[1] < shares[2] < 1
     assert 0.45 < dict(krr)[3.0] < 0.65
     assert dict(geometric)[3.0] < dict(krr)[3.0] / 3
+
+
+def test_the_campaign_chart_draws_both_policies():
+    from devtools.management.commands.learning_curves import campaign_chart
+
+    svg = campaign_chart(
+        {"uniform": [(100, 85.0), (200, 88.0)], "adaptive": [(100, 85.0), (200, 89.5)]}
+    )
+    assert svg.startswith("<svg") and "tasks drawn uniformly" in svg
+    assert "tasks chosen by the model" in svg

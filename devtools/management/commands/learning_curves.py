@@ -3,6 +3,7 @@ pipeline, printed as one JSON object and drawn as an SVG chart.
 
     python manage.py learning_curves verification --train T --test S --svg docs/verification.svg
     python manage.py learning_curves privacy --train T --test S --svg docs/privacy.svg
+    python manage.py learning_curves campaign --train T --test S --svg docs/adaptive-curve.svg
 
 - ``verification``: accuracy against the number of answers, count tasks only and count tasks plus
   one verification task per sentence, at 0.1, 0.25, 0.5 and 1 count task per sentence (each run
@@ -11,6 +12,9 @@ pipeline, printed as one JSON object and drawn as an SVG chart.
   answer (1, 3, 8; ∞ is the same tasks answered without privacy), 10 tasks per sentence of one tag,
   and the share of a count's information a release keeps at each α (for the training corpus'
   counts: :meth:`.privacy.Mechanism.information_share`).
+- ``campaign``: accuracy against answers of two simulated campaigns (``simulate_campaign``: window
+  5, 2 tags per task, 1 uniform task per sentence, then 3 rounds up to 3 tasks per sentence), tasks
+  drawn uniformly against tasks chosen where the model learns most.
 """
 
 from __future__ import annotations
@@ -24,6 +28,7 @@ from django.core.management.base import BaseCommand, CommandParser
 from devtools.svgchart import Series, line_chart
 from learning.core.counts import count_distribution
 from learning.core.privacy import DEFAULT_MECHANISM, MECHANISMS, Mechanism
+from learning.experiments.campaign import POLICIES, campaign_rounds
 from learning.experiments.crowd_report import simulation_report
 from learning.management.commands.simulate_crowd import read_corpus
 
@@ -32,10 +37,13 @@ ALPHAS = (1.0, 3.0, 8.0)
 
 
 class Command(BaseCommand):
-    help = "Run the verification or privacy study point by point; print JSON, draw an SVG chart."
+    help = (
+        "Run the verification, privacy or campaign study point by point; print JSON, draw an "
+        "SVG chart."
+    )
 
     def add_arguments(self, parser: CommandParser) -> None:
-        parser.add_argument("study", choices=["verification", "privacy"])
+        parser.add_argument("study", choices=["verification", "privacy", "campaign"])
         parser.add_argument("--train", required=True, help="gold CoNLL-U (plain or .gz)")
         parser.add_argument("--test", required=True, help="gold CoNLL-U for evaluation")
         parser.add_argument("--svg", help="write the chart here")
@@ -49,6 +57,8 @@ class Command(BaseCommand):
         common = {"n_annotators": options["annotators"], "seed": options["seed"], "window": 5}
         if options["study"] == "verification":
             result = _verification(train, test, common, self.stderr)
+        elif options["study"] == "campaign":
+            result = _campaign(train, test, common, self.stderr)
         else:
             result = _privacy(train, test, common, options["mechanism"], self.stderr)
         if options["svg"]:
@@ -94,6 +104,33 @@ def verification_chart(result: dict) -> str:
         x_label="answers (count tasks, and verification tasks: one per sentence)",
         y_label="test accuracy (%)",
         x_ticks=[(k * n, f"{k * n // 1000}k" if k else "0") for k in range(3)],
+    )
+
+
+def _campaign(train, test, common: dict, log) -> dict:
+    curves = {}
+    for policy in POLICIES:
+        rounds = list(
+            campaign_rounds(
+                train, test, policy=policy, n_annotators=common["n_annotators"],
+                seed=common["seed"], window=common["window"],
+            )
+        )  # fmt: skip
+        for row in rounds:
+            log.write(f"{policy} round {row['round']}: {row['accuracy']:.2%}\n")
+        curves[policy] = [(row["answers"], 100 * row["accuracy"]) for row in rounds]
+    result = {"study": "campaign", "sentences": len(train), **curves}
+    return result | {"svg": campaign_chart(result)}
+
+
+def campaign_chart(result: dict) -> str:
+    """The chart of :func:`_campaign`'s result: accuracy (%) against answers, by policy."""
+    labels = {"uniform": "tasks drawn uniformly", "adaptive": "tasks chosen by the model"}
+    return line_chart(
+        [Series(labels[policy], result[policy]) for policy in POLICIES],
+        title="Accuracy against answers (window 5, 2 tags per task)",
+        x_label="count answers (round 0: one uniform task per sentence)",
+        y_label="test accuracy (%)",
     )
 
 
