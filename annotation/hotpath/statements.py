@@ -49,7 +49,8 @@ _CALLER = """
 # no gold check drawn, a task ahead of the caller's mark; otherwise nothing is leased and the
 # view hands over to `scheduler.task_lease_next` (as it does when the caller is at the lease
 # cap). Which kind: a verification task of the served version (`verification_version`) when the
-# project serves them and `kind_draw` falls in its verification share (`verify`), else a count
+# project serves them and `kind_draw` falls in its verification share (`verify`: the manager's
+# fixed share, or else the one the version's values chose, `Project.verification_share_served`), else a count
 # task; each kind has its own mark and its own partial index, and the scan of the kind not drawn
 # is skipped (a one-time filter). A verification draw with none left ahead of the caller (a round
 # used up before the next version brings another) leases a count task instead; verification
@@ -88,7 +89,8 @@ NEXT_TASK = statement(
                AND p.leases_reclaimed_at >= %(reclaim_due_before)s::timestamptz
                AND %(gold_draw)s::double precision >= p.gold_fraction AS plain,
                COALESCE(p.verification_version IS NOT NULL AND NOT p.private
-                        AND %(kind_draw)s::double precision < p.verification_share,
+                        AND %(kind_draw)s::double precision
+                            < COALESCE(p.verification_share, p.verification_share_auto),
                         false) AS verify,
                p.verification_version
         FROM caller c
