@@ -28,8 +28,9 @@ from typing import NamedTuple
 
 import numpy as np
 from django.core.files.storage import default_storage
+from django.db.models import Exists, OuterRef
 
-from annotation.models import Observation, Project, Sentence, Tag, TaskKind
+from annotation.models import Assignment, Observation, Project, Sentence, Tag, Task, TaskKind
 from learning.core.modelfile import load_tagger, save_tagger
 from learning.core.observations import Observations
 from learning.core.privacy import Mechanism
@@ -78,6 +79,8 @@ class TrainingData:
     served: list[tuple[int, list[str], bool]] | None = None
     # Annotator time on the device, by task kind, over the answers that carry it.
     effort: dict | None = None
+    # The median seconds of an answer of each kind and how many answers report them.
+    seconds_per_answer: dict[str, tuple[float | None, int]] | None = None
 
     @property
     def text_tokens(self) -> int:
@@ -279,7 +282,40 @@ def training_data_load(*, project_id: int, excluded_annotators: set[int]) -> Tra
         verifications_judged=judged_verifications,
         served=served,
         effort=_effort({"count": obs["seconds"], "verify": ver["seconds"]}),
+        seconds_per_answer=_median_seconds({"count": obs["seconds"], "verify": ver["seconds"]}),
     )
+
+
+def _median_seconds(seconds_by_kind: dict[str, np.ndarray]) -> dict[str, tuple[float | None, int]]:
+    """(median seconds on the device, answers that report them) by task kind."""
+    out: dict[str, tuple[float | None, int]] = {}
+    for kind, seconds in seconds_by_kind.items():
+        timed = seconds[np.isfinite(seconds)]
+        out[kind] = (float(np.median(timed)) if timed.size else None, int(timed.size))
+    return out
+
+
+def asked_regions(*, project_id: int, sentence_index: dict[int, int], n_tags: int) -> np.ndarray:
+    """The training count tasks that stay when a version's round replaces the never-leased ones
+    (those with a lease or an answer), as rows [sentence, start, length, tag mask...] with the
+    sentence an index of `sentence_index` (tasks of other sentences are left out)."""
+    leased = Assignment.objects.filter(task=OuterRef("pk"))
+    rows = (
+        Task.objects.filter(Exists(leased), project_id=project_id, kind=TaskKind.COUNT)
+        .filter(is_gold=False)
+        .values_list("sentence_id", "start", "length", "tags")
+        .iterator(chunk_size=CHUNK_SIZE)
+    )
+    out = [
+        (sentence_index[sentence_id], start, length, tags)
+        for sentence_id, start, length, tags in rows
+        if sentence_id in sentence_index
+    ]
+    regions = np.zeros((len(out), 3 + n_tags), dtype=np.int64)
+    for i, (sentence, start, length, tags) in enumerate(out):
+        regions[i, :3] = sentence, start, length
+        regions[i, [3 + tag for tag in tags]] = 1
+    return regions
 
 
 def _effort(seconds_by_kind: dict[str, np.ndarray]) -> dict:

@@ -81,7 +81,8 @@ def round_plan(
         width = min(window, length)
         sums = np.cumsum(np.vstack([np.zeros((1, subsets.shape[0])), token_value[a:b]]), axis=0)
         by_start = sums[width:] - sums[:-width]  # (n_starts, n_subsets)
-        for start, j in zip(*np.unravel_index(np.argsort(-by_start, axis=None), by_start.shape)):
+        ranked = np.unravel_index(np.argsort(-by_start, axis=None), by_start.shape)
+        for start, j in zip(*ranked, strict=True):
             key = (s, int(start), width, tuple(np.flatnonzero(subsets[j])))
             if key not in asked_set:
                 candidates.append((float(by_start[start, j]), s, int(start), width, int(j)))
@@ -109,7 +110,8 @@ def round_plan(
     if not rows:
         empty = np.zeros(0, dtype=np.int64)
         return RoundPlan(empty, empty, empty, np.zeros((0, n_tags), bool), np.zeros(0), empty > 0)
-    value, sentence, start, length, subset, explore = (np.array(col) for col in zip(*rows))
+    columns = (np.array(col) for col in zip(*rows, strict=True))
+    value, sentence, start, length, subset, explore = columns
     return RoundPlan(
         sentence=sentence.astype(np.int64),
         start=start.astype(np.int64),
