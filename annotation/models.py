@@ -35,9 +35,6 @@ MAX_REDUNDANCY = 100
 MIN_ALPHA, DEFAULT_ALPHA, STORED_MAX_ALPHA = 0.1, 3.0, 20.0
 # The share of tasks served as verification tasks once the project has a model (0: counts
 # only; 1: verification only). New projects get this; the lead sets it from the measured study.
-# The manager's fixed share of verification tasks, where one is chosen; new projects start with
-# none (null): the share then follows the value per second of each kind (`verification_share_auto`).
-DEFAULT_VERIFICATION_SHARE = 0.5
 # Share of an upload's gold-tagged sentences held out to measure the model: the upload form and
 # the API start from the same value.
 DEFAULT_EVALUATION_FRACTION = 0.1

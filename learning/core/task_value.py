@@ -92,12 +92,21 @@ def round_plan(
     chosen = candidates[: max(n_tasks - n_explore, 0)]
     n_sentences = offsets.shape[0] - 1
     explore_rows = []
-    for _ in range(n_explore if n_sentences else 0):
+    taken = asked_set | {
+        (s, start, width, tuple(np.flatnonzero(subsets[j]))) for _, s, start, width, j in chosen
+    }
+    for _ in range(10 * n_explore if n_sentences else 0):  # redraw a region asked already
+        if len(explore_rows) == n_explore:
+            break
         s = int(rng.integers(n_sentences))
         length = int(offsets[s + 1] - offsets[s])
         width = min(window, length)
         start = int(rng.integers(length - width + 1))
-        explore_rows.append((np.nan, s, start, width, int(rng.integers(subsets.shape[0]))))
+        j = int(rng.integers(subsets.shape[0]))
+        key = (s, start, width, tuple(np.flatnonzero(subsets[j])))
+        if length and key not in taken:
+            taken.add(key)
+            explore_rows.append((np.nan, s, start, width, j))
     rows, e, c = [], 0, 0
     for i in range(len(chosen) + len(explore_rows)):
         due = int(np.floor((i + 1) * exploration)) > int(np.floor(i * exploration))
