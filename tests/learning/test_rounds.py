@@ -115,7 +115,7 @@ def test_the_automatic_mix_follows_value_per_second_and_a_fixed_share_wins(proje
     assert shares == sorted(shares, reverse=True)
     assert shares[0] > shares[-1]
     # Too few timed answers: the priors stand in.
-    assert _mix(tagger, project, windows, {"count": (6.0, n), "verify": (600.0, 1)}) == _mix(
+    assert _mix(tagger, project, windows, {"count": (6.0, 1), "verify": (600.0, 1)}) == _mix(
         tagger, project, windows, None
     )
 
