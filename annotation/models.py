@@ -35,7 +35,6 @@ MAX_REDUNDANCY = 100
 MIN_ALPHA, DEFAULT_ALPHA, STORED_MAX_ALPHA = 0.1, 3.0, 20.0
 # The share of tasks served as verification tasks once the project has a model (0: counts
 # only; 1: verification only). New projects get this; the lead sets it from the measured study.
-DEFAULT_VERIFICATION_SHARE = 0.5
 # Share of an upload's gold-tagged sentences held out to measure the model: the upload form and
 # the API start from the same value.
 DEFAULT_EVALUATION_FRACTION = 0.1
@@ -81,10 +80,21 @@ class Project(models.Model):
     lease_seconds = models.PositiveIntegerField(
         default=600, validators=[MinValueValidator(30), MaxValueValidator(86_400)]
     )
+    # The task mix (issue 25): the manager's fixed share of verification leases (0: counts only),
+    # or null for automatic: the share the retrain computes with each version from the value per
+    # second of each kind (`verification_share_auto`, see `learning.rounds`).
     verification_share = models.FloatField(
-        default=DEFAULT_VERIFICATION_SHARE,
+        null=True,
+        blank=True,
+        default=None,
         validators=[MinValueValidator(0.0), MaxValueValidator(1.0)],
-        help_text="Share of served tasks that are verification tasks, once there is a model.",
+        help_text="Share of served tasks that are verification tasks, once there is a model "
+        "(null: chosen with each model version by the value per second of each kind).",
+    )
+    verification_share_auto = models.FloatField(
+        default=0.0,
+        editable=False,
+        help_text="The share of verification tasks the latest model version's values chose.",
     )
     # The model version whose verification tasks are served (written by the retrain with the
     # version and its tasks); null before the first model: only count tasks are served then.
@@ -129,13 +139,26 @@ class Project(models.Model):
                 name="privacy_settings",
             ),
             models.CheckConstraint(
-                condition=Q(verification_share__gte=0.0, verification_share__lte=1.0),
+                condition=Q(verification_share__isnull=True)
+                | Q(verification_share__gte=0.0, verification_share__lte=1.0),
                 name="verification_share_range",
+            ),
+            models.CheckConstraint(
+                condition=Q(verification_share_auto__gte=0.0, verification_share_auto__lte=1.0),
+                name="verification_share_auto_range",
             ),
         ]
 
     def __str__(self) -> str:
         return self.name
+
+    @property
+    def verification_share_served(self) -> float:
+        """The share of leases that are verification tasks (once a version serves them): the
+        manager's fixed share, or else the one the latest version's values chose."""
+        if self.verification_share is not None:
+            return self.verification_share
+        return self.verification_share_auto
 
 
 class Tag(models.Model):
@@ -332,6 +355,16 @@ class TaskKind(models.TextChoices):
     VERIFY = "verify"
 
 
+class TaskOrigin(models.TextChoices):
+    """How a count task's region was chosen. UNIFORM: drawn as the paper's S(o | y) (every task
+    before a project's first model, the exploration share, a round made when the open pool ran
+    dry). VALUE: chosen by the information its answer carries under a model version, in serving
+    order (issue 25, `annotation.services.rounds`)."""
+
+    UNIFORM = "uniform"
+    VALUE = "value"
+
+
 class Task(models.Model):
     """A question about a region: a window of a sentence and, for a count task, a subset of the
     tag set; for a verification task, the tags a model version shows under its words.
@@ -361,6 +394,12 @@ class Task(models.Model):
     is_gold = models.BooleanField(default=False)
     open_slots = models.PositiveSmallIntegerField(default=0)
     round = models.PositiveIntegerField(default=0)
+    origin = models.CharField(
+        max_length=7,
+        choices=TaskOrigin.choices,
+        default=TaskOrigin.UNIFORM,
+        db_default=TaskOrigin.UNIFORM,
+    )
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:

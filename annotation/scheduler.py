@@ -21,7 +21,8 @@ their answers on every lease). On PostgreSQL the plain case of this is one state
 (`annotation.hotpath`); this module is the whole rule, on the ORM.
 
 Verification tasks (`TaskKind.VERIFY`): once the project has a model, a share
-(`Project.verification_share`) of new leases are verification tasks of the served version
+(`Project.verification_share_served`: the manager's fixed share, or the one the version's values
+chose) of new leases are verification tasks of the served version
 (`Project.verification_version`), made by the retrain with the version (see
 `services.verification_round_create`). They are leased by the same rules: a slot per annotator up
 to the redundancy, a task at most once per annotator, the first open one after the annotator's own
@@ -205,11 +206,12 @@ def gold_draw() -> float:
 def verification_drawn(*, project: Project, kind_draw: float) -> bool:
     """Whether a lease made with the uniform [0, 1) `kind_draw` is a verification task: only
     once the project serves a model version's verification tasks, with the project's share
-    (never in a private project: a yes/no answer is not released through its mechanism)."""
+    (`Project.verification_share_served`; never in a private project: a yes/no answer is not
+    released through its mechanism)."""
     return (
         project.verification_version is not None
         and not project.private
-        and kind_draw < project.verification_share
+        and kind_draw < project.verification_share_served
     )
 
 

@@ -28,8 +28,18 @@ from typing import NamedTuple
 
 import numpy as np
 from django.core.files.storage import default_storage
+from django.db.models import Exists, OuterRef
 
-from annotation.models import Observation, Project, Sentence, Tag, TaskKind
+from annotation.models import (
+    Assignment,
+    Observation,
+    Project,
+    Sentence,
+    Tag,
+    Task,
+    TaskKind,
+    TaskOrigin,
+)
 from learning.core.modelfile import load_tagger, save_tagger
 from learning.core.observations import Observations
 from learning.core.privacy import Mechanism
@@ -58,6 +68,7 @@ class TrainingData:
     sentence_ids: np.ndarray  # database id of each entry of `sentences`
     sentences: list[list[str]]  # sentences referred to by the observations
     fit: Observations  # sentence indices into `sentences`
+    fit_uniform: np.ndarray  # per `fit` row: its task was drawn as S(o | y), not chosen by value
     judged: Observations  # not held out: `fit` plus the excluded annotators' answers
     held_out: Observations
     observations_total: int
@@ -78,6 +89,8 @@ class TrainingData:
     served: list[tuple[int, list[str], bool]] | None = None
     # Annotator time on the device, by task kind, over the answers that carry it.
     effort: dict | None = None
+    # The median seconds of an answer of each kind and how many answers report them.
+    seconds_per_answer: dict[str, tuple[float | None, int]] | None = None
 
     @property
     def text_tokens(self) -> int:
@@ -115,14 +128,16 @@ def project_mechanism(*, project_id: int, n_tags: int) -> Mechanism | None:
 def _read_observations(project_id: int, min_id: int = 0) -> dict[str, np.ndarray | list]:
     columns: dict[str, list] = {
         k: []
-        for k in ("id", "sentence", "start", "length", "annotator", "seconds", "tags", "counts")
-    }
+        for k in (
+            "id", "sentence", "start", "length", "annotator", "seconds", "tags", "counts", "origin",
+        )
+    }  # fmt: skip
     rows = (
         Observation.objects.filter(project_id=project_id, id__gt=min_id, kind=TaskKind.COUNT)
         .order_by("id")
         .values_list(
             "id", "sentence_id", "start", "length", "annotator_id", "seconds_on_device", "tags",
-            "counts",
+            "counts", "assignment__task__origin",
         )
         .iterator(chunk_size=CHUNK_SIZE)
     )  # fmt: skip
@@ -138,6 +153,9 @@ def _read_observations(project_id: int, min_id: int = 0) -> dict[str, np.ndarray
         [np.nan if s is None else s for s in columns["seconds"]], dtype=np.float64
     )
     out["tags"], out["counts"] = columns["tags"], columns["counts"]
+    # Drawn as S(o | y) (an answer whose lease is gone counts as uniform, as tasks were before
+    # adaptive rounds): what the moments may read (`CountTagger.fit(uniform=...)`).
+    out["uniform"] = np.array([origin != TaskOrigin.VALUE for origin in columns["origin"]])
     return out
 
 
@@ -262,6 +280,7 @@ def training_data_load(*, project_id: int, excluded_annotators: set[int]) -> Tra
         sentence_ids=used_sentences,
         sentences=sentences,
         fit=judged.subset(~excluded[~held]),
+        fit_uniform=obs["uniform"][~held][~excluded[~held]],
         judged=judged,
         held_out=part(held),
         observations_total=int(ids.shape[0]),
@@ -279,7 +298,40 @@ def training_data_load(*, project_id: int, excluded_annotators: set[int]) -> Tra
         verifications_judged=judged_verifications,
         served=served,
         effort=_effort({"count": obs["seconds"], "verify": ver["seconds"]}),
+        seconds_per_answer=_median_seconds({"count": obs["seconds"], "verify": ver["seconds"]}),
     )
+
+
+def _median_seconds(seconds_by_kind: dict[str, np.ndarray]) -> dict[str, tuple[float | None, int]]:
+    """(median seconds on the device, answers that report them) by task kind."""
+    out: dict[str, tuple[float | None, int]] = {}
+    for kind, seconds in seconds_by_kind.items():
+        timed = seconds[np.isfinite(seconds)]
+        out[kind] = (float(np.median(timed)) if timed.size else None, int(timed.size))
+    return out
+
+
+def asked_regions(*, project_id: int, sentence_index: dict[int, int], n_tags: int) -> np.ndarray:
+    """The training count tasks that stay when a version's round replaces the never-leased ones
+    (those with a lease or an answer), as rows [sentence, start, length, tag mask...] with the
+    sentence an index of `sentence_index` (tasks of other sentences are left out)."""
+    leased = Assignment.objects.filter(task=OuterRef("pk"))
+    rows = (
+        Task.objects.filter(Exists(leased), project_id=project_id, kind=TaskKind.COUNT)
+        .filter(is_gold=False)
+        .values_list("sentence_id", "start", "length", "tags")
+        .iterator(chunk_size=CHUNK_SIZE)
+    )
+    out = [
+        (sentence_index[sentence_id], start, length, tags)
+        for sentence_id, start, length, tags in rows
+        if sentence_id in sentence_index
+    ]
+    regions = np.zeros((len(out), 3 + n_tags), dtype=np.int64)
+    for i, (sentence, start, length, tags) in enumerate(out):
+        regions[i, :3] = sentence, start, length
+        regions[i, [3 + tag for tag in tags]] = 1
+    return regions
 
 
 def _effort(seconds_by_kind: dict[str, np.ndarray]) -> dict:

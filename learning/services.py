@@ -24,11 +24,15 @@ from django.db import transaction
 from django.utils import timezone
 
 from annotation.models import Project
-from annotation.services import memberships_flag_update, verification_round_create
+from annotation.services import (
+    memberships_flag_update,
+    value_round_create,
+    verification_round_create,
+)
 from common.exceptions import Conflict, InvalidInput
 from config.version import code_version
 from delivery.webhooks.outbox import deliveries_create
-from learning import adapter, locks, selectors, verification
+from learning import adapter, locks, rounds, selectors, verification
 from learning.core import report
 from learning.core.pipeline import CountTagger
 from learning.core.schedule import warm_start_suits
@@ -143,6 +147,7 @@ class Learned:
     consistency: float | None
     table: list[dict]
     windows: list | None  # the new version's verification windows (None: the project asks none)
+    count_round: rounds.CountRound  # the count tasks it asks next, and the task mix
     timings: dict[str, float]
 
 
@@ -179,6 +184,7 @@ def version_learn(*, project_id: int, current: ModelVersion | None) -> Learned:
         text=data.text,
         mechanism=data.mechanism,
         verifications=data.verifications,
+        uniform=data.fit_uniform,
     )
     timings.update(estimator.timings_)
     tagger = estimator.tagger_
@@ -215,6 +221,11 @@ def version_learn(*, project_id: int, current: ModelVersion | None) -> Learned:
     number = (current.number if current else 0) + 1
     windows = _verification_round(project_id=project_id, tagger=tagger, data=data, number=number)
     timings["verification_round"] = time.perf_counter() - tic
+    tic = time.perf_counter()
+    count_round = _count_round(
+        project_id=project_id, tagger=tagger, data=data, windows=windows, number=number
+    )
+    timings["count_round"] = time.perf_counter() - tic
     return Learned(
         data=data,
         estimator=estimator,
@@ -224,6 +235,7 @@ def version_learn(*, project_id: int, current: ModelVersion | None) -> Learned:
         consistency=consistency,
         table=table,
         windows=windows,
+        count_round=count_round,
         timings=timings,
     )
 
@@ -296,13 +308,20 @@ def version_store(
                 **evaluation,
             )
             _annotator_quality_store(project_id=project_id, number=number, table=table)
+            # The members' rows before the project's and then the tasks': the order a lease
+            # takes them in.
+            memberships_flag_update(
+                project_id=project_id,
+                flags={row["annotator"]: row["flag_reason"] for row in table if row["flagged"]},
+            )
             if learned.windows is not None:
                 verification_round_create(
                     project_id=project_id, version_number=number, windows=learned.windows
                 )
-            memberships_flag_update(
+            value_round_create(
                 project_id=project_id,
-                flags={row["annotator"]: row["flag_reason"] for row in table if row["flagged"]},
+                tasks=learned.count_round.tasks,
+                verification_share_auto=learned.count_round.verification_share_auto,
             )
             run.status = RetrainRun.Status.SUCCEEDED
             run.version_number = number
@@ -346,9 +365,35 @@ def _verification_round(*, project_id: int, tagger, data: adapter.TrainingData, 
     share, private, window = Project.objects.values_list(
         "verification_share", "private", "window_size"
     ).get(pk=project_id)
-    if share <= 0 or private:
+    if private or (share is not None and share <= 0):  # null: the values choose the mix
         return None
     return verification.round_windows(tagger, data.served or [], window=window, random_state=number)
+
+
+def _count_round(
+    *, project_id: int, tagger, data: adapter.TrainingData, windows: list | None, number: int
+) -> rounds.CountRound:
+    """The count tasks the new version asks next and the task mix its values choose
+    (`learning.rounds`)."""
+    window, tags_per_task = Project.objects.values_list("window_size", "tags_per_task").get(
+        pk=project_id
+    )
+    training = [(sentence, tokens) for sentence, tokens, gold in data.served or [] if not gold]
+    asked = adapter.asked_regions(
+        project_id=project_id,
+        sentence_index={sentence_id: i for i, (sentence_id, _) in enumerate(training)},
+        n_tags=len(data.tagset),
+    )
+    return rounds.count_round(
+        tagger,
+        training,
+        window=window,
+        tags_per_task=tags_per_task,
+        asked=asked,
+        verification=windows,
+        seconds=data.seconds_per_answer,
+        random_state=number,
+    )
 
 
 def _annotator_quality_store(*, project_id: int, number: int, table: list[dict]) -> None:

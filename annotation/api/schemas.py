@@ -55,7 +55,18 @@ class ProjectOut(serializers.Serializer):
     updated_at = serializers.DateTimeField()
     redundancy = serializers.IntegerField(required=False)
     gold_fraction = serializers.FloatField(required=False)
-    verification_share = serializers.FloatField(required=False)
+    task_mix = serializers.ChoiceField(
+        choices=["auto", "fixed"],
+        required=False,
+        help_text="auto: each model version chooses the share of verification tasks by value "
+        "per second (`verification_share_auto`); fixed: the manager's `verification_share`.",
+    )
+    verification_share = serializers.FloatField(
+        required=False, allow_null=True, help_text="The manager's fixed share (null: automatic)."
+    )
+    verification_share_auto = serializers.FloatField(
+        required=False, help_text="The share of verification tasks the latest version chose."
+    )
     verification_version = serializers.IntegerField(required=False, allow_null=True)
     lease_seconds = serializers.IntegerField(required=False)
     invite_code = serializers.CharField(required=False)

@@ -48,6 +48,12 @@ class TagSerializer(TypedSerializer):
     )
 
 
+_SHARE_MESSAGE = (
+    "A share of verification tasks from 0 (count tasks only) to 1, or null to let each model "
+    "version choose it (automatic)."
+)
+
+
 class ProjectWriteSerializer(TypedSerializer):
     name = serializers.CharField(max_length=200)
     description = serializers.CharField(max_length=5000, required=False, allow_blank=True)
@@ -60,7 +66,15 @@ class ProjectWriteSerializer(TypedSerializer):
         min_value=0.0,
         max_value=1.0,
         required=False,
-        help_text="Share of verification tasks once there is a model (0: count tasks only).",
+        allow_null=True,
+        error_messages={
+            "min_value": _SHARE_MESSAGE,
+            "max_value": _SHARE_MESSAGE,
+            "invalid": _SHARE_MESSAGE,
+        },
+        help_text="The task mix: a fixed share of verification tasks once there is a model (0: "
+        "count tasks only), or null (the default) to let each model version choose it by the "
+        "information an answer of each kind brings per second of annotator time.",
     )
     lease_seconds = serializers.IntegerField(min_value=30, max_value=86_400, required=False)
     tags = TagSerializer(
@@ -173,7 +187,9 @@ def project_out(project: Project, role: str) -> dict:
         data |= {
             "redundancy": project.redundancy,
             "gold_fraction": project.gold_fraction,
+            "task_mix": "fixed" if project.verification_share is not None else "auto",
             "verification_share": project.verification_share,
+            "verification_share_auto": project.verification_share_auto,
             "verification_version": project.verification_version,
             "lease_seconds": project.lease_seconds,
             "invite_code": project.invite_code,

@@ -49,21 +49,23 @@ _CALLER = """
 # no gold check drawn, a task ahead of the caller's mark; otherwise nothing is leased and the
 # view hands over to `scheduler.task_lease_next` (as it does when the caller is at the lease
 # cap). Which kind: a verification task of the served version (`verification_version`) when the
-# project serves them and `kind_draw` falls in its verification share (`verify`), else a count
-# task; each kind has its own mark and its own partial index, and the scan of the kind not drawn
-# is skipped (a one-time filter). A verification draw with none left ahead of the caller (a round
-# used up before the next version brings another) leases a count task instead; verification
-# tasks behind the mark (reopened by an expired lease) are left to the scheduler. Parameters:
-# user_id, key, project, holding (assignment ids the client holds), max_leases, now, gold_draw,
-# kind_draw, reclaim_due_before.
+# project serves them and `kind_draw` falls in its verification share (`verify`: the manager's
+# fixed share, or else the one the version's values chose, `Project.verification_share_served`),
+# else a count task; each kind has its own mark and its own partial index, and the scan of the
+# kind not drawn is skipped (a one-time filter). A verification draw with none left ahead of the
+# caller (a round used up before the next version brings another) leases a count task instead;
+# verification tasks behind the mark (reopened by an expired lease) are left to the scheduler.
+# Parameters: user_id, key, project, holding (assignment ids the client holds), max_leases, now,
+# gold_draw, kind_draw, reclaim_due_before.
 #
-# Which task: the first open one (by id) after the last training task the caller leased in the
-# project (`mark`: one backward step in `assignment_annotator_idx`). Starting at the caller's own
-# mark keeps a lease to a handful of rows however far the project has got; the tasks behind the
-# mark (a region reopened by an expired lease or a flagged annotator, a round's end) are rare
-# and left to the scheduler. "Never the same region twice to one annotator": one probe of
-# `assignment_unique` (task, annotator) per candidate; its LIMIT keeps PostgreSQL from planning
-# the test as an anti-join over all the caller's assignments.
+# Which task: the first open one (by id: the id order is the priority, as a model version's round is
+# inserted in serving order, `annotation.services.rounds`) after the last training task the caller
+# leased in the project (`mark`: one backward step in `assignment_annotator_idx`). Starting at the
+# caller's own mark keeps a lease to a handful of rows however far the project has got; the tasks
+# behind the mark (a region reopened by an expired lease or a flagged annotator, a round's end) are
+# rare and left to the scheduler. "Never the same region twice to one annotator": one probe of
+# `assignment_unique` (task, annotator) per candidate; its LIMIT keeps PostgreSQL from planning the
+# test as an anti-join over all the caller's assignments.
 #
 # One annotator's requests at once (a phone resending "next"): the statement reads its snapshot
 # before it can wait for another, so it may not see a lease committed meanwhile and would lease
@@ -88,7 +90,8 @@ NEXT_TASK = statement(
                AND p.leases_reclaimed_at >= %(reclaim_due_before)s::timestamptz
                AND %(gold_draw)s::double precision >= p.gold_fraction AS plain,
                COALESCE(p.verification_version IS NOT NULL AND NOT p.private
-                        AND %(kind_draw)s::double precision < p.verification_share,
+                        AND %(kind_draw)s::double precision
+                            < COALESCE(p.verification_share, p.verification_share_auto),
                         false) AS verify,
                p.verification_version
         FROM caller c

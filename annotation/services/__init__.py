@@ -1,8 +1,8 @@
 """Every write of the annotation app: typed, keyword-only `<thing>_<action>` functions, by
 subject: `projects` (projects, tag sets, members), `corpus` (corpus import), `uploads` (an
 upload imported at once or as a job), `observations` (answers, on the ORM), `verification`
-(verification rounds). The rules of an answer are its task kind's (`annotation.kinds`,
-re-exported here). Callers use them from here.
+(verification rounds), `rounds` (count rounds chosen by value). The rules of an answer are its
+task kind's (`annotation.kinds`, re-exported here). Callers use them from here.
 
 Task leasing lives in `annotation.scheduler`, the annotator's cycle in `annotation.cycle`;
 reading in `annotation.selectors`; accounts in `accounts.services`.
@@ -24,6 +24,7 @@ from annotation.services.projects import (
     project_rotate_invite,
     project_update,
 )
+from annotation.services.rounds import PlannedTask, stale_tasks_withdraw, value_round_create
 from annotation.services.uploads import (
     corpus_upload,
     import_job_cancel,
@@ -37,6 +38,7 @@ from annotation.services.verification import (
 )
 
 __all__ = [
+    "PlannedTask",
     "VerificationWindow",
     "corpus_import",
     "corpus_upload",
@@ -54,6 +56,8 @@ __all__ = [
     "project_delete",
     "project_rotate_invite",
     "project_update",
+    "stale_tasks_withdraw",
+    "value_round_create",
     "verification_check",
     "verification_round_create",
 ]

@@ -13,7 +13,6 @@ from annotation import scheduler
 from annotation.models import (
     DEFAULT_ALPHA,
     DEFAULT_MECHANISM,
-    DEFAULT_VERIFICATION_SHARE,
     MAX_ALPHA,
     MAX_PRIVATE_TAGS,
     MAX_TAGS,
@@ -155,7 +154,7 @@ def project_create(
     tags_per_task: int | None = None,
     redundancy: int = 3,
     gold_fraction: float = 0.0,
-    verification_share: float = DEFAULT_VERIFICATION_SHARE,
+    verification_share: float | None = None,  # automatic: by value per second
     lease_seconds: int = 600,
     private: bool = False,
     alpha: float | None = None,

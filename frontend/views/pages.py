@@ -13,7 +13,7 @@ from django.views.decorators.gzip import gzip_page
 from django.views.decorators.http import require_GET
 
 from annotation import selectors
-from annotation.models import DEFAULT_EVALUATION_FRACTION, DEFAULT_VERIFICATION_SHARE, Membership
+from annotation.models import DEFAULT_EVALUATION_FRACTION, Membership
 from annotation.scheduler import MAX_LEASES
 from common.exceptions import NotFound
 from common.permissions import is_manager
@@ -90,7 +90,6 @@ def project_new(request: HttpRequest) -> HttpResponse:
             "mechanisms": MECHANISMS,
             "default_mechanism": DEFAULT_MECHANISM,
             "max_alpha": f"{MAX_ALPHA:g}",
-            "default_verification_share": DEFAULT_VERIFICATION_SHARE,
             "default_evaluation_fraction": DEFAULT_EVALUATION_FRACTION,
         },
     )

@@ -5,7 +5,7 @@ import { test } from "node:test";
 import { niceTicks, xDomain, yDomain } from "../../../frontend/static/frontend/js/dashboard/curve.js";
 import { statusText } from "../../../frontend/static/frontend/js/dashboard/retraining.js";
 import { createStore } from "../../../frontend/static/frontend/js/dashboard/store.js";
-import { parseShare } from "../../../frontend/static/frontend/js/dashboard/taskmix.js";
+import { autoShareText, parseShare } from "../../../frontend/static/frontend/js/dashboard/taskmix.js";
 import { fixed, pct } from "../../../frontend/static/frontend/js/lib/format.js";
 
 test("the curve's x axis spans the versions' answers, not from 0", () => {
@@ -88,4 +88,9 @@ test("progress cards fill their rows evenly, and counts take their noun's number
   assert.equal(counted(1, "check"), "1 check");
   assert.equal(counted(2, "check"), "2 checks");
   assert.equal(counted(0, "answer"), "0 answers");
+});
+
+test("the automatic task mix says what the latest version chose", () => {
+  assert.equal(autoShareText({ verification_version: null, verification_share_auto: 0 }), "No model yet: count tasks only.");
+  assert.match(autoShareText({ verification_version: 2, verification_share_auto: 0.234 }), /chose 23 % verification/);
 });

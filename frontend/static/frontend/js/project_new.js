@@ -79,7 +79,7 @@ function projectBody() {
     tags_per_task: number("tags_per_task", { nullable: true }),
     redundancy: number("redundancy"),
     gold_fraction: number("gold_fraction", { float: true }),
-    verification_share: number("verification_share", { float: true }),
+    verification_share: number("verification_share", { float: true, nullable: true }),
     lease_seconds: number("lease_seconds"),
   };
   if ($("private").checked) {

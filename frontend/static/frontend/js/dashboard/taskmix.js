@@ -1,6 +1,7 @@
 // The task mix: the share of verification tasks ("are these tags right?") served once the project
-// has a model, 0 for count tasks only. A change takes effect with the next model version (each
-// retrain makes that version's verification tasks).
+// has a model, 0 for count tasks only, fixed by the manager or chosen automatically by each model
+// version (verification_share null: by value per second). A change takes effect with the next
+// model version (each retrain makes that version's verification tasks).
 import { $, toast } from "../lib/dom.js";
 import { api, describe } from "../lib/http.js";
 
@@ -14,8 +15,19 @@ export function parseShare(raw) {
   return { share };
 }
 
+// The words under the mode select: the share the latest model version chose.
+export function autoShareText(project) {
+  if (project.verification_version == null) return "No model yet: count tasks only.";
+  return `The latest model chose ${Math.round(100 * (project.verification_share_auto ?? 0))} % verification tasks.`;
+}
+
 export function mountTaskMix({ base, store }) {
   const input = $("mix-share");
+  const mode = $("mix-mode");
+  const follow = () => {
+    input.disabled = mode.value === "auto";
+  };
+  mode.addEventListener("change", follow);
   function error(text) {
     $("mix-error").textContent = text || "";
     $("mix-error").hidden = !text;
@@ -23,12 +35,17 @@ export function mountTaskMix({ base, store }) {
     else input.removeAttribute("aria-invalid");
   }
   store.watch("project", (project) => {
-    if (document.activeElement !== input) input.value = String(project.verification_share);
+    if (document.activeElement !== mode) mode.value = project.verification_share == null ? "auto" : "fixed";
+    if (document.activeElement !== input && project.verification_share != null) {
+      input.value = String(project.verification_share);
+    }
+    $("mix-auto-share").textContent = autoShareText(project);
+    follow();
     $("mix-private").hidden = !project.private;
   });
   $("task-mix").addEventListener("submit", async (event) => {
     event.preventDefault();
-    const { share, error: message } = parseShare(input.value);
+    const { share, error: message } = mode.value === "auto" ? { share: null } : parseShare(input.value);
     if (message) {
       error(message);
       input.focus();

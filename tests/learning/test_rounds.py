@@ -1,0 +1,141 @@
+"""A version's count round and task mix (issue 25), through the retrain: the round the values
+chose replaces the never-leased tasks in serving order, and the automatic mix follows value per
+second unless the manager fixed a share."""
+
+import numpy as np
+import pytest
+
+from annotation import scheduler
+from annotation.models import Assignment, Project, Sentence, Task, TaskOrigin
+from learning import adapter, rounds, services
+from learning.core.task_value import EXPLORATION
+from learning.verification import round_windows
+from tests.support.crowd import answer_tasks
+from tests.support.factories import member
+
+pytestmark = pytest.mark.django_db
+
+
+def retrain(project):
+    return services.retrain_run(project_id=project.pk, trigger="manual")
+
+
+def training(project):
+    rows = Sentence.objects.filter(project=project, split="train").order_by("position")
+    return [(sentence_id, tokens) for sentence_id, tokens in rows.values_list("id", "tokens")]
+
+
+def region(task):
+    return (task.sentence_id, task.start, task.length, list(task.tags))
+
+
+def test_a_version_replaces_the_never_leased_tasks_by_its_round_in_serving_order(project, crowd):
+    answer_tasks(project, crowd, 120)
+    live = scheduler.task_lease_next(project=project, annotator=crowd[1])  # held, unanswered
+    before = set(Task.objects.filter(project=project, kind="count").values_list("id", flat=True))
+    leased = set(Assignment.objects.filter(project=project).values_list("task_id", flat=True))
+    assert live.task_id in leased and before - leased  # some tasks were never leased
+
+    outcome = retrain(project)
+
+    remaining = set(Task.objects.filter(project=project, kind="count").values_list("id", flat=True))
+    assert before & remaining == before & leased  # the never-leased ones, and only they, went
+    project.refresh_from_db()
+    new = Task.objects.filter(project=project, kind="count", round=project.task_rounds)
+    assert set(new.values_list("id", flat=True)) == remaining - before
+    # The same plan, recomputed from the stored version: the ids follow its order.
+    tagger = adapter.model_load(outcome.version.file.name)
+    sentences = training(project)
+    asked = adapter.asked_regions(
+        project_id=project.pk,
+        sentence_index={sentence_id: i for i, (sentence_id, _) in enumerate(sentences)},
+        n_tags=4,
+    )
+    plan = rounds.count_round(
+        tagger,
+        sentences,
+        window=project.window_size,
+        tags_per_task=project.tags_per_task,
+        asked=asked,
+        verification=None,
+        seconds=None,
+        random_state=outcome.version.number,
+    )
+    stayed = {str(region(task)) for task in Task.objects.filter(pk__in=before & remaining)}
+    expected = [task for task in plan.tasks if str(region(task)) not in stayed]
+    assert [region(task) for task in new.order_by("id")] == [region(task) for task in expected]
+    assert [task.origin for task in new.order_by("id")] == [task.origin for task in expected]
+    assert len(plan.tasks) == len(sentences)  # one task a training sentence, as a uniform round
+    uniform = sum(task.origin == TaskOrigin.UNIFORM for task in plan.tasks)
+    n = len(plan.tasks)  # each row uniform with probability EXPLORATION: within 4 sd
+    assert abs(uniform - EXPLORATION * n) <= 4 * (n * EXPLORATION * (1 - EXPLORATION)) ** 0.5 + 1
+    assert "count_round" in outcome.version.timings
+
+    # A newcomer gets the count tasks still open (lower ids) first, then the round in its order.
+    Project.objects.filter(pk=project.pk).update(verification_share=0.0)  # counts only, here
+    project.refresh_from_db()
+    newcomer = member(project)
+    still_open = Task.objects.filter(pk__in=before & remaining, open_slots__gt=0, is_gold=False)
+    expected = [*still_open.order_by("id"), *new.order_by("id")[:3]]
+    served = []
+    for _ in expected:
+        got = scheduler.task_lease_next(project=project, annotator=newcomer, holding=[])
+        Assignment.objects.filter(pk=got.assignment_id).update(status="submitted")
+        served.append(got.task_id)
+    assert served == [task.pk for task in expected]
+
+
+def _mix(tagger, project, windows, seconds):
+    return rounds.count_round(
+        tagger,
+        training(project),
+        window=project.window_size,
+        tags_per_task=project.tags_per_task,
+        asked=np.zeros((0, 7), dtype=np.int64),
+        verification=windows,
+        seconds=seconds,
+        random_state=1,
+    ).verification_share_auto
+
+
+def test_the_automatic_mix_follows_value_per_second_and_a_fixed_share_wins(project, crowd):
+    answer_tasks(project, crowd, 120)
+    outcome = retrain(project)
+    project.refresh_from_db()
+    assert project.verification_share is None  # a new project's mix is automatic
+    tagger = adapter.model_load(outcome.version.file.name)
+    served = [(s, tokens, False) for s, tokens in training(project)]
+    windows = round_windows(tagger, served, window=project.window_size, random_state=1)
+    n = rounds.MIN_TIMED_ANSWERS
+    shares = [
+        _mix(tagger, project, windows, {"count": (6.0, n), "verify": (seconds, n)})
+        for seconds in (0.01, 1.0, 6.0, 600.0)
+    ]
+    # Cheaper verification answers buy more bits a second: the share never falls as they get
+    # cheaper.
+    assert shares == sorted(shares, reverse=True)
+    assert shares[0] > shares[-1]
+    # Too few timed answers: the priors stand in.
+    assert _mix(tagger, project, windows, {"count": (6.0, 1), "verify": (600.0, 1)}) == _mix(
+        tagger, project, windows, None
+    )
+
+    # What the version stored is what the leases use, unless the manager fixed a share.
+    Project.objects.filter(pk=project.pk).update(verification_share_auto=1.0)
+    project.refresh_from_db()
+    assert project.verification_share_served == 1.0
+    automatic = scheduler.task_lease_next(project=project, annotator=crowd[0], kind_draw=0.99)
+    assert automatic.kind == "verify"
+    Project.objects.filter(pk=project.pk).update(verification_share=0.0)
+    project.refresh_from_db()
+    fixed = scheduler.task_lease_next(project=project, annotator=crowd[2], kind_draw=0.0)
+    assert fixed.kind == "count"
+
+
+def test_a_fixed_share_keeps_its_verification_round_and_zero_asks_none(project, crowd):
+    Project.objects.filter(pk=project.pk).update(verification_share=0.0)
+    answer_tasks(project, crowd, 120)
+    retrain(project)
+    project.refresh_from_db()
+    assert project.verification_version is None and project.verification_share_auto == 0.0
+    assert Task.objects.filter(project=project, origin=TaskOrigin.VALUE).exists()
