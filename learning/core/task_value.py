@@ -290,10 +290,16 @@ def round_plan(
         explore[np.flatnonzero(~explore)[chosen.shape[0] :]] = True
     if not (lengths > 0).any():
         explore = np.zeros(0, dtype=bool)
-    n_explore = int(explore.sum())
     value_mask = np.zeros((chosen.shape[0], n_tags), dtype=bool)
     np.put_along_axis(value_mask, tags[chosen], True, axis=1)
-    uniform = _uniform_rows(lengths, window, n_tags, k, n_explore, rng)
+    taken = _region_keys(sentence[chosen], start[chosen], length[chosen], value_mask)
+    if asked is not None and len(asked):
+        asked = np.asarray(asked, dtype=np.int64)
+        taken |= _region_keys(asked[:, 0], asked[:, 1], asked[:, 2], asked[:, 3:].astype(bool))
+    uniform = _new_uniform_rows(lengths, window, n_tags, k, int(explore.sum()), taken, rng)
+    if uniform[0].shape[0] < explore.sum():  # a small corpus with few regions left
+        explore = explore[~explore | (np.cumsum(explore) <= uniform[0].shape[0])]
+    n_explore = int(explore.sum())
     rows = (
         (sentence[chosen], uniform[0]),
         (start[chosen], uniform[1]),
@@ -307,6 +313,36 @@ def round_plan(
         out[~explore], out[explore] = by_value, drawn
         placed.append(out)
     return RoundPlan(*placed, explore=explore)
+
+
+def _region_keys(sentence, start, length, mask) -> set[tuple]:
+    return {
+        (s, a, n, m.tobytes())
+        for s, a, n, m in zip(
+            sentence.tolist(), start.tolist(), length.tolist(), np.asarray(mask, bool), strict=True
+        )
+    }
+
+
+def _new_uniform_rows(lengths, width, n_tags, k, n, taken: set[tuple], rng):
+    """``n`` uniform rows (as :func:`_uniform_rows`) whose regions are not in ``taken`` nor
+    repeated: draws again up to four times as many; fewer rows when the corpus runs out."""
+    out: list[tuple] = []
+    for _ in range(4):
+        if len(out) >= n or n == 0:
+            break
+        drawn = _uniform_rows(lengths, width, n_tags, k, 2 * (n - len(out)) + 8, rng)
+        for row in zip(*drawn, strict=True):
+            key = (int(row[0]), int(row[1]), int(row[2]), row[3].tobytes())
+            if key not in taken:
+                taken.add(key)
+                out.append(row)
+                if len(out) == n:
+                    break
+    if not out:
+        return (np.zeros(0, np.int64),) * 3 + (np.zeros((0, n_tags), bool),)
+    sentence, start, length, mask = zip(*out, strict=True)
+    return np.array(sentence), np.array(start), np.array(length), np.array(mask)
 
 
 def _already_asked(asked, sentence, start, length, tags, n_tags) -> np.ndarray:

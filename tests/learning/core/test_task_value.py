@@ -200,3 +200,21 @@ def test_the_verification_share_follows_value_per_second():
     assert verification_share(counts, 10.0, np.full(100, 0.2), 3.0) == 0.0  # 0.067 bit/s < 0.1
     mixed = verification_share(counts, 10.0, np.linspace(0, 1, 100), 5.0)
     assert mixed == pytest.approx(0.5, abs=0.02)  # the half worth more than 0.1 bit/s
+
+
+def test_exploration_rows_are_new_regions():
+    """Uniform rows repeat neither an asked region nor the round's other rows (a repeat would
+    be skipped when the round is stored, and the exploration share would shrink)."""
+    rng = np.random.default_rng(4)
+    token_probs, offsets = _corpus(rng, n_sentences=30)
+    first = round_plan(token_probs, offsets, window=3, tags_per_task=None, n_tasks=60,
+                       exploration=0.5, random_state=0)  # fmt: skip
+    asked = np.concatenate(
+        [first.sentence[:, None], first.start[:, None], first.length[:, None], first.tag_mask],
+        axis=1,
+    )
+    plan = round_plan(token_probs, offsets, window=3, tags_per_task=None, n_tasks=60,
+                      exploration=0.5, asked=asked, random_state=1)  # fmt: skip
+    regions = [(s, a, n) for s, a, n in zip(plan.sentence, plan.start, plan.length, strict=True)]
+    assert len(set(regions)) == len(regions)
+    assert not set(regions) & {tuple(row) for row in asked[:, :3].tolist()}
