@@ -4,31 +4,13 @@ import pytest
 
 from common.exceptions import InvalidInput
 from learning import forecasts
-from learning.models import AccuracyReport, ModelVersion
 from tests.support.factories import client_for
+from tests.support.versions import known_accuracy as _accuracy
+from tests.support.versions import store_versions as _store_versions
 
 pytestmark = pytest.mark.django_db
 
 ANSWERS = [1000, 1500, 2000, 3000, 4000]
-
-
-def _accuracy(n):
-    """A known curve: accuracy 1 − 0.06 − 0.10·(n/1000)^−0.5 (it tends to 94 %)."""
-    return 1 - 0.06 - 0.10 * (n / 1000) ** -0.5
-
-
-def _store_versions(project, answers, *, accuracy=True, tokens=5000):
-    for number, n in enumerate(answers, start=1):
-        version = ModelVersion.objects.create(
-            project=project, number=number, file="none.npz", observations_count=n,
-            newest_observation=n,
-        )  # fmt: skip
-        AccuracyReport.objects.create(
-            version=version,
-            accuracy=_accuracy(n) if accuracy else None,
-            evaluation={"sentences": 300, "tokens": tokens} if accuracy else None,
-            count_consistency=0.2 + 0.5 * (n / 1000) ** -0.7,
-        )
 
 
 def test_forecast_ahead_follows_the_versions_curve(project):
