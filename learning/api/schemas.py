@@ -35,6 +35,34 @@ class LearningCurvePointOut(serializers.Serializer):
     created_at = serializers.DateTimeField()
 
 
+class ForecastIntervalOut(serializers.Serializer):
+    value = serializers.FloatField(allow_null=True)
+    low = serializers.FloatField(allow_null=True)
+    high = serializers.FloatField(allow_null=True, help_text="null: no upper bound.")
+
+
+class ForecastAheadOut(ForecastIntervalOut):
+    more = serializers.FloatField(help_text="More answers, as a share of the newest version's.")
+    observations = serializers.IntegerField(help_text="Answers the forecast is for.")
+
+
+class ForecastTargetOut(ForecastIntervalOut):
+    target = serializers.FloatField()
+    reached = serializers.BooleanField(help_text="false: the fitted curve never reaches it.")
+
+
+class ForecastOut(serializers.Serializer):
+    """The learning curve's forecast (learning/API.md, "Forecast")."""
+
+    metric = serializers.ChoiceField(choices=["accuracy", "count_consistency"])
+    level = serializers.FloatField(help_text="Coverage of the intervals.")
+    versions = serializers.IntegerField()
+    available = serializers.BooleanField()
+    reason = serializers.CharField(allow_blank=True)
+    ahead = ForecastAheadOut(many=True)
+    target = ForecastTargetOut(allow_null=True)
+
+
 class ReportAnnotatorOut(serializers.Serializer):
     annotator = serializers.IntegerField()
     username = serializers.CharField(allow_null=True)
@@ -64,6 +92,7 @@ class ReportOut(serializers.Serializer):
     count_consistency = serializers.FloatField(allow_null=True)
     held_out_observations = serializers.IntegerField(allow_null=True)
     learning_curve = LearningCurvePointOut(many=True)
+    forecast = ForecastOut()
     annotators = ReportAnnotatorOut(many=True)
     skipped_observations = serializers.IntegerField(allow_null=True)
     effort = serializers.JSONField(allow_null=True)

@@ -35,7 +35,9 @@ _ANNOTATOR_FIELDS = (
 )  # fmt: skip
 
 
-def report_out(version: ModelVersion, *, tags: list[str], learning_curve: list[dict]) -> dict:
+def report_out(
+    version: ModelVersion, *, tags: list[str], learning_curve: list[dict], forecast: dict
+) -> dict:
     report = version.report
     return {
         "version": version.number,
@@ -53,6 +55,7 @@ def report_out(version: ModelVersion, *, tags: list[str], learning_curve: list[d
         "learning_curve": [
             {**point, "created_at": iso(point["created_at"])} for point in learning_curve
         ],
+        "forecast": forecast,
         "annotators": [
             {key: row.get(key) for key in _ANNOTATOR_FIELDS} for row in report.annotators
         ],

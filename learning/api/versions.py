@@ -3,13 +3,13 @@
 from django.core.files.storage import default_storage
 from django.http import FileResponse
 from drf_spectacular.types import OpenApiTypes
-from drf_spectacular.utils import extend_schema
+from drf_spectacular.utils import OpenApiParameter, extend_schema
 from rest_framework.response import Response
 
 from annotation import selectors as annotation_selectors
 from common.api.base import ManagerView, paginated
 from common.exceptions import NotFound
-from learning import selectors
+from learning import forecasts, selectors
 from learning.api.schemas import ModelVersionOut, ReportOut
 from learning.api.shapes import report_out, version_out
 from learning.exceptions import NoModel
@@ -46,10 +46,22 @@ class ModelDownloadView(ManagerView):
 
 
 class ReportView(ManagerView):
-    """`reports/latest/` (number None) or `reports/{number}/`."""
+    """`reports/latest/` (number None) or `reports/{number}/`, with the learning curve and its
+    forecast (`?target=`: also the answers needed to reach that accuracy or count error)."""
 
-    @extend_schema(responses={200: ReportOut})
+    @extend_schema(
+        parameters=[
+            OpenApiParameter(
+                "target",
+                float,
+                description="An accuracy as a fraction (0.95), or without evaluation sentences a "
+                "count error: the forecast then also gives the answers needed to reach it.",
+            )
+        ],
+        responses={200: ReportOut},
+    )
     def get(self, request, project_id, number=None):
+        target = forecasts.forecast_target_parse(request.query_params.get("target"))
         if number is None:
             current = selectors.current_version(project_id=self.project.pk)
             if current is None:
@@ -59,5 +71,8 @@ class ReportView(ManagerView):
         if version is None:
             raise NotFound("No such model version.")
         curve = selectors.learning_curve(project_id=self.project.pk)
+        forecast = forecasts.learning_forecast(
+            project_id=self.project.pk, curve=curve, target=target
+        )
         tags = annotation_selectors.project_tag_names(project=self.project)
-        return Response(report_out(version, tags=tags, learning_curve=curve))
+        return Response(report_out(version, tags=tags, learning_curve=curve, forecast=forecast))

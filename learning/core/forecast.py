@@ -55,6 +55,12 @@ class LearningCurve:
     min_noise : float, default 0.003
         Floor of the noise of one version's metric (in the metric's units) when ``fit`` gets no
         ``n_eval``; the noise of retraining on more answers, not only of the evaluation.
+    asymptote_scale : float, None or "auto", default "auto"
+        Scale of a Gaussian prior ``a ~ N(0, scale²)`` on the loss the curve tends to (None: flat).
+        A few early versions cannot tell a near asymptote from a slow exponent; real accuracy
+        curves keep improving over the extrapolated range, so for accuracy ("auto": 0.02) the
+        prior leans to a small asymptote; a count error tends to the crowd's own noise ("auto":
+        flat).
     n_draws : int, default 2000
         Bootstrap draws behind each interval.
 
@@ -80,6 +86,7 @@ class LearningCurve:
         random_state: int | np.random.Generator | None = None,
         exponent_range: tuple[float, float] = (0.05, 2.0),
         min_noise: float = 0.003,
+        asymptote_scale: float | str | None = "auto",
         n_draws: int = 2000,
     ) -> None:
         self.higher_is_better = higher_is_better
@@ -87,6 +94,7 @@ class LearningCurve:
         self.random_state = random_state
         self.exponent_range = exponent_range
         self.min_noise = min_noise
+        self.asymptote_scale = asymptote_scale
         self.n_draws = n_draws
 
     # ---- fitting --------------------------------------------------------------------------
@@ -107,16 +115,22 @@ class LearningCurve:
         rng = np.random.default_rng(self.random_state)
 
         exponents = np.geomspace(*self.exponent_range, num=48)
-        basis = [np.column_stack([np.ones_like(x), x**-c]) for c in exponents]
-        fits = [_nonnegative_lstsq(B, loss[None, :])[0] for B in basis]
-        rss = np.array([np.sum((B @ p - loss) ** 2) for B, p in zip(basis, fits, strict=True)])
-
+        rss = np.array([_fit_at(x, loss, c, 0.0)[1] for c in exponents])
         self.noise_ = self._noise(loss, rss.min(), n_eval)
+        # The prior a ~ N(0, asymptote_scale²) is one more row, (σ/scale)·a ≈ 0.
+        scale = self.asymptote_scale
+        if scale == "auto":
+            scale = 0.02 if self.higher_is_better else None
+        prior = 0.0 if scale is None else self.noise_ / scale
+        basis = [_design(x, c, prior) for c in exponents]
+        target = np.append(loss, 0.0)
+        fits = [_nonnegative_lstsq(B, target[None, :])[0] for B in basis]
+        rss = np.array([np.sum((B @ p - target) ** 2) for B, p in zip(basis, fits, strict=True)])
         log_weight = -(rss - rss.min()) / (2.0 * self.noise_**2)
         weight = np.exp(log_weight - log_weight.max())
         self.exponent_weights_ = weight / weight.sum()
         self.exponents_ = exponents
-        self.params_ = _refine_best(x, loss, exponents, rss)  # a, b, c of the least-squares curve
+        self.params_ = _refine_best(x, loss, exponents, rss, prior)  # a, b, c of the best curve
 
         # Parametric bootstrap: exponent by weight, points redrawn around its curve, (a, b) refit.
         chosen = rng.choice(len(exponents), size=self.n_draws, p=self.exponent_weights_)
@@ -124,7 +138,7 @@ class LearningCurve:
         for k in np.unique(chosen):
             rows = np.flatnonzero(chosen == k)
             center = basis[k] @ fits[k]
-            redrawn = center[None, :] + self.noise_ * rng.standard_normal((len(rows), len(x)))
+            redrawn = center[None, :] + self.noise_ * rng.standard_normal((len(rows), len(x) + 1))
             ab = _nonnegative_lstsq(basis[k], redrawn)
             samples[rows, 0], samples[rows, 1], samples[rows, 2] = ab[:, 0], ab[:, 1], exponents[k]
         self.samples_ = samples
@@ -209,14 +223,27 @@ class LearningCurve:
         return Forecast(value=float(value), low=float(low), high=float(high))
 
 
-def _refine_best(x: np.ndarray, loss: np.ndarray, grid: np.ndarray, rss: np.ndarray) -> np.ndarray:
-    """``(a, b, c)`` minimising the squared error, ``c`` refined between the best grid point's
-    neighbours (the profile over ``c`` is one-dimensional, so a bounded scalar search is exact)."""
+def _design(x: np.ndarray, c: float, prior: float) -> np.ndarray:
+    """Columns ``1`` and ``x^−c``, and the prior's row ``(prior, 0)`` (0: no prior on ``a``)."""
+    return np.vstack([np.column_stack([np.ones_like(x), x**-c]), [prior, 0.0]])
+
+
+def _fit_at(x: np.ndarray, loss: np.ndarray, c: float, prior: float) -> tuple[np.ndarray, float]:
+    """``(a, b)`` at exponent ``c`` and the penalised squared error."""
+    basis, target = _design(x, c, prior), np.append(loss, 0.0)
+    ab = _nonnegative_lstsq(basis, target[None, :])[0]
+    return ab, float(np.sum((basis @ ab - target) ** 2))
+
+
+def _refine_best(
+    x: np.ndarray, loss: np.ndarray, grid: np.ndarray, rss: np.ndarray, prior: float
+) -> np.ndarray:
+    """``(a, b, c)`` minimising the (penalised) squared error, ``c`` refined between the best grid
+    point's neighbours (the profile over ``c`` is one-dimensional: a bounded scalar search)."""
 
     def profile(c: float) -> tuple[float, np.ndarray]:
-        basis = np.column_stack([np.ones_like(x), x**-c])
-        ab = _nonnegative_lstsq(basis, loss[None, :])[0]
-        return float(np.sum((basis @ ab - loss) ** 2)), ab
+        ab, rss_c = _fit_at(x, loss, c, prior)
+        return rss_c, ab
 
     k = int(np.argmin(rss))
     bounds = (grid[max(k - 1, 0)], grid[min(k + 1, len(grid) - 1)])

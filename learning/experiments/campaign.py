@@ -178,7 +178,8 @@ def campaign_rounds(
             "seconds_retrain": round(fitted - fitting, 2),  # probabilities and the round's plan
         }
         if number > 0:
-            curve = LearningCurve(random_state=seed).fit(*zip(*history, strict=True))
+            n_eval = sum(len(tags) for tags in test_tags)
+            curve = LearningCurve(random_state=seed).fit(*zip(*history, strict=True), n_eval=n_eval)
             forecast = curve.predict(budget_answers)
             row.update(
                 forecast_final=forecast.value,

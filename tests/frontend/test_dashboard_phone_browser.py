@@ -101,18 +101,23 @@ def test_learning_curve_spreads_its_points(dashboard):
             .find((l) => l.getAttribute('y1') === l.getAttribute('y2'));
           const xs = [...svg.querySelectorAll('circle.dot')]
             .map((c) => Number(c.getAttribute('cx')));
+          const ahead = [...svg.querySelectorAll('circle.forecast-dot')]
+            .map((c) => Number(c.getAttribute('cx')));
           const labels = [...svg.querySelectorAll('text.x-tick')].map((t) => t.getBBox())
             .map((b) => [b.x, b.x + b.width]);
           return {left: Number(axis.getAttribute('x1')), right: Number(axis.getAttribute('x2')),
-                  width: svg.viewBox.baseVal.width, xs, labels};
+                  width: svg.viewBox.baseVal.width, xs, ahead, labels};
         }"""
     )
     width = plot["right"] - plot["left"]
     xs = sorted(plot["xs"])
-    assert len(xs) == 2
-    # Not crowded at the right edge: the first version near the left of the plot.
+    assert len(xs) == 2 and len(plot["ahead"]) == 2
+    # Not crowded at the right edge: the first version near the left of the plot, the forecast
+    # for +100 % answers near the right (issue 25: the forecast extends the axis).
+    everything = sorted(xs + plot["ahead"])
     assert xs[0] - plot["left"] <= 0.1 * width, plot
-    assert xs[-1] - xs[0] >= 0.7 * width, plot
+    assert everything[-1] - xs[0] >= 0.7 * width, plot
+    assert xs[-1] < min(plot["ahead"]), plot
     # The x axis is labelled, inside the chart, without overlapping labels.
     labels = sorted(plot["labels"])
     assert len(labels) >= 2

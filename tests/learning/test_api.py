@@ -121,7 +121,7 @@ def test_retrain_now_runs_and_reports(project, crowd, manager, eager):
         "version", "created_at", "observations", "newest_observation", "tags", "evaluation",
         "accuracy", "per_tag", "confusion", "count_consistency", "held_out_observations",
         "learning_curve", "annotators", "skipped_observations", "timings", "model_kind",
-        "effort",
+        "effort", "forecast",
     }  # fmt: skip
     # What the report says is what the version and its report stored.
     version = ModelVersion.objects.select_related("report").get(project=project, number=2)

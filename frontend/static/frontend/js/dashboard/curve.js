@@ -1,5 +1,6 @@
 // The learning curve: test accuracy (or, without evaluation sentences, count error) of each
-// model version against the number of answers it learned from.
+// model version against the number of answers it learned from, and the forecast's points (hollow,
+// with their intervals) for more answers.
 import { $, svg } from "../lib/dom.js";
 import { fmt, pct } from "../lib/format.js";
 import { empty } from "./ui.js";
@@ -59,11 +60,13 @@ export function renderCurve(report) {
     box.replaceChildren(empty("The curve appears once a model has been evaluated."));
     return;
   }
+  // The forecast's points (+25 %, +100 % answers) and their intervals extend the axes.
+  const forecast = report.forecast && report.forecast.available && report.forecast.metric === key ? report.forecast.ahead : [];
   const W = Math.max(300, Math.round(box.clientWidth) || 640);
   const H = W < 500 ? 220 : 260;
   const L = 48, R = 30, T = 14, B = 40, INSET = 8; // INSET keeps the end points off the axes
-  const [xLo, xHi] = xDomain(data.map((p) => p.observations));
-  const [yLo, yHi] = yDomain(data.map((p) => p[key]), useAccuracy);
+  const [xLo, xHi] = xDomain([...data.map((p) => p.observations), ...forecast.map((p) => p.observations)]);
+  const [yLo, yHi] = yDomain([...data.map((p) => p[key]), ...forecast.flatMap((p) => [p.low, p.high])], useAccuracy);
   const x = (v) => L + INSET + ((W - L - R - 2 * INSET) * (v - xLo)) / (xHi - xLo);
   const y = (v) => T + ((H - T - B) * (yHi - v)) / (yHi - yLo);
   const show = (v) => (useAccuracy ? pct(v) : v.toFixed(3));
@@ -87,6 +90,17 @@ export function renderCurve(report) {
     const dot = svg("circle", { class: "dot", cx: x(p.observations), cy: y(p[key]), r: 4 });
     dot.append(svg("title", {}, `version ${p.version}: ${show(p[key])} after ${fmt.format(p.observations)} answers`));
     chart.append(dot);
+  }
+  for (const p of forecast) {
+    const at = x(p.observations);
+    chart.append(svg("line", { class: "forecast-range", x1: at, x2: at, y1: y(p.low), y2: y(p.high) }));
+    for (const end of [p.low, p.high]) chart.append(svg("line", { class: "forecast-range", x1: at - 5, x2: at + 5, y1: y(end), y2: y(end) }));
+    const dot = svg("circle", { class: "forecast-dot", cx: at, cy: y(p.value), r: 4 });
+    dot.append(svg("title", {}, `expected after ${fmt.format(p.observations)} answers: ${show(p.value)} (${show(p.low)} – ${show(p.high)})`));
+    chart.append(dot);
+  }
+  if (forecast.length) {
+    chart.append(svg("line", { class: "forecast-link", x1: x(last.observations), y1: y(last[key]), x2: x(forecast[0].observations), y2: y(forecast[0].value) }));
   }
   box.replaceChildren(chart);
 }

@@ -8,6 +8,7 @@ import { mountAnnotators } from "./annotators.js";
 import { renderConfusion } from "./confusion.js";
 import { mountCorpus } from "./corpus.js";
 import { renderCurve } from "./curve.js";
+import { mountForecast } from "./forecast.js";
 import { mountHeader } from "./header.js";
 import { connectLive } from "./live.js";
 import { renderPerTag } from "./per-tag.js";
@@ -36,6 +37,7 @@ const retraining = mountRetraining({ base });
 const webhooks = mountWebhooks({ base, fail });
 mountTry({ base });
 mountTaskMix({ base, store });
+mountForecast({ base, store });
 
 // The latest model report: the curve, per-tag scores and confusion matrix, and (through the
 // store) the accuracy in progress and the annotators' reliability.
