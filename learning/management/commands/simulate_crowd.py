@@ -114,6 +114,13 @@ class Command(BaseCommand):
             action="store_true",
             help="skip the supervised references (faster, for learning curves)",
         )
+        parser.add_argument(
+            "--online",
+            type=int,
+            default=None,
+            metavar="BLOCKS",
+            help="also stream the count answers in this many blocks through the online learner",
+        )
         parser.add_argument("--seed", type=int, default=0)
         parser.add_argument("--json", action="store_true", help="print the report as JSON")
 
@@ -133,6 +140,12 @@ class Command(BaseCommand):
         if sum(options[name] for name in fractions) > 1.0:
             raise CommandError(
                 "--spam-fraction, --noisy-fraction and --yes-sayer-fraction must not exceed 1"
+            )
+        if options["online"] is not None and options["online"] < 1:
+            raise CommandError("--online must be a number of blocks, at least 1")
+        if options["online"] is not None and options["verify_per_sentence"] > 0:
+            raise CommandError(
+                "--online streams count answers only: leave out --verify-per-sentence"
             )
         tags_per_task = parse_tags_per_task(options["tags_per_task"])
         started = time.perf_counter()
@@ -164,6 +177,7 @@ class Command(BaseCommand):
                 references=not options["no_references"],
                 seed=options["seed"],
                 model_params=model_params,
+                online_blocks=options["online"],
             )
         except ValueError as exc:
             raise CommandError(str(exc)) from None
