@@ -184,6 +184,57 @@ class OnlineCountTagger:
             probs, block["evidence"], all_weights, floor=self.schedule.posterior_floor
         )
 
+    def state(self) -> dict[str, np.ndarray]:
+        """Everything learned but the served tagger (saved apart as a model file), as arrays to
+        store: the stored sentences' labels and masses, the annotator table, the counters and
+        the progressive-validation curve. The stored features are not in it: :meth:`restore`
+        computes them again from the sentences."""
+        curve = self.progressive_
+        return {
+            "sentence": self._sentence,
+            "lengths": self._lengths,
+            "labels": self._labels.astype(np.float32),
+            "token_mass": self._token_mass,
+            "slot_owner": self.slot_owner_,
+            "slot_shared": self.slot_shared_,
+            "n_obs": self._n_obs,
+            "crowd": self._crowd,
+            "counters": np.array([self.n_blocks_, self.n_answers_], dtype=np.int64),
+            "tagset": np.array(self.tagset_),
+            "progressive": np.array(
+                [[r["answers"], _nan(r["log_likelihood"]), _nan(r["count_error"])] for r in curve]
+            ).reshape(-1, 3),
+            **{"sum_" + key: values for key, values in self._sums.items()},
+        }
+
+    def restore(self, state: dict, tagger, sentences) -> OnlineCountTagger:
+        """Go on from :meth:`state` and the served ``tagger`` it was saved with; ``sentences``
+        maps every stored sentence index to its tokens."""
+        self._start(tagger, tuple(str(t) for t in state["tagset"]))
+        if len(state["slot_owner"]) != self.n_slots:
+            raise ValueError("the saved annotator table has another number of rows")
+        self.slot_owner_ = np.array(state["slot_owner"], dtype=np.int64)
+        self.slot_shared_ = np.array(state["slot_shared"], dtype=bool)
+        self._n_obs = np.array(state["n_obs"], dtype=np.int64)
+        self._crowd = np.array(state["crowd"], dtype=np.float64)
+        self._sums = {key: np.array(state["sum_" + key]) for key in self._sums}
+        self.n_blocks_, self.n_answers_ = (int(v) for v in state["counters"])
+        self.progressive_ = [
+            {"block": k + 1, "answers": int(a), "log_likelihood": _none(ll),
+             "count_error": _none(err)}
+            for k, (a, ll, err) in enumerate(state["progressive"])
+        ]  # fmt: skip
+        self._sentence = np.array(state["sentence"], dtype=np.int64)
+        self._lengths = np.array(state["lengths"], dtype=np.int64)
+        self._labels = np.array(state["labels"], dtype=np.float64)
+        self._token_mass = np.array(state["token_mass"], dtype=np.float64)
+        if len(self._sentence):
+            self._x = self._tagger_like().featurize([sentences[s] for s in self._sentence])
+        self.stored_tokens_ = int(self._lengths.sum())
+        if self._n_obs.any():
+            self._refresh_reliability()
+        return self
+
     def token_proba(self, sentences: Sequence[Sequence[str]]) -> np.ndarray:
         return self.tagger_.token_proba(sentences)
 
@@ -313,6 +364,9 @@ class OnlineCountTagger:
             np.add.at(values, slots, getattr(sums, key))
         np.add.at(self._n_obs, slots, sums.n_observations)
         self._crowd += (sums.variance, sums.mass)
+        self._refresh_reliability()
+
+    def _refresh_reliability(self) -> None:
         used = np.flatnonzero(self._n_obs > 0)
         table = ReliabilitySums(
             annotators=used, n_observations=self._n_obs[used],
@@ -390,3 +444,11 @@ class OnlineCountTagger:
             max_iter=max_iter,
             tag_max_iter=max_iter,
         )
+
+
+def _nan(value: float | None) -> float:
+    return np.nan if value is None else float(value)
+
+
+def _none(value: float) -> float | None:
+    return None if np.isnan(value) else float(value)

@@ -162,3 +162,23 @@ def test_the_annotator_table_does_not_grow_with_annotators(data):
     assert learner.slot_owner_.shape == (64,) and learner.reliability_.annotators.max() < 64
     assert learner.slot_shared_.sum() > 32  # 600 distinct ids on 64 rows: shared, not flagged
     assert len(learner.flagged_annotators_) == 0
+
+
+def test_a_restored_learner_goes_on_as_the_saved_one(data):
+    sentences, gold, _, tagset = data
+    crowd = simulate_crowd(gold, len(tagset), window=4, obs_per_sentence=1, n_annotators=6,
+                           spam_fraction=0.2, random_state=7)  # fmt: skip
+    blocks = _blocks(crowd.observations, 4)
+    learner = _learner()
+    for block in blocks[:3]:
+        learner.partial_fit(sentences, block, tagset)
+    restored = _learner().restore(learner.state(), copy.deepcopy(learner.tagger_), sentences)
+    assert restored.progressive_ == [
+        {k: row[k] for k in ("block", "answers", "log_likelihood", "count_error")}
+        for row in learner.progressive_
+    ]
+    learner.partial_fit(sentences, blocks[3], tagset)
+    restored.partial_fit(sentences, blocks[3], tagset)
+    assert np.allclose(restored.tagger_.coef_, learner.tagger_.coef_, atol=1e-5)
+    assert np.array_equal(restored.flagged_annotators_, learner.flagged_annotators_)
+    assert restored.n_answers_ == learner.n_answers_ == len(crowd.observations)
