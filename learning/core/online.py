@@ -66,8 +66,12 @@ class OnlineCountTagger:
 
     Parameters
     ----------
-    eta0, tau0, rho : the step ``η_t = eta0 (tau0 + t)^−rho`` of block ``t`` (t = 2, 3, …; the
-        first block has all the mass), clipped to [0, 1]. Defaults 1, 0, 1: the running average.
+    eta0, tau0, rho : the step ``η_t = eta0 (tau0 + t)^−rho`` of block ``t``, clipped to
+        [0, 1]; the first block has all the mass. Defaults 1, 0, 1: the running average.
+    block_size : answers of a nominal block (default 1,000): blocks of other sizes count for
+        their share of one, ``t`` being the answers so far over ``block_size`` and the step
+        ``(m_t / block_size) η_t`` for a block of ``m_t`` answers, so that with the defaults each
+        answer weighs the same however the stream is cut.
     block_fit_iter : L-BFGS iterations of each block's M-step (default 3).
     max_tokens : tokens of the sentences whose labels are kept (default 200,000).
     n_slots : rows of the hashed annotator table (default 2**16).
@@ -94,6 +98,7 @@ class OnlineCountTagger:
         eta0: float = 1.0,
         tau0: float = 0.0,
         rho: float = 1.0,
+        block_size: int = 1000,
         block_fit_iter: int = 3,
         max_tokens: int = 200_000,
         n_slots: int = 2**16,
@@ -109,6 +114,7 @@ class OnlineCountTagger:
         self.eta0 = eta0
         self.tau0 = tau0
         self.rho = rho
+        self.block_size = block_size
         self.block_fit_iter = block_fit_iter
         self.max_tokens = max_tokens
         self.n_slots = n_slots
@@ -167,7 +173,7 @@ class OnlineCountTagger:
         e_step = self.e_step(block, probs, weights)
         self._learn_reliability(block, probs)
         self.n_blocks_ += 1
-        eta = self._eta()
+        eta = self._eta(len(observations))
         self._store(block, e_step.beliefs * e_step.token_weight[:, None], eta)
         self._m_step()
         self.n_answers_ += len(observations) + (0 if verifications is None else len(verifications))
@@ -199,7 +205,9 @@ class OnlineCountTagger:
             "slot_shared": self.slot_shared_,
             "n_obs": self._n_obs,
             "crowd": self._crowd,
-            "counters": np.array([self.n_blocks_, self.n_answers_], dtype=np.int64),
+            "counters": np.array(
+                [self.n_blocks_, self.n_answers_, self._answers_counted], dtype=np.int64
+            ),
             "tagset": np.array(self.tagset_),
             "progressive": np.array(
                 [[r["answers"], _nan(r["log_likelihood"]), _nan(r["count_error"])] for r in curve]
@@ -218,7 +226,7 @@ class OnlineCountTagger:
         self._n_obs = np.array(state["n_obs"], dtype=np.int64)
         self._crowd = np.array(state["crowd"], dtype=np.float64)
         self._sums = {key: np.array(state["sum_" + key]) for key in self._sums}
-        self.n_blocks_, self.n_answers_ = (int(v) for v in state["counters"])
+        self.n_blocks_, self.n_answers_, self._answers_counted = (int(v) for v in state["counters"])
         self.progressive_ = [
             {"block": k + 1, "answers": int(a), "log_likelihood": _none(ll),
              "count_error": _none(err)}
@@ -251,6 +259,7 @@ class OnlineCountTagger:
         self.word_classes_ = tagger.word_classes
         self.n_blocks_ = 0
         self.n_answers_ = 0
+        self._answers_counted = 0
         self.progressive_: list[dict] = []
         self.stored_tokens_ = 0
         self._x = sp.csr_matrix((0, tagger.feature_config_.n_features), dtype=np.float64)
@@ -386,12 +395,29 @@ class OnlineCountTagger:
         flagged_owners = self.slot_owner_[self._flagged_slots]
         self.flagged_annotators_ = np.sort(flagged_owners[flagged_owners >= 0])
 
-    def _eta(self) -> float:
-        """``η_t`` of the block just counted (the first block: 1)."""
-        t = self.n_blocks_
-        if t <= 1:
+    def _eta(self, answers: int) -> float:
+        """``η`` of a block of ``answers`` answers (the first block: 1), counting the answers."""
+        before = self._answers_counted
+        self._answers_counted += answers
+        if before == 0:
             return 1.0
-        return float(np.clip(self.eta0 * (self.tau0 + t) ** -self.rho, 0.0, 1.0))
+        share = answers / self.block_size
+        t = self._answers_counted / self.block_size
+        return float(np.clip(share * self.eta0 * (self.tau0 + t) ** -self.rho, 0.0, 1.0))
+
+    def seed(self, sentences, observations: Observations, tagset, tagger) -> OnlineCountTagger:
+        """Start from a fitted ``tagger`` (the batch retrain's) and store the E-step labels and
+        annotator residuals of ``observations``, answers it was fitted on, without a step: the
+        next blocks' M-steps then weigh them against what the batch fit learned."""
+        self._start(tagger, tuple(tagset))
+        block = self._block(sentences, observations, None, None)
+        probs = self._token_probs(block)
+        e_step = self.e_step(block, probs, self._weights(observations))
+        self._learn_reliability(block, probs)
+        self._store(
+            block, e_step.beliefs * e_step.token_weight[:, None], self._eta(len(observations))
+        )
+        return self
 
     def _store(self, block: dict, labels: np.ndarray, eta: float) -> None:
         """Running soft-label statistics: old mass × (1 − η), the block's tokens mass η (their

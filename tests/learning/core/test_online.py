@@ -182,3 +182,26 @@ def test_a_restored_learner_goes_on_as_the_saved_one(data):
     assert np.allclose(restored.tagger_.coef_, learner.tagger_.coef_, atol=1e-5)
     assert np.array_equal(restored.flagged_annotators_, learner.flagged_annotators_)
     assert restored.n_answers_ == learner.n_answers_ == len(crowd.observations)
+
+
+def test_steps_count_answers_however_the_stream_is_cut(data):
+    sentences, gold, _, tagset = data
+    crowd = simulate_crowd(gold[:400], len(tagset), window=4, obs_per_sentence=1, random_state=8)
+    learner = _learner(block_size=100)
+    learner._start(_learner().partial_fit(sentences, crowd.observations, tagset).tagger_, tagset)
+    assert learner._eta(300) == 1.0
+    assert learner._eta(100) == pytest.approx(100 / 400)  # this block's share of the answers
+    assert learner._eta(50) == pytest.approx(50 / 450)
+
+
+def test_seeded_from_a_batch_model_the_store_holds_its_answers(data):
+    sentences, gold, _, tagset = data
+    crowd = simulate_crowd(gold, len(tagset), window=4, obs_per_sentence=1, random_state=9)
+    first, second = _blocks(crowd.observations, 2)
+    batch = _learner().partial_fit(sentences, first, tagset).tagger_
+    learner = _learner().seed(sentences, first, tagset, batch)
+    assert learner.tagger_ is batch and learner.progressive_ == []
+    assert learner.stored_tokens_ > 0 and learner._answers_counted == len(first)
+    learner.partial_fit(sentences, second, tagset)
+    assert learner.progressive_[-1]["log_likelihood"] is not None
+    assert learner.progressive_[-1]["eta"] == pytest.approx(len(second) / len(crowd.observations))
