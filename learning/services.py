@@ -32,6 +32,7 @@ from learning import adapter, locks, selectors, verification
 from learning.core import report
 from learning.core.pipeline import CountTagger
 from learning.core.wordclasses import WordClasses
+from learning.live import live_model_reset
 from learning.models import (
     MAX_INTERVAL_MINUTES,
     AccuracyReport,
@@ -298,6 +299,7 @@ def version_store(
                 project_id=project_id,
                 flags={row["annotator"]: row["flag_reason"] for row in table if row["flagged"]},
             )
+            live_model_reset(project_id=project_id, version=version)
             run.status = RetrainRun.Status.SUCCEEDED
             run.version_number = number
             run.finished_at = timezone.now()

@@ -405,12 +405,14 @@ class OnlineCountTagger:
         t = self._answers_counted / self.block_size
         return float(np.clip(share * self.eta0 * (self.tau0 + t) ** -self.rho, 0.0, 1.0))
 
-    def seed(self, sentences, observations: Observations, tagset, tagger) -> OnlineCountTagger:
+    def seed(
+        self, sentences, observations: Observations, tagset, tagger, *, mechanism=None
+    ) -> OnlineCountTagger:
         """Start from a fitted ``tagger`` (the batch retrain's) and store the E-step labels and
         annotator residuals of ``observations``, answers it was fitted on, without a step: the
         next blocks' M-steps then weigh them against what the batch fit learned."""
         self._start(tagger, tuple(tagset))
-        block = self._block(sentences, observations, None, None)
+        block = self._block(sentences, observations, None, mechanism)
         probs = self._token_probs(block)
         e_step = self.e_step(block, probs, self._weights(observations))
         self._learn_reliability(block, probs)
