@@ -89,3 +89,13 @@ test("progress cards fill their rows evenly, and counts take their noun's number
   assert.equal(counted(2, "check"), "2 checks");
   assert.equal(counted(0, "answer"), "0 answers");
 });
+
+test("the live model's line says what it follows and how far", async () => {
+  const { liveText } = await import("../../../frontend/static/frontend/js/dashboard/live.js");
+  assert.match(liveText(null), /appears with the first answers after a retrain/);
+  assert.match(liveText({ number: 0, base_version: 2, answers_applied: 0 }), /appears/);
+  assert.equal(
+    liveText({ number: 3, base_version: 2, answers_applied: 1500 }),
+    "Live model: version 2 + 1,500 answers in 3 updates",
+  );
+});
