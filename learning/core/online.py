@@ -74,6 +74,9 @@ class OnlineCountTagger:
         answer weighs the same however the stream is cut.
     block_fit_iter : L-BFGS iterations of each block's M-step (default 3).
     max_tokens : tokens of the sentences whose labels are kept (default 200,000).
+    replay : None (default) for M-steps on every stored token, or ``r``: on the block's tokens
+        and a uniform sample of ``r`` times as many stored ones (a cost per update that follows
+        the block, not the store).
     n_slots : rows of the hashed annotator table (default 2**16).
     schedule : the :class:`.schedule.EMSchedule` whose ``context_alpha`` and
         ``posterior_floor`` the online steps use (default the ``warm`` preset).
@@ -101,6 +104,7 @@ class OnlineCountTagger:
         block_size: int = 1000,
         block_fit_iter: int = 3,
         max_tokens: int = 200_000,
+        replay: float | None = None,
         n_slots: int = 2**16,
         schedule: EMSchedule = WARM,
         reliability: bool = True,
@@ -117,6 +121,7 @@ class OnlineCountTagger:
         self.block_size = block_size
         self.block_fit_iter = block_fit_iter
         self.max_tokens = max_tokens
+        self.replay = replay
         self.n_slots = n_slots
         self.schedule = schedule
         self.reliability = reliability
@@ -175,7 +180,7 @@ class OnlineCountTagger:
         self.n_blocks_ += 1
         eta = self._eta(len(observations))
         self._store(block, e_step.beliefs * e_step.token_weight[:, None], eta)
-        self._m_step()
+        self._m_step(len(block["sentences"]))
         self.n_answers_ += len(observations) + (0 if verifications is None else len(verifications))
         self.progressive_[-1].update(eta=eta, seconds=time.perf_counter() - tic)
         return self
@@ -260,6 +265,7 @@ class OnlineCountTagger:
         self.n_blocks_ = 0
         self.n_answers_ = 0
         self._answers_counted = 0
+        self._rng = np.random.default_rng(self.random_state)
         self.progressive_: list[dict] = []
         self.stored_tokens_ = 0
         self._x = sp.csr_matrix((0, tagger.feature_config_.n_features), dtype=np.float64)
@@ -450,18 +456,39 @@ class OnlineCountTagger:
         self._sentence = self._sentence[keep]
         self._lengths = self._lengths[keep]
 
-    def _m_step(self) -> None:
+    def _m_step(self, block_sentences: int) -> None:
         """``block_fit_iter`` L-BFGS iterations on the stored labels, each token's weighted by
         its mass (scaled to a mean of 1 over labelled tokens, so that the L2 strength means what
-        it means in a batch fit), warm from the current model."""
-        labelled = self._token_mass > 0
+        it means in a batch fit), warm from the current model. With ``replay``, on the block's
+        sentences (the last ``block_sentences`` stored) and a uniform sample of the others of
+        ``replay`` times their tokens, the sample's masses scaled up to the others' total: an
+        unbiased estimate of the whole objective, at a cost that follows the block's size."""
+        rows = np.ones(self._labels.shape[0], dtype=bool)
+        x, lengths, mass = self._x, self._lengths, self._token_mass
+        older = self._lengths.shape[0] - block_sentences
+        if self.replay is not None and older > 0:
+            block_tokens = int(self._lengths[older:].sum())
+            order = self._rng.permutation(older)
+            wanted = self.replay * block_tokens
+            chosen = order[: int(np.searchsorted(np.cumsum(self._lengths[order]), wanted)) + 1]
+            keep = np.zeros(self._lengths.shape[0], dtype=bool)
+            keep[chosen] = True
+            keep[older:] = True
+            rows = np.repeat(keep, self._lengths)
+            first_block_row = int(self._lengths[:older].sum())
+            old_rows = np.arange(rows.shape[0]) < first_block_row
+            sample_mass = mass[rows & old_rows].sum()
+            mass = mass.copy()
+            if sample_mass > 0:
+                mass[old_rows] *= mass[old_rows].sum() / sample_mass
+            x, lengths, mass = x[rows], self._lengths[keep], mass[rows]
+        labelled = mass > 0
         if not labelled.any():
             return
-        scale = labelled.sum() / self._token_mass.sum()
-        labels = self._labels * (self._token_mass * scale)[:, None]
+        scale = labelled.sum() / mass.sum()
+        labels = self._labels[rows] * (mass * scale)[:, None]
         self.tagger_ = self._tagger_like(self.block_fit_iter).fit(
-            None, labels, self.tagset_, warm_start=self.tagger_,
-            features=self._x, lengths=self._lengths,
+            None, labels, self.tagset_, warm_start=self.tagger_, features=x, lengths=lengths,
         )  # fmt: skip
 
     def _tagger_like(self, max_iter: int = 1) -> ContextTagger:

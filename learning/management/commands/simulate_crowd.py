@@ -121,6 +121,19 @@ class Command(BaseCommand):
             metavar="BLOCKS",
             help="also stream the count answers in this many blocks through the online learner",
         )
+        parser.add_argument(
+            "--online-replay",
+            type=float,
+            default=None,
+            help="online M-steps on the block and this many times its tokens of stored ones "
+            "(default: every stored token)",
+        )
+        parser.add_argument(
+            "--online-fit-iter",
+            type=int,
+            default=3,
+            help="L-BFGS iterations of each online M-step (default 3)",
+        )
         parser.add_argument("--seed", type=int, default=0)
         parser.add_argument("--json", action="store_true", help="print the report as JSON")
 
@@ -147,6 +160,10 @@ class Command(BaseCommand):
             raise CommandError(
                 "--online streams count answers only: leave out --verify-per-sentence"
             )
+        if options["online_fit_iter"] < 1:
+            raise CommandError("--online-fit-iter must be at least 1")
+        if options["online_replay"] is not None and not options["online_replay"] > 0:
+            raise CommandError("--online-replay must be positive")
         tags_per_task = parse_tags_per_task(options["tags_per_task"])
         started = time.perf_counter()
         train = read_corpus(options["train"], "train")
@@ -178,6 +195,10 @@ class Command(BaseCommand):
                 seed=options["seed"],
                 model_params=model_params,
                 online_blocks=options["online"],
+                online_params={
+                    "replay": options["online_replay"],
+                    "block_fit_iter": options["online_fit_iter"],
+                },
             )
         except ValueError as exc:
             raise CommandError(str(exc)) from None

@@ -205,3 +205,17 @@ def test_seeded_from_a_batch_model_the_store_holds_its_answers(data):
     learner.partial_fit(sentences, second, tagset)
     assert learner.progressive_[-1]["log_likelihood"] is not None
     assert learner.progressive_[-1]["eta"] == pytest.approx(len(second) / len(crowd.observations))
+
+
+def test_replayed_m_steps_sample_the_store_and_still_learn(data):
+    sentences, gold, w_star, tagset = data
+    crowd = simulate_crowd(
+        gold, len(tagset), window=4, tags_per_task=2, obs_per_sentence=2, random_state=0
+    )
+    names = [[tagset[t] for t in g] for g in gold]
+    learner = _learner(replay=1.0)
+    scores = []
+    for block in _blocks(crowd.observations, 20):
+        learner.partial_fit(sentences, block, tagset)
+        scores.append(accuracy(names, learner.predict(sentences)))
+    assert scores[-1] > scores[0] + 0.05
