@@ -27,3 +27,10 @@ app.conf.beat_schedule = {
         "options": {"expires": 54.0},
     },
 }
+# The live models follow the answers (learning/live.py); off with TALLY_LIVE_MODEL_SECONDS=0.
+if settings.TALLY_LIVE_MODEL_SECONDS > 0:
+    app.conf.beat_schedule["live-sweep"] = {
+        "task": "learning.live_sweep",
+        "schedule": float(settings.TALLY_LIVE_MODEL_SECONDS),
+        "options": {"expires": settings.TALLY_LIVE_MODEL_SECONDS * 0.9},
+    }

@@ -125,22 +125,34 @@ def project_mechanism(*, project_id: int, n_tags: int) -> Mechanism | None:
     return Mechanism(name, alpha, n_tags) if private else None
 
 
-def _read_observations(project_id: int, min_id: int = 0) -> dict[str, np.ndarray | list]:
+def _read_observations(
+    project_id: int,
+    min_id: int = 0,
+    *,
+    max_id: int | None = None,
+    limit: int | None = None,
+    newest_first: bool = False,
+) -> dict[str, np.ndarray | list]:
+    """A project's count answers with ids in ``(min_id, max_id]`` as columns, oldest first (at
+    most ``limit``, the oldest or with ``newest_first`` the newest of them)."""
     columns: dict[str, list] = {
         k: []
         for k in (
             "id", "sentence", "start", "length", "annotator", "seconds", "tags", "counts", "origin",
         )
     }  # fmt: skip
-    rows = (
-        Observation.objects.filter(project_id=project_id, id__gt=min_id, kind=TaskKind.COUNT)
-        .order_by("id")
-        .values_list(
-            "id", "sentence_id", "start", "length", "annotator_id", "seconds_on_device", "tags",
-            "counts", "assignment__task__origin",
-        )
-        .iterator(chunk_size=CHUNK_SIZE)
-    )  # fmt: skip
+    query = Observation.objects.filter(project_id=project_id, id__gt=min_id, kind=TaskKind.COUNT)
+    if max_id is not None:
+        query = query.filter(id__lte=max_id)
+    query = query.order_by("-id" if newest_first else "id")
+    if limit is not None:
+        query = query[:limit]
+    rows = query.values_list(
+        "id", "sentence_id", "start", "length", "annotator_id", "seconds_on_device", "tags",
+        "counts", "assignment__task__origin",
+    ).iterator(chunk_size=CHUNK_SIZE)  # fmt: skip
+    if newest_first:
+        rows = reversed(list(rows))
     names = list(columns)
     for row in rows:
         for name, value in zip(names, row, strict=True):
@@ -341,6 +353,43 @@ def _effort(seconds_by_kind: dict[str, np.ndarray]) -> dict:
         "minutes": {kind: round(float(s.sum()) / 60.0, 2) for kind, s in timed.items()},
         "timed_answers": {kind: int(s.shape[0]) for kind, s in timed.items()},
     }
+
+
+def count_answers(
+    *, project_id: int, after: int, up_to: int | None = None, limit: int, newest_first: bool = False
+) -> tuple[Observations, dict[int, list[str]], int]:
+    """Count answers with ids in ``(after, up_to]``, at most ``limit`` (the oldest, or the
+    newest), as observations whose sentence indices are the sentences' ids; the tokens of those
+    sentences by id; and the newest id read (``after`` when none)."""
+    tagset = project_tagset(project_id=project_id)
+    private = project_mechanism(project_id=project_id, n_tags=len(tagset)) is not None
+    obs = _read_observations(
+        project_id, after, max_id=up_to, limit=limit, newest_first=newest_first
+    )
+    mask, counts = _mask_and_counts(obs["tags"], obs["counts"], len(tagset))
+    tokens = sentence_tokens(project_id=project_id, ids=np.unique(obs["sentence"]))
+    lengths = np.zeros(int(obs["sentence"].max()) + 1 if obs["id"].size else 0, dtype=np.int64)
+    for sentence_id, words in tokens.items():
+        lengths[sentence_id] = len(words)
+    observations = Observations.create(
+        sentence=obs["sentence"], start=obs["start"], length=obs["length"], tag_mask=mask,
+        counts=counts, annotator=obs["annotator"], sentence_lengths=lengths, allow_empty=True,
+        released=private,
+    )  # fmt: skip
+    newest = int(obs["id"].max()) if obs["id"].size else after
+    return observations, tokens, newest
+
+
+def sentence_tokens(*, project_id: int, ids) -> dict[int, list[str]]:
+    """The tokens of the project's sentences ``ids``, by id."""
+    ids = [int(i) for i in ids]
+    tokens: dict[int, list[str]] = {}
+    for start in range(0, len(ids), CHUNK_SIZE):
+        rows = Sentence.objects.filter(
+            project_id=project_id, id__in=ids[start : start + CHUNK_SIZE]
+        )
+        tokens.update(rows.values_list("id", "tokens"))
+    return tokens
 
 
 def newest_observation_id(*, project_id: int) -> int:

@@ -182,3 +182,28 @@ class RetrainSchedule(models.Model):
 
     def __str__(self) -> str:
         return f"every {self.interval_minutes} min: {self.project}"
+
+
+class LiveModel(models.Model):
+    """The model that follows the answers between retrains (`learning.live`): the current batch
+    version (`base_version`) stepped by the online learner through every answer after it, up to
+    `watermark`. The served tagger's file, the learner's state and the watermark change in one
+    row update, so a worker killed mid-update leaves them consistent and each answer applied
+    once. A new batch version makes the row stale: the next update starts again from it."""
+
+    project = models.OneToOneField(
+        Project, on_delete=models.CASCADE, primary_key=True, related_name="live_model"
+    )
+    base_version = models.PositiveIntegerField(help_text="The batch version it started from.")
+    number = models.PositiveIntegerField(default=0, help_text="Updates published since then.")
+    watermark = models.BigIntegerField(help_text="Id of the newest observation applied.")
+    answers_applied = models.PositiveIntegerField(default=0)
+    file = models.CharField(max_length=300, blank=True, default="", help_text="Model file.")
+    state_file = models.CharField(max_length=300, blank=True, default="")
+    progressive = models.JSONField(
+        default=list, blank=True, help_text="Progressive validation: one point per update."
+    )
+    published_at = models.DateTimeField(null=True, blank=True)
+
+    def __str__(self) -> str:
+        return f"live model {self.number} of {self.project} (from v{self.base_version})"

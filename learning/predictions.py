@@ -64,8 +64,8 @@ def text_tag(*, project_id: int, text: str, language: str) -> dict:
     """`text` cut into sentences and tokens by the project's tokenizer (the one its plain text
     imports used), and the written forms its corpus splits into words split the same way (French
     "au" -> "à" "le", as UD's CoNLL-U has it), each sentence tagged whole by the current
-    version: each token's tag and its probability, the `ALTERNATIVES` most probable tags, and
-    the sentences as token ranges."""
+    version's live model once it has published (else the version itself): each token's tag and
+    its probability, the `ALTERNATIVES` most probable tags, and the sentences as token ranges."""
     if len(text) > MAX_TEXT_CHARS:
         raise PayloadTooLarge(f"The text is longer than {MAX_TEXT_CHARS} characters.")
     splits = multiword_splits(project_id=project_id)
@@ -86,8 +86,12 @@ def text_tag(*, project_id: int, text: str, language: str) -> dict:
     if len(tokens) > MAX_TOKENS:
         raise PayloadTooLarge(f"The text has more than {MAX_TOKENS} words.")
     version = current_version(project_id=project_id)
-    tags, probabilities, probs = selectors.predict_sentences(version=version, sentences=sentences)
-    tagset = selectors.tagger_of(version=version).tagset_
+    tagger, live = selectors.served_tagger(version=version)
+    probs = tagger.token_proba(sentences)
+    best = probs.argmax(axis=1)
+    tagset = tagger.tagset_
+    tags = [tagset[k] for k in best]
+    probabilities = [float(probs[i, k]) for i, k in enumerate(best)]
     top = (-probs).argsort(axis=1)[:, :ALTERNATIVES]
     ranges, start = [], 0
     for sentence in sentences:
@@ -95,6 +99,7 @@ def text_tag(*, project_id: int, text: str, language: str) -> dict:
         start += len(sentence)
     return {
         "version": version.number,
+        "live": live,
         "tokens": tokens,
         "sentences": ranges,
         "tags": tags,

@@ -15,6 +15,7 @@ from learning import adapter, locks
 from learning.models import (
     AccuracyReport,
     AnnotatorQuality,
+    LiveModel,
     ModelVersion,
     RetrainRun,
     RetrainSchedule,
@@ -127,6 +128,20 @@ def projects_due(*, now: datetime | None = None) -> list[int]:
     ]
 
 
+def projects_live_due() -> list[int]:
+    """Projects with a model and observations after their live model's watermark (or, before
+    its first update, after the current version's)."""
+    live = LiveModel.objects.filter(project=OuterRef("pk"))
+    return list(
+        Project.objects.annotate(
+            newest=_newest_observation_subquery(),
+            applied=Coalesce(Subquery(live.values("watermark")[:1]), _modelled_subquery()),
+        )
+        .filter(applied__isnull=False, newest__gt=F("applied"))
+        .values_list("pk", flat=True)
+    )
+
+
 def retrain_due(*, project_id: int) -> tuple[bool, int]:
     """(has observations newer than the current model, how many)."""
     current = current_version(project_id=project_id)
@@ -194,6 +209,40 @@ def tagger_of(*, version: ModelVersion):
     return adapter.model_load(version.file.name)
 
 
+def served_tagger(*, version: ModelVersion):
+    """(tagger, live number or None): the live model that follows ``version`` once it has
+    published (`learning.live`), else the version's own tagger."""
+    live = (
+        LiveModel.objects.filter(
+            project_id=version.project_id, base_version=version.number, number__gt=0
+        )
+        .values_list("number", "file")
+        .first()
+    )
+    if live is not None:
+        try:
+            return adapter.model_load(live[1]), live[0]
+        except FileNotFoundError:  # replaced by a newer publication meanwhile
+            pass
+    return tagger_of(version=version), None
+
+
+def live_model_summary(*, project_id: int) -> dict | None:
+    """The live model as the dashboard shows it: which batch version it follows, its updates,
+    the answers applied and the progressive-validation curve (None before the first update)."""
+    live = LiveModel.objects.filter(project_id=project_id).first()
+    if live is None:
+        return None
+    return {
+        "base_version": live.base_version,
+        "number": live.number,
+        "answers_applied": live.answers_applied,
+        "watermark": live.watermark,
+        "published_at": live.published_at,
+        "progressive": live.progressive,
+    }
+
+
 def predict_tokens(*, version: ModelVersion, tokens: list[str]):
     """(tag names, probability of each, (n, K) probabilities) of the sentence `tokens` under
     `version` (a contextual model reads every token in the whole sentence)."""
@@ -201,8 +250,9 @@ def predict_tokens(*, version: ModelVersion, tokens: list[str]):
 
 
 def predict_sentences(*, version: ModelVersion, sentences: list[list[str]]):
-    """`predict_tokens` of several sentences, each tagged whole; their tokens' rows in order."""
-    tagger = tagger_of(version=version)
+    """`predict_tokens` of several sentences, each tagged whole; their tokens' rows in order,
+    by the live model when it has published (:func:`served_tagger`)."""
+    tagger, _ = served_tagger(version=version)
     probs = tagger.token_proba(sentences)
     best = probs.argmax(axis=1) if len(probs) else []
     return (

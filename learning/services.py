@@ -37,6 +37,7 @@ from learning.core import report
 from learning.core.pipeline import CountTagger
 from learning.core.schedule import warm_start_suits
 from learning.core.wordclasses import WordClasses
+from learning.live import live_model_reset
 from learning.models import (
     MAX_INTERVAL_MINUTES,
     AccuracyReport,
@@ -323,6 +324,7 @@ def version_store(
                 tasks=learned.count_round.tasks,
                 verification_share_auto=learned.count_round.verification_share_auto,
             )
+            live_model_reset(project_id=project_id, version=version)
             run.status = RetrainRun.Status.SUCCEEDED
             run.version_number = number
             run.finished_at = timezone.now()

@@ -30,7 +30,7 @@ from django.utils import timezone
 from delivery import push
 from delivery.tasks import BROKER_ERRORS, webhook_enqueue
 from delivery.webhooks import selectors as webhook_selectors
-from learning import selectors, services
+from learning import live, selectors, services
 
 logger = logging.getLogger(__name__)
 
@@ -104,3 +104,33 @@ def retrain_sweep() -> dict:
     if queued or redelivered:
         logger.info("retrain sweep", extra={"queued": queued, "redelivered": redelivered})
     return {"queued": queued, "redelivered": redelivered}
+
+
+@shared_task(
+    name="learning.live_update",
+    acks_late=True,
+    reject_on_worker_lost=True,
+    autoretry_for=(DatabaseError,),
+    retry_backoff=2,
+    max_retries=3,
+    time_limit=300,
+    soft_time_limit=290,
+)
+def live_update(project_id: int) -> dict:
+    """One update of the project's live model (`learning.live`): killed anywhere, it applies
+    nothing; redelivered or duplicated, the conditional publication applies each answer once."""
+    return live.live_model_update(project_id=project_id)
+
+
+@shared_task(name="learning.live_sweep", acks_late=True, time_limit=60, soft_time_limit=50)
+def live_sweep() -> dict:
+    """Queue a live update of every project with answers after its live model's watermark."""
+    queued = []
+    for project_id in selectors.projects_live_due():
+        try:
+            live_update.apply_async(args=[project_id], retry=False)
+        except BROKER_ERRORS as exc:
+            logger.warning("cannot queue a live update", extra={"error": str(exc)[:200]})
+            break
+        queued.append(project_id)
+    return {"queued": queued}

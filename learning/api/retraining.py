@@ -8,7 +8,7 @@ from common.api.base import ManagerView
 from common.api.output import iso
 from learning import selectors, services, tasks
 from learning.api.schemas import RetrainOut, RetrainStatusOut, ScheduleOut
-from learning.api.shapes import last_error_out, run_out
+from learning.api.shapes import last_error_out, live_out, run_out
 from learning.models import MAX_INTERVAL_MINUTES, RetrainRun
 
 
@@ -88,5 +88,6 @@ class RetrainStatusView(ManagerView):
                 "last_run": runs[0] if runs else None,
                 "last_error": last_error_out(state["last_failed"]),
                 "recent_runs": runs,
+                "live": live_out(selectors.live_model_summary(project_id=self.project.pk)),
             }
         )

@@ -127,6 +127,25 @@ class LastErrorOut(serializers.Serializer):
     message = serializers.CharField()
 
 
+class ProgressivePointOut(serializers.Serializer):
+    answers = serializers.IntegerField(help_text="Answers applied since the batch version.")
+    log_likelihood = serializers.FloatField(
+        allow_null=True, help_text="Mean log-probability of the update's answers before it."
+    )
+    count_error = serializers.FloatField(
+        allow_null=True, help_text="Mean |expected − answered| count before the update."
+    )
+
+
+class LiveModelOut(serializers.Serializer):
+    base_version = serializers.IntegerField()
+    number = serializers.IntegerField(help_text="Updates published since the batch version.")
+    answers_applied = serializers.IntegerField()
+    watermark = serializers.IntegerField(help_text="Id of the newest observation applied.")
+    published_at = serializers.DateTimeField(allow_null=True)
+    progressive = ProgressivePointOut(many=True)
+
+
 class RetrainStatusOut(serializers.Serializer):
     running = serializers.BooleanField()
     locked_until = serializers.DateTimeField(allow_null=True)
@@ -136,6 +155,7 @@ class RetrainStatusOut(serializers.Serializer):
     last_run = RunOut(allow_null=True)
     last_error = LastErrorOut(allow_null=True)
     recent_runs = RunOut(many=True)
+    live = LiveModelOut(allow_null=True, help_text="The model that follows the answers.")
 
 
 class AlternativeOut(serializers.Serializer):
@@ -145,6 +165,11 @@ class AlternativeOut(serializers.Serializer):
 
 class PredictionOut(serializers.Serializer):
     version = serializers.IntegerField()
+    live = serializers.IntegerField(
+        allow_null=True,
+        help_text="The live model's update that tagged (it follows `version` between "
+        "retrains), or null when the version itself tagged.",
+    )
     tokens = serializers.ListField(child=serializers.CharField())
     sentences = serializers.ListField(
         child=serializers.ListField(child=serializers.IntegerField()),

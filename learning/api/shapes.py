@@ -126,3 +126,10 @@ def delivery_out(delivery: WebhookDelivery) -> dict:
         "next_attempt_at": iso(delivery.next_attempt_at),
         "delivered_at": iso(delivery.delivered_at),
     }
+
+
+def live_out(live: dict | None) -> dict | None:
+    """The live model's summary (`selectors.live_model_summary`) as the API shows it."""
+    if live is None:
+        return None
+    return {**live, "published_at": iso(live["published_at"])}

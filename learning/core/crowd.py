@@ -32,7 +32,14 @@ from dataclasses import dataclass
 
 import numpy as np
 
-__all__ = ["Reliability", "chance_squared_error", "estimate_reliability"]
+__all__ = [
+    "Reliability",
+    "ReliabilitySums",
+    "chance_squared_error",
+    "estimate_reliability",
+    "reliability_from_sums",
+    "reliability_sums",
+]
 
 
 @dataclass(frozen=True)
@@ -93,6 +100,65 @@ def chance_squared_error(
     return np.where(tag_mask, variance[:, None] + (mean[:, None] - expected) ** 2, 0.0)
 
 
+@dataclass(frozen=True)
+class ReliabilitySums:
+    """Per-annotator sums of the count residuals, all that :func:`reliability_from_sums` reads:
+    they add across blocks of answers, so an online learner keeps them instead of the answers.
+
+    ``entries`` (asked tags answered), ``excess`` (Σ r² − v), ``excess_squared`` (Σ (r² − v)²),
+    ``squared`` (Σ r²), ``chance`` (Σ of the chance annotator's squared error), ``n_observations``
+    (answers), ``variance`` and ``mass``: the crowd's Σ v and Σ entries, for ``τ²``. Rows follow
+    ``annotators``."""
+
+    annotators: np.ndarray
+    entries: np.ndarray
+    excess: np.ndarray
+    excess_squared: np.ndarray
+    squared: np.ndarray
+    chance: np.ndarray
+    n_observations: np.ndarray
+    variance: float
+    mass: float
+
+
+def reliability_sums(
+    annotator: np.ndarray,
+    tag_mask: np.ndarray,
+    counts: np.ndarray,
+    length: np.ndarray,
+    expected: np.ndarray,
+    variance: np.ndarray,
+    *,
+    known_noise: np.ndarray | None = None,
+) -> ReliabilitySums:
+    """The sums of :class:`ReliabilitySums` of some answers (arguments as
+    :func:`estimate_reliability`)."""
+    annotators, which = np.unique(annotator, return_inverse=True)
+    which = which.ravel()
+    n_annotators = annotators.shape[0]
+    mask = tag_mask.astype(np.float64)
+    squared = mask * (counts - expected) ** 2
+    if known_noise is not None:
+        squared = squared - mask * known_noise
+    chance = chance_squared_error(length, tag_mask, expected)
+
+    def per_annotator(values: np.ndarray) -> np.ndarray:
+        return np.bincount(which, weights=values.sum(axis=1), minlength=n_annotators)
+
+    excess_entries = squared - mask * variance
+    return ReliabilitySums(
+        annotators=annotators,
+        entries=per_annotator(mask),
+        excess=per_annotator(excess_entries),
+        excess_squared=per_annotator(excess_entries**2),
+        squared=per_annotator(squared),
+        chance=per_annotator(chance),
+        n_observations=np.bincount(which, minlength=n_annotators),
+        variance=float((mask * variance).sum()),
+        mass=float(mask.sum()),
+    )
+
+
 def estimate_reliability(
     annotator: np.ndarray,
     tag_mask: np.ndarray,
@@ -110,46 +176,53 @@ def estimate_reliability(
     model variances of their observations (see the module docstring). ``known_noise`` (n, K):
     variance every answer carries whoever gives it (a privacy mechanism's, :mod:`.privacy`): it
     is taken out of the residuals, so the skill and the flag keep their meaning."""
-    annotators, which = np.unique(annotator, return_inverse=True)
-    which = which.ravel()
-    n_annotators = annotators.shape[0]
-    mask = tag_mask.astype(np.float64)
-    squared = mask * (counts - expected) ** 2
-    if known_noise is not None:
-        squared = squared - mask * known_noise
-    chance = chance_squared_error(length, tag_mask, expected)
+    sums = reliability_sums(
+        annotator, tag_mask, counts, length, expected, variance, known_noise=known_noise
+    )
+    return reliability_from_sums(
+        sums,
+        flag_threshold=flag_threshold,
+        min_observations=min_observations,
+        prior_entries=prior_entries,
+    )
 
-    def per_annotator(values: np.ndarray) -> np.ndarray:
-        return np.bincount(which, weights=values.sum(axis=1), minlength=n_annotators)
 
-    entries = per_annotator(mask)
-    excess_entries = squared - mask * variance
-    excess = per_annotator(excess_entries)
-    sum_squared = per_annotator(squared)
-    sum_chance = per_annotator(chance)
-    n_obs = np.bincount(which, minlength=n_annotators)
-
+def reliability_from_sums(
+    sums: ReliabilitySums,
+    *,
+    flag_threshold: float = 0.5,
+    min_observations: int = 10,
+    prior_entries: float = 10.0,
+    shared: np.ndarray | None = None,
+) -> Reliability:
+    """Noise, skill, weight and flag of every row of ``sums`` (see the module docstring).
+    ``shared`` (bool per row): rows that pool several annotators (an online learner's hashed
+    slots after a collision) say nothing about one annotator: they get the crowd's reference
+    noise, weight 1 and no flag, and do not enter the reference."""
+    entries, excess, n_obs = sums.entries, sums.excess, sums.n_observations
+    shared = np.zeros(len(entries), dtype=bool) if shared is None else np.asarray(shared, bool)
     mean_excess = excess / np.maximum(entries, 1.0)
     raw_noise = np.maximum(mean_excess, 0.0)
-    skill = 1.0 - sum_squared / np.maximum(sum_chance, 1e-12)
-    flagged = (n_obs >= min_observations) & (skill < flag_threshold)
-    trusted = ~flagged & (n_obs >= min_observations)
+    skill = 1.0 - sums.squared / np.maximum(sums.chance, 1e-12)
+    flagged = (n_obs >= min_observations) & (skill < flag_threshold) & ~shared
+    trusted = ~flagged & ~shared & (n_obs >= min_observations)
     reference = float(np.median(raw_noise[trusted])) if trusted.any() else 0.0
     # Sampling variance of each annotator's mean excess, and the true spread between annotators.
-    spread = per_annotator(excess_entries**2) / np.maximum(entries, 1.0) - mean_excess**2
+    spread = sums.excess_squared / np.maximum(entries, 1.0) - mean_excess**2
     sampling = np.maximum(spread, 0.0) / np.maximum(entries - 1.0, 1.0)
     between = 0.0
     if trusted.sum() >= 2:
         between = max(0.0, float(np.var(mean_excess[trusted]) - np.mean(sampling[trusted])))
     empirical_bayes = between / np.maximum(between + sampling, 1e-300)
     shrink = np.minimum(entries / (entries + prior_entries), empirical_bayes)
+    shrink[shared] = 0.0
     noise = reference + shrink * (raw_noise - reference)
-    tau = float((mask * variance).sum() / max(mask.sum(), 1.0))
+    tau = sums.variance / max(sums.mass, 1.0)
     tau = max(tau, 1e-3)
     weight = np.minimum(1.0, (tau + reference) / (tau + noise))
     weight[flagged] = 0.0
     return Reliability(
-        annotators=annotators,
+        annotators=sums.annotators,
         n_observations=n_obs,
         noise_variance=noise,
         skill=skill,

@@ -26,6 +26,7 @@ from learning.core.node_tagger import NodeTagger
 from learning.core.pipeline import STAGES, CountTagger
 from learning.core.privacy import DEFAULT_MECHANISM, Mechanism
 
+from .online_report import online_report
 from .simulate import simulate_crowd, simulate_verifications
 
 __all__ = ["gold_indices", "simulation_report", "supervised_tagger"]
@@ -79,6 +80,8 @@ def simulation_report(
     references: bool = True,
     seed: int = 0,
     model_params: dict | None = None,
+    online_blocks: int | None = None,
+    online_params: dict | None = None,
 ) -> tuple[dict, CountTagger]:
     """Run the whole pipeline on a simulated crowd; returns (JSON-ready report, fitted model).
 
@@ -94,7 +97,11 @@ def simulation_report(
     same tasks learned without privacy (``accuracy_*_without_privacy``); as in a private
     project's retrain, annotators are judged only after
     :meth:`.privacy.Mechanism.min_judged_answers` answers. ``references=False``
-    skips the supervised references (for studies that need only the learned models)."""
+    skips the supervised references (for studies that need only the learned models).
+
+    ``online_blocks``: the same count answers also stream in that many blocks through the online
+    learner (:mod:`.online_report`; ``online_params`` its settings), compared along the stream
+    with batch fits on the answers so far."""
     tagset, gold = gold_indices(train, tag_column)
     sentences = [s.tokens for s in train]
     test_sentences = [s.tokens for s in test]
@@ -228,6 +235,21 @@ def simulation_report(
         if model.reliability_ is not None
         else {},
     }
+    if online_blocks is not None:
+        report.update(
+            online_report(
+                sentences,
+                observations,
+                tagset,
+                n_blocks=online_blocks,
+                score=score,
+                batch_params=params,
+                batch_model=model,
+                mechanism=private,
+                online_params=online_params,
+                seed=seed,
+            )  # fmt: skip
+        )
     if private is not None:
         report["accuracy_moments_without_privacy"] = score(public.moment_tagger_)
         report["accuracy_refined_without_privacy"] = score(public.tagger_)

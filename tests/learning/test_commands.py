@@ -100,6 +100,8 @@ def test_simulate_crowd_prints_one_json_report(corpora):
         ({"--window": "0"}, "--window must be at least 1"),
         ({"--tags-per-task": "many"}, "--tags-per-task must be"),
         ({"--spam-fraction": "1.5"}, "--spam-fraction must be between 0 and 1"),
+        ({"--online": "0"}, "--online must be a number of blocks, at least 1"),
+        ({"--online": "100000"}, "--online must be between 1 and the number of answers"),
     ],
 )
 def test_bad_arguments_are_one_line_errors(corpora, change, message):
@@ -132,3 +134,22 @@ def test_simulate_crowd_learns_from_released_answers(corpora):
     assert 0 < private["accuracy_refined"] <= private["accuracy_refined_without_privacy"] + 0.05
     plain = _run(*args)
     assert private["accuracy_refined_without_privacy"] == pytest.approx(plain["accuracy_refined"])
+
+
+def test_simulate_crowd_streams_the_answers_through_the_online_learner(corpora):
+    train, test = corpora
+    report = _run(
+        "--train", str(train), "--test", str(test), "--online", "10", "--annotators", "5",
+        "--spam-fraction", "0.2", "--no-references", "--json",
+    )  # fmt: skip
+    curve = report["online_curve"]
+    assert [row["fraction"] for row in curve] == [0.1, 0.25, 0.5, 1.0]
+    assert [row["answers"] for row in curve] == [60, 180, 300, 600]
+    assert curve[-1]["accuracy_batch"] == report["accuracy_refined"]  # the same answers
+    assert report["accuracy_online"] == curve[-1]["accuracy_online"] > 0.7
+    assert report["accuracy_online"] > curve[0]["accuracy_online"]
+    assert report["seconds_online_per_1000"] > 0
+    assert report["online_flagged_annotators"] == report["simulated_spammers"]
+    progressive = report["online_progressive"]
+    assert len(progressive) == 10 and progressive[0]["log_likelihood"] is None
+    assert all(row["log_likelihood"] < 0 for row in progressive[1:])

@@ -114,6 +114,26 @@ class Command(BaseCommand):
             action="store_true",
             help="skip the supervised references (faster, for learning curves)",
         )
+        parser.add_argument(
+            "--online",
+            type=int,
+            default=None,
+            metavar="BLOCKS",
+            help="also stream the count answers in this many blocks through the online learner",
+        )
+        parser.add_argument(
+            "--online-replay",
+            type=float,
+            default=None,
+            help="online M-steps on the block and this many times its tokens of stored ones "
+            "(default: every stored token)",
+        )
+        parser.add_argument(
+            "--online-fit-iter",
+            type=int,
+            default=3,
+            help="L-BFGS iterations of each online M-step (default 3)",
+        )
         parser.add_argument("--seed", type=int, default=0)
         parser.add_argument("--json", action="store_true", help="print the report as JSON")
 
@@ -134,6 +154,16 @@ class Command(BaseCommand):
             raise CommandError(
                 "--spam-fraction, --noisy-fraction and --yes-sayer-fraction must not exceed 1"
             )
+        if options["online"] is not None and options["online"] < 1:
+            raise CommandError("--online must be a number of blocks, at least 1")
+        if options["online"] is not None and options["verify_per_sentence"] > 0:
+            raise CommandError(
+                "--online streams count answers only: leave out --verify-per-sentence"
+            )
+        if options["online_fit_iter"] < 1:
+            raise CommandError("--online-fit-iter must be at least 1")
+        if options["online_replay"] is not None and not options["online_replay"] > 0:
+            raise CommandError("--online-replay must be positive")
         tags_per_task = parse_tags_per_task(options["tags_per_task"])
         started = time.perf_counter()
         train = read_corpus(options["train"], "train")
@@ -164,6 +194,11 @@ class Command(BaseCommand):
                 references=not options["no_references"],
                 seed=options["seed"],
                 model_params=model_params,
+                online_blocks=options["online"],
+                online_params={
+                    "replay": options["online_replay"],
+                    "block_fit_iter": options["online_fit_iter"],
+                },
             )
         except ValueError as exc:
             raise CommandError(str(exc)) from None

@@ -94,3 +94,13 @@ test("the automatic task mix says what the latest version chose", () => {
   assert.equal(autoShareText({ verification_version: null, verification_share_auto: 0 }), "No model yet: count tasks only.");
   assert.match(autoShareText({ verification_version: 2, verification_share_auto: 0.234 }), /chose 23 % verification/);
 });
+
+test("the live model's line says what it follows and how far", async () => {
+  const { liveText } = await import("../../../frontend/static/frontend/js/dashboard/livemodel.js");
+  assert.match(liveText(null), /appears with the first answers after a retrain/);
+  assert.match(liveText({ number: 0, base_version: 2, answers_applied: 0 }), /appears/);
+  assert.equal(
+    liveText({ number: 3, base_version: 2, answers_applied: 1500 }),
+    "Live model: version 2 + 1,500 answers in 3 updates",
+  );
+});

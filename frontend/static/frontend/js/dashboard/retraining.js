@@ -4,6 +4,7 @@ import { $, el, toast } from "../lib/dom.js";
 import { fixed, fmt } from "../lib/format.js";
 import { api, describe, getOrNull } from "../lib/http.js";
 import { empty, headRow, SHORT_TIME, statusPill, table, when } from "./ui.js";
+import { renderLive } from "./livemodel.js";
 
 // The newest failure: red while it is the latest run, a quieter note once a later run succeeded.
 function renderLastError(status) {
@@ -84,6 +85,7 @@ export function mountRetraining({ base }) {
     $("model-status").replaceChildren(...line);
     renderLastError(status);
     renderRuns(status.recent_runs || []);
+    renderLive(status.live);
     if (status.running) statusTimer = setTimeout(loadStatus, 3000);
   }
 

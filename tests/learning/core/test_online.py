@@ -1,0 +1,221 @@
+import copy
+
+import numpy as np
+import pytest
+
+from learning.core import FeatureConfig, accuracy
+from learning.core.counts import CountEvidence
+from learning.core.design import encode_corpus
+from learning.core.em import expected_labels, window_token_index
+from learning.core.features import ContextConfig
+from learning.core.online import OnlineCountTagger, annotator_slot
+from learning.experiments.simulate import simulate_crowd
+from tests.support.synthetic import make_corpus
+
+CONFIG = FeatureConfig(n_features=2**12)
+CONTEXT = ContextConfig(word=CONFIG)
+
+
+@pytest.fixture(scope="module")
+def data():
+    rng = np.random.default_rng(41)
+    sentences, gold, w_star, tagset = make_corpus(
+        rng, n_sentences=1500, n_words=60, concentration=0.15
+    )
+    return sentences, gold, w_star, tagset
+
+
+def _learner(**params) -> OnlineCountTagger:
+    return OnlineCountTagger(features=CONFIG, context=CONTEXT, random_state=0, **params)
+
+
+def _blocks(observations, n_blocks, seed=0):
+    order = np.random.default_rng(seed).permutation(len(observations))
+    return [observations.subset(np.sort(b)) for b in np.array_split(order, n_blocks)]
+
+
+def test_error_shrinks_as_blocks_arrive(data):
+    sentences, gold, w_star, tagset = data
+    crowd = simulate_crowd(
+        gold, len(tagset), window=4, tags_per_task=2, obs_per_sentence=2, random_state=0
+    )
+    names = [[tagset[t] for t in g] for g in gold]
+    bayes = accuracy(names, [[tagset[int(np.argmax(w_star[int(w[1:])]))] for w in s]
+                             for s in sentences])  # fmt: skip
+    learner = _learner()
+    scores, errors = [], []
+    with np.errstate(invalid="raise"):
+        for block in _blocks(crowd.observations, 20):
+            learner.partial_fit(sentences, block, tagset)
+            scores.append(accuracy(names, learner.predict(sentences)))
+            errors.append(learner.progressive_[-1]["count_error"])
+    assert scores[-1] > scores[0] + 0.05
+    assert scores[-1] > bayes - 0.04
+    # Progressive count error: later blocks are predicted better than the early ones.
+    assert np.mean(errors[-5:]) < np.mean(errors[1:6])
+    assert learner.n_blocks_ == 20 and learner.n_answers_ == len(crowd.observations)
+    assert len(learner.flagged_annotators_) == 0
+
+
+def test_block_e_step_equals_the_batch_one(data):
+    sentences, gold, _, tagset = data
+    crowd = simulate_crowd(gold, len(tagset), window=4, obs_per_sentence=1, random_state=2)
+    first, second = _blocks(crowd.observations, 2)
+    learner = _learner().partial_fit(sentences, first, tagset)
+    block = learner._block(sentences, second, None, None)
+    probs = learner._token_probs(block)
+    weights = np.random.default_rng(0).random(len(second))
+    online = learner.e_step(block, probs, weights)
+    # The batch E-step: every token of the corpus, the windows indexed in it.
+    corpus = encode_corpus(sentences)
+    all_probs = learner.tagger_.token_proba(sentences)
+    windows = window_token_index(corpus, second)
+    batch = expected_labels(all_probs, [CountEvidence(second, windows)], [weights], floor=1e-6)
+    assert np.allclose(online.log_z[0], batch.log_z[0])
+    rows = np.concatenate([corpus.offsets[s] + np.arange(corpus.lengths[s])
+                           for s in block["sentences"]])  # fmt: skip
+    assert np.allclose(online.beliefs, batch.beliefs[rows])
+    assert np.allclose(online.token_weight, batch.token_weight[rows])
+    assert batch.token_weight[np.setdiff1d(np.arange(len(all_probs)), rows)].sum() == 0
+
+
+def test_progressive_validation_scores_the_model_before_the_update(data):
+    sentences, gold, _, tagset = data
+    crowd = simulate_crowd(gold, len(tagset), window=4, obs_per_sentence=1, random_state=3)
+    first, second = _blocks(crowd.observations, 2)
+    learner = _learner().partial_fit(sentences, first, tagset)
+    assert learner.progressive_[0]["log_likelihood"] is None  # the start was fitted on it
+    before = copy.deepcopy(learner.tagger_)
+    learner.partial_fit(sentences, second, tagset)
+
+    def scored_by(tagger):
+        corpus = encode_corpus(sentences)
+        windows = window_token_index(corpus, second)
+        probs = tagger.token_proba(sentences)
+        result = CountEvidence(second, windows).posteriors(
+            probs[np.maximum(windows, 0)], np.arange(len(second)), 1e-6
+        )
+        return float(result.log_z[result.feasible].mean())
+
+    reported = learner.progressive_[-1]["log_likelihood"]
+    assert reported == pytest.approx(scored_by(before), rel=1e-9)
+    # The update raised the block's likelihood: a report made after it would differ.
+    assert scored_by(learner.tagger_) > reported + 1e-3
+
+
+def test_two_annotators_in_one_slot_fall_back_to_the_population(data):
+    sentences, gold, _, tagset = data
+    crowd = simulate_crowd(gold, len(tagset), window=4, obs_per_sentence=2, n_annotators=10,
+                           spam_fraction=0.2, random_state=4)  # fmt: skip
+    spammers = crowd.annotators_of_kind("spammer")
+    blocks = _blocks(crowd.observations, 4)
+    apart = _learner(n_slots=2**16)
+    for block in blocks:
+        apart.partial_fit(sentences, block, tagset)
+    assert list(apart.flagged_annotators_) == list(spammers)
+    assert not apart.slot_shared_.any()
+
+    # Find a table size where the first spammer shares a slot with an exact annotator only.
+    exact = crowd.annotators_of_kind("exact")
+    spammer = spammers[0]
+    n_slots = next(
+        n for n in range(2, 500)
+        if (annotator_slot(exact, n) == annotator_slot([spammer], n)[0]).sum() == 1
+        and len(np.unique(annotator_slot(np.arange(10), n))) == 9
+    )  # fmt: skip
+    shared = _learner(n_slots=n_slots)
+    for block in blocks:
+        shared.partial_fit(sentences, block, tagset)
+    slot = annotator_slot([spammer], n_slots)[0]
+    assert shared.slot_shared_[slot] and shared.slot_shared_.sum() == 1
+    row = np.flatnonzero(shared.reliability_.annotators == slot)[0]
+    assert shared.reliability_.weight[row] == 1.0  # the population's weight, no flag
+    assert not shared.reliability_.flagged[row]
+    assert spammer not in shared.flagged_annotators_
+    assert set(shared.flagged_annotators_) == set(spammers) - {spammer}
+
+
+def test_stored_labels_stay_within_max_tokens(data):
+    sentences, gold, _, tagset = data
+    crowd = simulate_crowd(gold, len(tagset), window=4, obs_per_sentence=1, random_state=5)
+    learner = _learner(max_tokens=1000)
+    for block in _blocks(crowd.observations, 5):
+        learner.partial_fit(sentences, block, tagset)
+        assert learner.stored_tokens_ <= 1000
+    assert learner.stored_tokens_ > 0
+
+
+def test_annotator_slots_are_stable_and_bounded():
+    ids = np.array([0, 1, 2, 10**12, -5])
+    slots = annotator_slot(ids, 97)
+    assert ((slots >= 0) & (slots < 97)).all()
+    assert np.array_equal(slots, annotator_slot(ids, 97))
+
+
+def test_the_annotator_table_does_not_grow_with_annotators(data):
+    sentences, gold, _, tagset = data
+    crowd = simulate_crowd(gold[:300], len(tagset), window=4, obs_per_sentence=2, random_state=6)
+    obs = crowd.observations
+    many = type(obs)(**{**vars(obs), "annotator": np.arange(len(obs)) * 7919 + 10**9})
+    learner = _learner(n_slots=64)
+    learner.partial_fit(sentences[:300], obs, tagset).partial_fit(sentences[:300], many, tagset)
+    assert learner.slot_owner_.shape == (64,) and learner.reliability_.annotators.max() < 64
+    assert learner.slot_shared_.sum() > 32  # 600 distinct ids on 64 rows: shared, not flagged
+    assert len(learner.flagged_annotators_) == 0
+
+
+def test_a_restored_learner_goes_on_as_the_saved_one(data):
+    sentences, gold, _, tagset = data
+    crowd = simulate_crowd(gold, len(tagset), window=4, obs_per_sentence=1, n_annotators=6,
+                           spam_fraction=0.2, random_state=7)  # fmt: skip
+    blocks = _blocks(crowd.observations, 4)
+    learner = _learner()
+    for block in blocks[:3]:
+        learner.partial_fit(sentences, block, tagset)
+    restored = _learner().restore(learner.state(), copy.deepcopy(learner.tagger_), sentences)
+    assert restored.progressive_ == [
+        {k: row[k] for k in ("block", "answers", "log_likelihood", "count_error")}
+        for row in learner.progressive_
+    ]
+    learner.partial_fit(sentences, blocks[3], tagset)
+    restored.partial_fit(sentences, blocks[3], tagset)
+    assert np.allclose(restored.tagger_.coef_, learner.tagger_.coef_, atol=1e-5)
+    assert np.array_equal(restored.flagged_annotators_, learner.flagged_annotators_)
+    assert restored.n_answers_ == learner.n_answers_ == len(crowd.observations)
+
+
+def test_steps_count_answers_however_the_stream_is_cut(data):
+    sentences, gold, _, tagset = data
+    crowd = simulate_crowd(gold[:400], len(tagset), window=4, obs_per_sentence=1, random_state=8)
+    learner = _learner(block_size=100)
+    learner._start(_learner().partial_fit(sentences, crowd.observations, tagset).tagger_, tagset)
+    assert learner._eta(300) == 1.0
+    assert learner._eta(100) == pytest.approx(100 / 400)  # this block's share of the answers
+    assert learner._eta(50) == pytest.approx(50 / 450)
+
+
+def test_seeded_from_a_batch_model_the_store_holds_its_answers(data):
+    sentences, gold, _, tagset = data
+    crowd = simulate_crowd(gold, len(tagset), window=4, obs_per_sentence=1, random_state=9)
+    first, second = _blocks(crowd.observations, 2)
+    batch = _learner().partial_fit(sentences, first, tagset).tagger_
+    learner = _learner().seed(sentences, first, tagset, batch)
+    assert learner.tagger_ is batch and learner.progressive_ == []
+    assert learner.stored_tokens_ > 0 and learner._answers_counted == len(first)
+    learner.partial_fit(sentences, second, tagset)
+    assert learner.progressive_[-1]["log_likelihood"] is not None
+    assert learner.progressive_[-1]["eta"] == pytest.approx(len(second) / len(crowd.observations))
+
+
+def test_replayed_m_steps_sample_the_store_and_still_learn(data):
+    sentences, gold, w_star, tagset = data
+    crowd = simulate_crowd(
+        gold, len(tagset), window=4, tags_per_task=2, obs_per_sentence=2, random_state=0
+    )
+    names = [[tagset[t] for t in g] for g in gold]
+    learner = _learner(replay=1.0)
+    scores = []
+    for block in _blocks(crowd.observations, 20):
+        learner.partial_fit(sentences, block, tagset)
+        scores.append(accuracy(names, learner.predict(sentences)))
+    assert scores[-1] > scores[0] + 0.05

@@ -1,0 +1,165 @@
+"""The live model: updates after the watermark, predictions, the retrain's reset, and a worker
+killed mid-update (a real Celery worker, the row held locked from another connection)."""
+
+import io
+
+import numpy as np
+import psycopg
+import pytest
+from django.core.files.storage import default_storage
+from django.db import connection
+
+from annotation.models import Observation, TaskKind
+from learning import live, predictions, selectors, services, tasks
+from learning.models import LiveModel
+from tests.support.crowd import answer_tasks
+from tests.support.workers import Worker, purge_queue, wait_for
+
+
+@pytest.fixture(autouse=True)
+def live_model_on(settings, monkeypatch):
+    """The live model is off by default (it does not yet learn as well as a retrain)."""
+    settings.TALLY_LIVE_MODEL_SECONDS = 30
+    monkeypatch.setenv("TALLY_LIVE_MODEL_SECONDS", "30")  # for the worker's process
+
+
+def _count_answers_after(project, watermark, up_to=None):
+    query = Observation.objects.filter(project=project, kind=TaskKind.COUNT, id__gt=watermark)
+    if up_to is not None:
+        query = query.filter(id__lte=up_to)
+    return query.count()
+
+
+def _state_answers(row: LiveModel) -> int:
+    with default_storage.open(row.state_file, "rb") as handle:
+        return int(np.load(io.BytesIO(handle.read()))["counters"][1])
+
+
+@pytest.mark.django_db
+def test_live_model_follows_the_answers_and_predictions_use_it(project, crowd):
+    answer_tasks(project, crowd, 90)
+    services.retrain_run(project_id=project.pk, trigger="manual")
+    version = selectors.current_version(project_id=project.pk)
+    row = LiveModel.objects.get(project=project)  # the retrain reset it to its result
+    assert (row.base_version, row.number, row.watermark) == (1, 0, version.newest_observation)
+    assert live.live_model_update(project_id=project.pk)["status"] == "up_to_date"
+    assert selectors.served_tagger(version=version)[1] is None
+
+    answer_tasks(project, crowd, 45, seed=1)
+    new = _count_answers_after(project, row.watermark)
+    outcome = live.live_model_update(project_id=project.pk)
+    assert outcome["status"] == "published" and outcome["answers"] == new
+    row.refresh_from_db()
+    assert row.number == 1 and row.answers_applied == new == _state_answers(row)
+    assert row.watermark == Observation.objects.filter(kind=TaskKind.COUNT).latest("id").pk
+    assert [p["answers"] for p in row.progressive] == [new]
+    assert row.progressive[0]["log_likelihood"] < 0
+    tagger, number = selectors.served_tagger(version=version)
+    assert number == 1 and not np.allclose(tagger.coef_, selectors.tagger_of(version=version).coef_)
+    tagged = predictions.text_tag(project_id=project.pk, text="the cat sees a dog", language="en")
+    assert tagged["version"] == 1 and tagged["live"] == 1
+
+    # At most one publication per TALLY_LIVE_MODEL_SECONDS; each answer applied once.
+    answer_tasks(project, crowd, 30, seed=2)
+    assert live.live_model_update(project_id=project.pk)["status"] == "recent"
+    del live._learners[project.pk]  # as another process would: restored from the stored state
+    assert live.live_model_update(project_id=project.pk, force=True)["status"] == "published"
+    row.refresh_from_db()
+    assert row.number == 2 and row.answers_applied == _count_answers_after(
+        project, version.newest_observation
+    )
+    assert len(row.progressive) == 2
+
+    # The batch retrain consolidates and resets the live model to its result.
+    services.retrain_run(project_id=project.pk, trigger="manual")
+    row.refresh_from_db()
+    assert (row.base_version, row.number, row.answers_applied, row.progressive) == (2, 0, 0, [])
+    assert (
+        selectors.served_tagger(version=selectors.current_version(project_id=project.pk))[1] is None
+    )
+
+
+@pytest.mark.django_db
+def test_live_model_is_off_without_its_interval(project, crowd, settings):
+    settings.TALLY_LIVE_MODEL_SECONDS = 0
+    answer_tasks(project, crowd, 60)
+    services.retrain_run(project_id=project.pk, trigger="manual")
+    answer_tasks(project, crowd, 20, seed=1)
+    assert live.live_model_update(project_id=project.pk) == {"status": "off"}
+
+
+@pytest.mark.django_db
+def test_the_sweep_finds_projects_with_answers_after_the_watermark(project, crowd):
+    answer_tasks(project, crowd, 60)
+    assert selectors.projects_live_due() == []  # no model yet: the retrain comes first
+    services.retrain_run(project_id=project.pk, trigger="manual")
+    assert selectors.projects_live_due() == []
+    answer_tasks(project, crowd, 10, seed=1)
+    assert selectors.projects_live_due() == [project.pk]
+    live.live_model_update(project_id=project.pk)
+    assert selectors.projects_live_due() == []
+
+
+def _hold_live_row(project_id: int) -> psycopg.Connection:
+    db = connection.settings_dict
+    holder = psycopg.connect(
+        dbname=db["NAME"], user=db["USER"], host=db["HOST"], port=db["PORT"] or 5432,
+        password=db.get("PASSWORD") or None,
+    )  # fmt: skip
+    holder.execute(
+        "SELECT 1 FROM learning_livemodel WHERE project_id = %s FOR UPDATE", [project_id]
+    )
+    return holder
+
+
+def _update_blocked_in_publish() -> bool:
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock' "
+            "AND query ILIKE '%%learning_livemodel%%' AND datname = current_database()"
+        )
+        return cursor.fetchone()[0] > 0
+
+
+@pytest.mark.postgres
+@pytest.mark.redis
+@pytest.mark.slow
+def test_a_worker_killed_mid_update_leaves_watermark_and_model_consistent(
+    project, crowd, tmp_path, transactional_db
+):
+    answer_tasks(project, crowd, 60)
+    services.retrain_run(project_id=project.pk, trigger="manual")
+    answer_tasks(project, crowd, 40, seed=7)
+    before = LiveModel.objects.get(project=project)
+    purge_queue()
+    started = []
+    try:
+        holder = _hold_live_row(project.pk)
+        try:
+            doomed = Worker(tmp_path / "doomed.log").wait_ready()
+            started.append(doomed)
+            tasks.live_update.apply_async(args=[project.pk])
+            wait_for(_update_blocked_in_publish, 90, "the update never reached its publication")
+            doomed.kill()  # files written, the row update not committed
+        finally:
+            holder.rollback()
+            holder.close()
+        row = LiveModel.objects.get(project=project)
+        assert (row.number, row.watermark, row.answers_applied, row.file) == (
+            0, before.watermark, 0, ""
+        )  # fmt: skip
+
+        started.append(Worker(tmp_path / "replacement.log").wait_ready())
+        tasks.live_update.apply_async(args=[project.pk])
+        wait_for(
+            lambda: LiveModel.objects.get(project=project).number >= 1, 90, "no update published"
+        )
+        row = LiveModel.objects.get(project=project)
+        newest = Observation.objects.filter(project=project, kind=TaskKind.COUNT).latest("id").pk
+        applied = _count_answers_after(project, before.watermark, up_to=row.watermark)
+        assert row.number == 1 and row.watermark == newest
+        assert row.answers_applied == applied == _state_answers(row) > 0
+    finally:
+        for worker in started:
+            worker.stop()
+        purge_queue()
