@@ -2,13 +2,12 @@
 about, and the verification columns of the annotator table. The retrain service calls both.
 
 **Which windows.** One per served sentence (training and gold-check sentences, at most
-`ROUND_MAX_SENTENCES` training ones a version, drawn at random): the window whose shown tags the
-new model is least sure of (the lowest `P(all right)`, the product of each word's most probable
-tag's probability: `learning.core.verification.log_sure_by_start`), as
-`learning.experiments.simulate.simulate_verifications` does by default. The choice depends on
-the text and the model only, never on the true tags, so conditioning on the shown tags keeps the
-E-step exact (`learning.core.verification`); a version's tasks all show that version's
-most likely tags.
+`ROUND_MAX_SENTENCES` training ones a version, drawn at random): the window whose answer (Yes, or
+the first wrong word) carries the most bits under the new model
+(`learning.core.task_value.best_verification_windows`; the least sure window, asked before
+issue 25, drew mostly No), served most informative first. The choice depends on the text and
+the model only, never on the true tags, so conditioning on the shown tags keeps the E-step exact
+(`learning.core.verification`); a version's tasks all show that version's most likely tags.
 
 **The table.** The fit judges verification answerers against its own beliefs
 (`CountTagger.verification_reliability_`), over the answers it fitted; flagged annotators'
@@ -24,9 +23,9 @@ import numpy as np
 
 from annotation.services import VerificationWindow
 from learning.core.report import TokenProbabilities
+from learning.core.task_value import best_verification_windows
 from learning.core.verification import (
     VerificationAnswers,
-    log_sure_by_start,
     probability_all_right,
     verification_reliability,
 )
@@ -44,8 +43,8 @@ def round_windows(
 ) -> list[VerificationWindow]:
     """The verification windows of a new version `tagger`: one per sentence of `served`
     ((id, tokens, is a gold check), at most `ROUND_MAX_SENTENCES` training and
-    `ROUND_MAX_GOLD_SENTENCES` gold-check ones, drawn at random), where the model is least sure
-    of its most likely tags (module docstring)."""
+    `ROUND_MAX_GOLD_SENTENCES` gold-check ones, drawn at random), where its answer teaches
+    most, the most informative first (module docstring)."""
     rng = np.random.default_rng(random_state)
     chosen: list[tuple[int, list[str], bool]] = []
     for gold, cap in ((False, ROUND_MAX_SENTENCES), (True, ROUND_MAX_GOLD_SENTENCES)):
@@ -56,17 +55,20 @@ def round_windows(
     if not chosen:
         return []
     probs = TokenProbabilities.of(tagger, [tokens for _, tokens, _ in chosen])
+    offsets = np.append(probs.offsets, probs.probs.shape[0])
+    starts, values = best_verification_windows(probs.probs, offsets, window)
     guess = probs.probs.argmax(axis=1)
     windows = []
-    for (sentence_id, tokens, gold), offset in zip(chosen, probs.offsets, strict=True):
+    # Served in this order (ids are the priority): the most informative first.
+    for i in np.argsort(-values, kind="stable"):
+        sentence_id, tokens, gold = chosen[i]
         width = min(window, len(tokens))
-        start = int(np.argmin(log_sure_by_start(probs.probs[offset : offset + len(tokens)], width)))
-        shown = guess[offset + start : offset + start + width]
+        first = offsets[i] + starts[i]
         windows.append(
             VerificationWindow(
                 sentence_id=int(sentence_id),
-                start=start,
-                shown_tags=[int(k) for k in shown],
+                start=int(starts[i]),
+                shown_tags=[int(k) for k in guess[first : first + width]],
                 is_gold=gold,
             )
         )

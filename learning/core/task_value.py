@@ -36,6 +36,7 @@ from .softmax import safe_log
 __all__ = [
     "EXPLORATION",
     "RoundPlan",
+    "best_verification_windows",
     "count_answer_distribution",
     "count_values",
     "round_plan",
@@ -143,6 +144,23 @@ def verification_values(
     before = np.cumprod(np.concatenate([np.ones((n, 1)), right[:, :-1]], axis=1), axis=1)
     outcomes = np.concatenate([before * (1.0 - right), right.prod(axis=1)[:, None]], axis=1)
     return _entropy_bits(outcomes)
+
+
+def best_verification_windows(
+    token_probs: np.ndarray, offsets: np.ndarray, width: int
+) -> tuple[np.ndarray, np.ndarray]:
+    """Each sentence's most informative verification window: (starts, bits). Not the least
+    sure window: where the model is surely wrong the answer is surely No and teaches little."""
+    lengths = np.diff(offsets)
+    best_start = np.zeros(lengths.shape[0], dtype=np.int64)
+    best_value = np.full(lengths.shape[0], -1.0)
+    last_start = lengths - np.minimum(width, lengths)
+    for shift in range(int(last_start.max()) + 1 if lengths.size else 0):
+        fits = last_start >= shift
+        value = verification_values(token_probs, offsets, np.where(fits, shift, 0), width)
+        better = fits & (value > best_value)
+        best_start[better], best_value[better] = shift, value[better]
+    return best_start, np.maximum(best_value, 0.0)
 
 
 def verification_share(

@@ -32,9 +32,9 @@ from learning.core.pipeline import CountTagger
 from learning.core.schedule import warm_start_suits
 from learning.core.task_value import (
     EXPLORATION,
+    best_verification_windows,
     round_plan,
     verification_share,
-    verification_values,
 )
 from learning.core.verification import VerificationAnswers
 
@@ -197,7 +197,7 @@ def _round(state, model, policy, round_seconds, count_seconds, window, tags_per_
     share = 0.0
     verify_seconds = SECONDS_PER_ANSWER["verify"]
     if verification and policy == "adaptive":
-        starts, verify_value = _verification_windows(probs, state.offsets, window)
+        starts, verify_value = best_verification_windows(probs, state.offsets, window)
         plan = round_plan(probs, state.offsets, window=window, tags_per_task=tags_per_task,
                           n_tasks=int(round_seconds / count_seconds), exploration=0.0,
                           asked=_asked(state.observations), random_state=rng)  # fmt: skip
@@ -233,22 +233,6 @@ def _round(state, model, policy, round_seconds, count_seconds, window, tags_per_
         )
         spent["verify"] = n_verify * verify_seconds
     return spent
-
-
-def _verification_windows(probs, offsets, window):
-    """Each sentence's most informative verification window: (starts, values)."""
-    lengths = np.diff(offsets)
-    best_start = np.zeros(lengths.shape[0], dtype=np.int64)
-    best_value = np.zeros(lengths.shape[0])
-    for shift in range(int(lengths.max()) if lengths.size else 0):
-        fits = lengths - np.minimum(window, lengths) >= shift
-        if not fits.any():
-            break
-        starts = np.where(fits, shift, 0)
-        value = np.where(fits, verification_values(probs, offsets, starts, window), -1.0)
-        better = value > best_value
-        best_start[better], best_value[better] = shift, value[better]
-    return best_start, best_value
 
 
 def _asked(observations: Observations) -> np.ndarray:

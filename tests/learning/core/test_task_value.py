@@ -218,3 +218,20 @@ def test_exploration_rows_are_new_regions():
     regions = [(s, a, n) for s, a, n in zip(plan.sentence, plan.start, plan.length, strict=True)]
     assert len(set(regions)) == len(regions)
     assert not set(regions) & {tuple(row) for row in asked[:, :3].tolist()}
+
+
+def test_each_sentence_verifies_its_most_informative_window():
+    from learning.core.task_value import best_verification_windows
+
+    rng = np.random.default_rng(8)
+    token_probs, offsets = _corpus(rng, n_sentences=40)
+    starts, values = best_verification_windows(token_probs, offsets, 4)
+    lengths = np.diff(offsets)
+    for s in range(40):
+        n_starts = lengths[s] - min(4, lengths[s]) + 1
+        each = [
+            verification_values(token_probs[offsets[s] : offsets[s + 1]], np.array([0, lengths[s]]),
+                                np.array([a]), 4)[0]
+            for a in range(n_starts)
+        ]  # fmt: skip
+        assert values[s] == pytest.approx(max(each)) and starts[s] == int(np.argmax(each))
