@@ -93,6 +93,12 @@ class TrainingData:
     seconds_per_answer: dict[str, tuple[float | None, int]] | None = None
 
     @property
+    def answers_total(self) -> int:
+        """Count and verification answers, every annotator's."""
+        judged = self.verifications_judged
+        return self.observations_total + (len(judged) if judged is not None else 0)
+
+    @property
     def text_tokens(self) -> int:
         return sum(len(s) for s in self.text)
 

@@ -162,7 +162,9 @@ def version_learn(*, project_id: int, current: ModelVersion | None) -> Learned:
     warm = (
         _warm_start(current)
         if current is not None
-        and warm_start_suits(current.observations_count, data.observations_total)
+        and warm_start_suits(
+            current.hyperparameters.get("answers", current.observations_count), data.answers_total
+        )
         else None
     )
     timings["read"] = time.perf_counter() - tic
@@ -284,6 +286,7 @@ def version_store(
                     "min_flag_observations": estimator.min_flag_observations_,
                     "random_state": RANDOM_STATE,
                     "fitted_observations": len(data.fit),
+                    "answers": data.answers_total,  # of both kinds: what a warm start weighs
                     "excluded_observations": data.excluded_observations,
                     "em_iterations": len(estimator.history_),
                     "model_kind": tagger.kind,

@@ -137,9 +137,8 @@ def campaign_rounds(
         answers = len(state.observations) + (
             len(state.verifications) if state.verifications is not None else 0
         )
-        warm = model is not None and warm_start_suits(
-            model.n_observations_, len(state.observations)
-        )
+        # As a retrain: warm from the version when the answers of both kinds grew little.
+        warm = model is not None and warm_start_suits(history[-1][0], answers)
         model = CountTagger(
             random_state=seed,
             word_classes=model.word_classes_ if model is not None else True,
