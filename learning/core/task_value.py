@@ -44,7 +44,7 @@ __all__ = [
     "verification_values",
 ]
 
-EXPLORATION = 0.2  # share of a round drawn uniformly (docs/learning-notes.md, "Exploration share")
+EXPLORATION = 0.1  # share of a round drawn uniformly (docs/learning-notes.md, "Exploration share")
 CANDIDATE_TAGS = 6  # tags of a window a subset is chosen from: the ones the model is least sure of
 _CHUNK = 4096  # (window, subset) pairs per dynamic-program block: bounds the memory of a round
 
