@@ -127,6 +127,7 @@ class ContextTagger(LinearTagger):
         labelled = token_counts.sum(axis=1) > 0
         previous_tags = getattr(warm_start, "tag_coef_", None)
         self.tagset_ = tagset
+        self.temperature_ = 1.0
         self.coef_, self.intercept_, self.objective_, n_iter = self._fit_stage(
             x, token_counts, labelled, tagset, warm_start, self.max_iter
         )
@@ -160,12 +161,12 @@ class ContextTagger(LinearTagger):
         if x.shape[0] == 0:
             return np.zeros((0, len(self.tagset_)))
         if self.tag_coef_ is None:
-            return softmax_rows(self.decision_function(x if rows is None else x[rows]))
+            return self.served_proba(self.decision_function(x if rows is None else x[rows]))
         first = softmax_rows(self.decision_function(x))
         stacked = x + neighbour_tag_features(first, lengths, self.tagset_, self.feature_config_)
         if rows is not None:
             stacked = stacked[rows]
-        return softmax_rows(np.asarray(stacked @ self.tag_coef_) + self.tag_intercept_)
+        return self.served_proba(np.asarray(stacked @ self.tag_coef_) + self.tag_intercept_)
 
     # ------------------------------------------------------------------ internals
     def _features(self, sentences, features, lengths) -> tuple[sp.csr_matrix, np.ndarray | None]:

@@ -17,7 +17,10 @@ error rate).
 
 from __future__ import annotations
 
+import csv
+import io
 from collections.abc import Sequence
+from pathlib import Path
 
 import numpy as np
 
@@ -30,9 +33,12 @@ __all__ = [
     "check_cost_matrix",
     "cost_matrix_preset",
     "cost_report",
+    "cost_matrix_named",
     "expected_cost",
     "is_zero_one",
+    "read_cost_csv",
     "realised_cost",
+    "write_cost_csv",
 ]
 
 PRESETS = ("zero-one", "near-classes", "ordinal")
@@ -107,6 +113,68 @@ def check_cost_matrix(cost, tagset: Sequence[str]) -> np.ndarray:
                 f"cell (true {tagset[i]}, predicted {tagset[j]}) {what}: {array[i, j]!r}", (i, j)
             )
     return array
+
+
+def read_cost_csv(text: str, tagset: Sequence[str]) -> np.ndarray:
+    """A cost matrix from CSV text as :func:`write_cost_csv` writes it: a header row (any first
+    cell, then the predicted tags), then one row per true tag (its name, then its costs). Rows
+    and columns may come in any order; every tag must be there once. Checked by
+    :func:`check_cost_matrix`; a tag name not in ``tagset`` is a :class:`CostMatrixError`."""
+    rows = [row for row in csv.reader(io.StringIO(text)) if any(cell.strip() for cell in row)]
+    if not rows:
+        raise CostMatrixError("the CSV file is empty")
+    columns = [cell.strip() for cell in rows[0][1:]]
+    names = [row[0].strip() for row in rows[1:]]
+    index = {tag: k for k, tag in enumerate(tagset)}
+    for where, tags in (("column", columns), ("row", names)):
+        for tag in tags:
+            if tag not in index:
+                raise CostMatrixError(f"unknown tag {tag!r} in the CSV's {where} names "
+                                      f"(the project's tags: {', '.join(tagset)})")  # fmt: skip
+        if sorted(tags) != sorted(tagset):
+            missing = sorted(set(tagset) - set(tags)) or sorted(
+                {t for t in tags if tags.count(t) > 1}
+            )
+            raise CostMatrixError(
+                f"the CSV's {where} names must list every tag once: {', '.join(missing)}"
+            )
+    k = len(tagset)
+    cost = np.zeros((k, k))
+    for r, row in enumerate(rows[1:], start=2):
+        if len(row) != k + 1:
+            raise CostMatrixError(
+                f"CSV line {r} ({names[r - 2]}) has {len(row) - 1} costs, not {k}"
+            )
+        for c, cell in enumerate(row[1:]):
+            i, j = index[names[r - 2]], index[columns[c]]
+            try:
+                cost[i, j] = float(cell)
+            except ValueError:
+                raise CostMatrixError(
+                    f"cell (true {tagset[i]}, predicted {tagset[j]}) is not a number: {cell!r}",
+                    (i, j),
+                ) from None
+    return check_cost_matrix(cost, tagset)
+
+
+def write_cost_csv(cost: np.ndarray, tagset: Sequence[str]) -> str:
+    """The cost matrix as CSV: header ``true \\ predicted`` and the tags, a row per true tag."""
+    out = io.StringIO()
+    writer = csv.writer(out, lineterminator="\n")
+    writer.writerow(["true \\ predicted", *tagset])
+    for tag, row in zip(tagset, np.asarray(cost), strict=True):
+        writer.writerow([tag, *(f"{v:g}" for v in row)])
+    return out.getvalue()
+
+
+def cost_matrix_named(spec: str, tagset: Sequence[str]) -> np.ndarray:
+    """A preset's name, or the path of a CSV file (:func:`read_cost_csv`)."""
+    if spec in PRESETS:
+        return cost_matrix_preset(spec, tagset)
+    path = Path(spec)
+    if not path.is_file():
+        raise ValueError(f"{spec!r} is neither a preset ({', '.join(PRESETS)}) nor a CSV file")
+    return read_cost_csv(path.read_text(encoding="utf-8"), tagset)
 
 
 def is_zero_one(cost: np.ndarray) -> bool:

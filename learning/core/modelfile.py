@@ -5,7 +5,9 @@ Layout (format version 3)::
     header      uint8 array: UTF-8 JSON {"format": "tally-tagger", "format_version": 3,
                 "kind": "node" | "context", "tagset": [...],
                 "features": {...FeatureConfig (node) or ContextConfig (context)...},
-                "alpha": ..., "word_classes": {"sizes": [...]} or null, "metadata": {...}}
+                "alpha": ..., "word_classes": {"sizes": [...]} or null, "metadata": {...},
+                "temperature": ... (optional, default 1.0: the calibration of the served
+                probabilities, :mod:`.calibration`; readers before it ignore it)}
     coef_rows   int64 (r,): the non-zero rows of coef_ (features that occur)
     coef_values float64 (r, K)
     intercept   float64 (K,)
@@ -64,6 +66,7 @@ def save_tagger(
         "tagset": list(tagger.tagset_),
         "features": tagger.feature_config_.to_dict(),
         "alpha": float(tagger.alpha),
+        "temperature": float(tagger.temperature_),
         "word_classes": {"sizes": list(classes.sizes)} if classes is not None else None,
         "metadata": metadata or {},
     }
@@ -118,6 +121,7 @@ def load_tagger(file: str | Path | IO[bytes]) -> tuple[NodeTagger | ContextTagge
                 settings.setdefault("tag_pairs", False)
             config = ContextConfig.from_dict(settings)
         alpha = float(header["alpha"])
+        temperature = float(header.get("temperature", 1.0))
     except (KeyError, TypeError, ValueError) as exc:
         raise ModelFileError(f"malformed feature configuration: {exc}") from exc
     stacked = kind == "context" and bool(config.tag_offsets)
@@ -135,7 +139,10 @@ def load_tagger(file: str | Path | IO[bytes]) -> tuple[NodeTagger | ContextTagge
     else:
         tagger = ContextTagger(alpha=alpha, features=config, word_classes=classes)
         tagger.tag_coef_ = tagger.tag_intercept_ = None
+    if not (np.isfinite(temperature) and temperature > 0):
+        raise ModelFileError("the temperature must be a positive number")
     tagger.tagset_ = tuple(tagset)
+    tagger.temperature_ = temperature
     tagger.coef_, tagger.intercept_ = _read_stage("", arrays, len(tagset), config.n_features)
     if stacked:
         tagger.tag_coef_, tagger.tag_intercept_ = _read_stage(

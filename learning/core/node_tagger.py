@@ -144,7 +144,7 @@ class NodeTagger(LinearTagger):
             features = self.featurize(sentences)
         if features.n_tokens == 0:
             return np.zeros((0, len(self.tagset_)))
-        return softmax_rows(self.decision_function(features.x))[features.type_ids]
+        return self.served_proba(self.decision_function(features.x))[features.type_ids]
 
     # ------------------------------------------------------------------ per word type
     def fit_types(

@@ -28,6 +28,7 @@ from dataclasses import dataclass
 import numpy as np
 import scipy.sparse as sp
 
+from .calibration import fit_temperature_answers
 from .context_tagger import ContextTagger
 from .counts import CountEvidence, expected_counts
 from .crowd import Reliability, estimate_reliability
@@ -47,7 +48,7 @@ from .wordclasses import WordClasses, learn_word_classes
 __all__ = ["CountTagger", "MODEL_KINDS", "STAGES"]
 
 MODEL_KINDS = ("context", "node")
-STAGES = ("solve", "fit", "classes", "refine", "reliability")
+STAGES = ("solve", "fit", "classes", "refine", "reliability", "calibrate")
 
 
 class _Stopwatch:
@@ -123,7 +124,12 @@ class CountTagger:
     min_flag_observations : answers an annotator needs before being judged (default 10); for
         released counts, the number that carries as much evidence
         (:meth:`.privacy.Mechanism.min_judged_answers`).
-    holdout_fraction : share of observations held out to choose λ and α (default 0.1).
+    holdout_fraction : share of observations held out to choose λ and α (default 0.1), and
+        whose sentences calibrate the served model's probabilities.
+    calibrate : fit a temperature to the served model's probabilities (default True): a model
+        like the served one is refitted without the held-out sentences, and the temperature
+        that maximises their answers' exact likelihood under its tempered marginals is given to
+        the served model (:mod:`.calibration`); the argmax does not change.
     random_state : seed or ``np.random.Generator`` (the hold-out split and the word classes).
 
     Attributes (after ``fit``)
@@ -134,7 +140,8 @@ class CountTagger:
     after its EM), tagger_ (the served model), word_classes_, coef_, intercept_, reliability_
     (:class:`Reliability`), min_flag_observations_, flagged_annotators_ (ids),
     skipped_observations_ (indices of observations whose counts cannot be realised), history_
-    (per EM iteration), timings_ (wall and CPU seconds per stage).
+    (per EM iteration), timings_ (wall and CPU seconds per stage), temperature_ (also set on
+    ``tagger_``, whose ``token_proba`` applies it; 1.0 uncalibrated).
     """
 
     def __init__(
@@ -151,6 +158,7 @@ class CountTagger:
         flag_threshold: float = 0.5,
         min_flag_observations: int = 10,
         holdout_fraction: float = 0.1,
+        calibrate: bool = True,
         random_state: int | np.random.Generator | None = None,
     ) -> None:
         self.model = model
@@ -164,6 +172,7 @@ class CountTagger:
         self.flag_threshold = flag_threshold
         self.min_flag_observations = min_flag_observations
         self.holdout_fraction = holdout_fraction
+        self.calibrate = calibrate
         self.random_state = random_state
 
     # ------------------------------------------------------------------ fit
@@ -241,6 +250,10 @@ class CountTagger:
         tagger, weights, reliability = self._refine(
             problem, moment_tagger, previous, weights, reliability, watch
         )
+        self.temperature_ = 1.0
+        if self.calibrate:
+            self.temperature_ = self._temperature(problem, tagger, holdout, weights, watch)
+        tagger.temperature_ = self.temperature_
         self.tagger_ = tagger
         self.coef_ = tagger.coef_
         self.intercept_ = tagger.intercept_
@@ -609,6 +622,7 @@ class CountTagger:
                 tagger = self._fit_beliefs(
                     problem, self._new_tagger(max_iter, kind, alpha), labels, start
                 )
+                self._last_m_step = (labels, fit_iter, alpha)
                 probs = self._token_probs(problem, tagger)
                 fitted = [tagger]
             watch.stop("refine", tic)
@@ -688,6 +702,40 @@ class CountTagger:
             return served
         ratio = served / start
         return start * ratio ** min(1.0, iteration / (n_iter - 1))
+
+    # -------------------------------------------------------------- calibration
+    def _temperature(self, problem: _Problem, served, holdout, weights, watch) -> float:
+        """The temperature of the served model's probabilities, from answers it could not learn
+        by heart: a model of its kind is refitted as its M-steps were (from the node-only model,
+        not from a model that has seen them, with the same L-BFGS budgets) to the last E-step's
+        beliefs of every sentence but those holding a held-out answer, and the temperature
+        maximises those sentences' answers' likelihood under its marginals (:mod:`.calibration`).
+        1.0 when there is nothing to hold out."""
+        obs = problem.observations
+        held = np.isin(obs.sentence, obs.sentence[holdout]) & (weights > 0)
+        last_m_step = self.__dict__.pop("_last_m_step", None)
+        if last_m_step is None or not held.any() or held.all():
+            return 1.0
+        tic = watch.start()
+        labels, fit_iter, alpha = last_m_step
+        sentence = np.searchsorted(problem.corpus.offsets, problem.tokens, side="right") - 1
+        labels = np.where(np.isin(sentence, obs.sentence[held])[:, None], 0.0, labels)
+        model = self.node_tagger_
+        for max_iter in fit_iter:
+            model = self._fit_beliefs(
+                problem, self._new_tagger(max_iter, served.kind, alpha), labels, model
+            )
+        probs = self._token_probs(problem, model)
+        rows = np.flatnonzero(held)
+        windows = problem.evidence.windows[rows]
+        window_probs = np.where((windows >= 0)[:, :, None], probs[np.maximum(windows, 0)], 0.0)
+        temperature = fit_temperature_answers(
+            window_probs,
+            lambda q: problem.evidence.posteriors(q, rows, 0.0),
+            weights[rows],
+        )
+        watch.stop("calibrate", tic)
+        return temperature
 
     # -------------------------------------------------------------- predict
     def save(self, file, *, metadata: dict | None = None) -> None:

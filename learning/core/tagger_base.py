@@ -13,13 +13,23 @@ import numpy as np
 import scipy.sparse as sp
 
 from .features import FeatureConfig
-from .softmax import compact_columns, fit_soft_labels
+from .softmax import compact_columns, fit_soft_labels, softmax_rows
 
 __all__ = ["LinearTagger", "check_soft_labels", "prior_intercept", "warm_start_params"]
 
 
 class LinearTagger:
-    """Base of the taggers: ``coef_`` (n_features, K), ``intercept_`` (K,), ``tagset_``."""
+    """Base of the taggers: ``coef_`` (n_features, K), ``intercept_`` (K,), ``tagset_``, and
+    ``temperature_``, which divides the scores of the probabilities a fitted model serves
+    (:mod:`.calibration`; 1.0 until calibrated, the fits themselves never use it)."""
+
+    temperature_: float = 1.0
+
+    def served_proba(self, scores: np.ndarray) -> np.ndarray:
+        """Probabilities of the final stage's ``scores``, at the model's temperature."""
+        if self.temperature_ != 1.0:
+            scores = scores / self.temperature_
+        return softmax_rows(scores)
 
     def decision_function(self, x: sp.csr_matrix) -> np.ndarray:
         return np.asarray(x @ self.coef_) + self.intercept_
@@ -49,6 +59,7 @@ class LinearTagger:
             x, q, tagset, warm_start, max_iter=self.max_iter, stop_below=stop_below, dtype=dtype
         )
         self.tagset_ = tagset
+        self.temperature_ = 1.0
         self.coef_ = coef
         self.intercept_ = intercept
         self.n_iter_ = int(n_iter)

@@ -86,7 +86,7 @@ def test_simulate_crowd_prints_one_json_report(corpora):
     )
     assert report["seconds_total_learning"] == pytest.approx(
         sum(report[f"seconds_{stage}"] for stage in ("solve", "fit", "classes", "refine",
-                                                     "reliability"))
+                                                     "reliability", "calibrate"))
     )  # fmt: skip
     assert report["seconds_classes"] > 0 and report["peak_memory_mb"] > 0
     assert report["all_spammers_flagged"] and report["exact_annotators_flagged"] == []

@@ -9,6 +9,7 @@ import time
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from learning.core.conllu import ConlluError, read_conllu
+from learning.core.cost import PRESETS as COST_PRESETS
 from learning.core.pipeline import MODEL_KINDS
 from learning.core.privacy import DEFAULT_MECHANISM, MECHANISMS
 from learning.core.schedule import PRESETS
@@ -114,6 +115,13 @@ class Command(BaseCommand):
             action="store_true",
             help="skip the supervised references (faster, for learning curves)",
         )
+        parser.add_argument(
+            "--cost-matrix",
+            metavar="NAME|FILE",
+            help="score the model in this cost matrix's currency: a preset ("
+            + ", ".join(COST_PRESETS)
+            + ") or a CSV file (a header of tags, a row per true tag)",
+        )
         parser.add_argument("--seed", type=int, default=0)
         parser.add_argument("--json", action="store_true", help="print the report as JSON")
 
@@ -164,6 +172,7 @@ class Command(BaseCommand):
                 references=not options["no_references"],
                 seed=options["seed"],
                 model_params=model_params,
+                cost_matrix=options["cost_matrix"],
             )
         except ValueError as exc:
             raise CommandError(str(exc)) from None

@@ -9,10 +9,13 @@ from learning.core.cost import (
     CostMatrixError,
     bayes_decision,
     check_cost_matrix,
+    cost_matrix_named,
     cost_matrix_preset,
     cost_report,
     expected_cost,
+    read_cost_csv,
     realised_cost,
+    write_cost_csv,
 )
 
 UPOS = sorted(
@@ -169,3 +172,39 @@ def test_cost_report_adds_up():
     assert sum(report["cost_share"].values()) == pytest.approx(1.0)
     believed = expected_cost(probs, cost)[np.arange(300), predicted].mean()
     assert report["expected_cost_per_token"] == pytest.approx(believed)
+
+
+def test_csv_round_trip_in_any_order():
+    cost = cost_matrix_preset("ordinal", UPOS)
+    text = write_cost_csv(cost, UPOS)
+    np.testing.assert_allclose(read_cost_csv(text, UPOS), cost, rtol=1e-5)
+    lines = text.strip().split("\n")
+    shuffled = "\n".join([lines[0], *reversed(lines[1:])])
+    np.testing.assert_allclose(read_cost_csv(shuffled, UPOS), cost, rtol=1e-5)
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ("x,A,B\nA,0,1\nC,1,0\n", r"unknown tag 'C' in the CSV's row names"),
+        ("x,A,Q\nA,0,1\nB,1,0\n", r"unknown tag 'Q' in the CSV's column names"),
+        ("x,A,B\nA,0,1\n", "row names must list every tag once: B"),
+        ("x,A,B\nA,0,one\nB,1,0\n", r"cell \(true A, predicted B\) is not a number: 'one'"),
+        ("x,A,B\nA,0,1\nB,-1,0\n", r"cell \(true B, predicted A\) is negative"),
+        ("x,A,B\nA,2,1\nB,1,0\n", r"cell \(true A, predicted A\) must be 0"),
+        ("x,A,B\nA,0\nB,1,0\n", "line 2 .A. has 1 costs, not 2"),
+        ("", "empty"),
+    ],
+)
+def test_csv_errors_say_what_is_wrong(text, message):
+    with pytest.raises(CostMatrixError, match=message):
+        read_cost_csv(text, ["A", "B"])
+
+
+def test_a_name_is_a_preset_or_a_csv_file(tmp_path):
+    path = tmp_path / "mine.csv"
+    path.write_text("t,A,B\nA,0,3\nB,1,0\n")
+    np.testing.assert_array_equal(cost_matrix_named(str(path), "AB"), [[0, 3], [1, 0]])
+    np.testing.assert_array_equal(cost_matrix_named("zero-one", "AB"), [[0, 1], [1, 0]])
+    with pytest.raises(ValueError, match="neither a preset"):
+        cost_matrix_named(str(tmp_path / "missing.csv"), "AB")
