@@ -622,7 +622,7 @@ class CountTagger:
                 tagger = self._fit_beliefs(
                     problem, self._new_tagger(max_iter, kind, alpha), labels, start
                 )
-                self._last_m_step = (labels, fit_iter, alpha)
+                self._last_m_step = (labels, fit_iter[: min(iteration + 1, 2)], alpha)
                 probs = self._token_probs(problem, tagger)
                 fitted = [tagger]
             watch.stop("refine", tic)

@@ -132,3 +132,29 @@ def test_simulate_crowd_learns_from_released_answers(corpora):
     assert 0 < private["accuracy_refined"] <= private["accuracy_refined_without_privacy"] + 0.05
     plain = _run(*args)
     assert private["accuracy_refined_without_privacy"] == pytest.approx(plain["accuracy_refined"])
+
+
+def test_simulate_crowd_scores_the_same_model_in_a_cost_matrix(corpora, tmp_path):
+    train, test = corpora
+    base = ["--train", str(train), "--test", str(test), "--no-references", "--json"]
+    zero_one = _run(*base, "--cost-matrix", "zero-one")
+    # 0/1: every decision is the argmax, and the cost is the error rate.
+    assert zero_one["cost_served"] == zero_one["cost_bayes"] == zero_one["cost_argmax"]
+    assert zero_one["accuracy_served"] == pytest.approx(zero_one["accuracy_refined"])
+    assert zero_one["cost_argmax"] == pytest.approx(1 - zero_one["accuracy_refined"])
+    assert 0 <= zero_one["calibration_error"] < 0.1 and zero_one["temperature"] > 0
+    ordinal = _run(*base, "--cost-matrix", "ordinal")
+    assert ordinal["accuracy_refined"] == zero_one["accuracy_refined"]  # the same model
+    assert ordinal["cost_served"] > 0 and ordinal["cost_matrix"] == "ordinal"
+    # A CSV file of the same matrix scores the same.
+    from learning.core.conllu import read_conllu
+    from learning.core.cost import cost_matrix_preset, write_cost_csv
+    from learning.experiments.crowd_report import gold_indices
+
+    tagset, _ = gold_indices(list(read_conllu(train)))
+    path = tmp_path / "ordinal.csv"
+    path.write_text(write_cost_csv(cost_matrix_preset("ordinal", tagset), tagset))
+    from_file = _run(*base, "--cost-matrix", str(path))
+    assert from_file["cost_served"] == pytest.approx(ordinal["cost_served"], rel=1e-4)
+    with pytest.raises(CommandError, match="neither a preset"):
+        _run(*base, "--cost-matrix", "hamming")
