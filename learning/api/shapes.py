@@ -2,6 +2,7 @@
 
 from common.api.output import iso
 from delivery.models import Webhook, WebhookDelivery
+from learning import costs
 from learning.models import ModelVersion, RetrainRun
 
 
@@ -59,6 +60,7 @@ def report_out(version: ModelVersion, *, tags: list[str], learning_curve: list[d
         "skipped_observations": report.skipped_observations,
         "effort": report.effort,
         "timings": version.timings,
+        "cost": costs.cost_report_of(version=version),
     }
 
 

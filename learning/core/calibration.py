@@ -35,7 +35,7 @@ __all__ = [
     "tempered",
 ]
 
-TEMPERATURE_BOUNDS = (0.05, 20.0)
+TEMPERATURE_BOUNDS = (0.2, 10.0)  # beyond, the answers or the model are broken, not shy
 _LOG_P_FLOOR = -700.0  # log of a probability that underflowed to 0
 
 

@@ -153,20 +153,24 @@ class ContextTagger(LinearTagger):
         features: sp.csr_matrix | None = None,
         lengths: np.ndarray | None = None,
         rows: np.ndarray | None = None,
+        calibrated: bool = True,
     ) -> np.ndarray:
         """(n_tokens, K) tag probabilities of every token, each read in its whole sentence
         (``features``: stage-1 features of every token of sentences of ``lengths``), or of the
-        tokens ``rows`` only."""
+        tokens ``rows`` only; ``calibrated=False``: at temperature 1, as fitted (what EM
+        reads)."""
         x, lengths = self._features(sentences, features, lengths)
         if x.shape[0] == 0:
             return np.zeros((0, len(self.tagset_)))
         if self.tag_coef_ is None:
-            return self.served_proba(self.decision_function(x if rows is None else x[rows]))
+            scores = self.decision_function(x if rows is None else x[rows])
+            return self.served_proba(scores, calibrated)
         first = softmax_rows(self.decision_function(x))
         stacked = x + neighbour_tag_features(first, lengths, self.tagset_, self.feature_config_)
         if rows is not None:
             stacked = stacked[rows]
-        return self.served_proba(np.asarray(stacked @ self.tag_coef_) + self.tag_intercept_)
+        scores = np.asarray(stacked @ self.tag_coef_) + self.tag_intercept_
+        return self.served_proba(scores, calibrated)
 
     # ------------------------------------------------------------------ internals
     def _features(self, sentences, features, lengths) -> tuple[sp.csr_matrix, np.ndarray | None]:

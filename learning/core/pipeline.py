@@ -48,6 +48,7 @@ from .wordclasses import WordClasses, learn_word_classes
 __all__ = ["CountTagger", "MODEL_KINDS", "STAGES"]
 
 MODEL_KINDS = ("context", "node")
+MIN_CALIBRATION_ANSWERS = 50
 STAGES = ("solve", "fit", "classes", "refine", "reliability", "calibrate")
 
 
@@ -404,13 +405,15 @@ class CountTagger:
         )
 
     def _token_probs(self, problem: _Problem, tagger) -> np.ndarray:
-        """The tagger's priors of every covered token."""
+        """The tagger's priors of every covered token, as fitted (a previous version's
+        calibration is for its users, not for EM)."""
         if tagger.kind == "node":
-            return tagger.token_proba(None, features=problem.node_features)
+            return tagger.token_proba(None, features=problem.node_features, calibrated=False)
         context = problem.context
         return tagger.token_proba(
-            None, features=context.features, lengths=context.lengths, rows=context.rows
-        )
+            None, features=context.features, lengths=context.lengths, rows=context.rows,
+            calibrated=False,
+        )  # fmt: skip
 
     # -------------------------------------------------------------- steps 1-3: moments
     def _choose_ridge(self, problem, holdout, weights, watch) -> None:
@@ -710,11 +713,12 @@ class CountTagger:
         not from a model that has seen them, with the same L-BFGS budgets) to the last E-step's
         beliefs of every sentence but those holding a held-out answer, and the temperature
         maximises those sentences' answers' likelihood under its marginals (:mod:`.calibration`).
-        1.0 when there is nothing to hold out."""
+        1.0 with fewer than ``MIN_CALIBRATION_ANSWERS`` held-out answers (a temperature fitted
+        to a handful of answers is noise) or none left to fit."""
         obs = problem.observations
         held = np.isin(obs.sentence, obs.sentence[holdout]) & (weights > 0)
         last_m_step = self.__dict__.pop("_last_m_step", None)
-        if last_m_step is None or not held.any() or held.all():
+        if last_m_step is None or held.sum() < MIN_CALIBRATION_ANSWERS or held.all():
             return 1.0
         tic = watch.start()
         labels, fit_iter, alpha = last_m_step

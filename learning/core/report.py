@@ -12,13 +12,21 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from .calibration import expected_calibration_error
+from .cost import bayes_decision, cost_report
 from .counts import expected_counts
 from .crowd import estimate_reliability
 from .evaluate import accuracy, confusion_matrix, count_consistency, per_tag_scores
 from .observations import Observations
 from .privacy import Mechanism
 
-__all__ = ["TokenProbabilities", "annotator_table", "evaluation_report", "held_out_consistency"]
+__all__ = [
+    "TokenProbabilities",
+    "annotator_table",
+    "cost_evaluation",
+    "evaluation_report",
+    "held_out_consistency",
+]
 
 
 @dataclass(frozen=True)
@@ -63,6 +71,26 @@ def evaluation_report(
             "matrix": confusion_matrix(tags, predicted, tagset).tolist(),
         },
     }
+
+
+def cost_evaluation(
+    tagger, sentences: Sequence[Sequence[str]], tags: Sequence[Sequence[str]], cost: np.ndarray
+) -> dict:
+    """The loss-aware decisions of ``tagger`` on gold ``sentences`` in the currency of ``cost``
+    (K × K over ``tagger.tagset_``): cost and expected cost per token, accuracy, expected
+    calibration error of its probabilities, the cost-weighted confusion and each gold tag's
+    share of the cost (:func:`.cost.cost_report`); every figure None without gold."""
+    keys = ("cost_per_token", "expected_cost_per_token", "accuracy", "calibration_error")
+    if not sentences:
+        return {**dict.fromkeys(keys), "cost_confusion": None, "cost_share": None}
+    index = {tag: k for k, tag in enumerate(tagger.tagset_)}
+    gold = np.array([index[t] for sentence in tags for t in sentence], dtype=np.int64)
+    probs = tagger.token_proba(sentences)
+    decided = bayes_decision(probs, cost)
+    report = cost_report(gold, decided, cost, tagger.tagset_, probs)
+    report["accuracy"] = float(np.mean(decided == gold))
+    report["calibration_error"] = expected_calibration_error(probs, gold)
+    return report
 
 
 def held_out_consistency(probs: TokenProbabilities, held_out: Observations) -> float | None:

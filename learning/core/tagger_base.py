@@ -25,9 +25,10 @@ class LinearTagger:
 
     temperature_: float = 1.0
 
-    def served_proba(self, scores: np.ndarray) -> np.ndarray:
-        """Probabilities of the final stage's ``scores``, at the model's temperature."""
-        if self.temperature_ != 1.0:
+    def served_proba(self, scores: np.ndarray, calibrated: bool = True) -> np.ndarray:
+        """Probabilities of the final stage's ``scores``, at the model's temperature (or at 1:
+        ``calibrated=False``)."""
+        if calibrated and self.temperature_ != 1.0:
             scores = scores / self.temperature_
         return softmax_rows(scores)
 
