@@ -2,11 +2,12 @@
 
 from django.http import HttpResponse
 from drf_spectacular.types import OpenApiTypes
-from drf_spectacular.utils import extend_schema
+from drf_spectacular.utils import OpenApiResponse, extend_schema
 from rest_framework import serializers
 from rest_framework.response import Response
 
 from common.api.base import ManagerView
+from common.api.errors import ErrorSerializer
 from common.api.parsers import JsonParser, MultiPartParser
 from common.exceptions import InvalidInput
 from learning import costs
@@ -33,7 +34,17 @@ class CostMatrixView(ManagerView):
     def get(self, request, project_id):
         return Response(costs.cost_matrix_get(project_id=self.project.pk).as_dict())
 
-    @extend_schema(request=CostMatrixInSerializer, responses={200: CostMatrixOut})
+    @extend_schema(
+        request=CostMatrixInSerializer,
+        responses={
+            200: CostMatrixOut,
+            400: OpenApiResponse(
+                ErrorSerializer,
+                description="A matrix that is not K × K, a cell that is not a non-negative "
+                "number or a non-zero diagonal (the message names the cell), an unknown tag.",
+            ),
+        },
+    )
     def put(self, request, project_id):
         data = CostMatrixInSerializer(data=request.data)
         data.is_valid(raise_exception=True)
@@ -75,8 +86,16 @@ class CostMatrixCsvView(ManagerView):
         )
         return response
 
-    @extend_schema(request={"multipart/form-data": CostMatrixCsvInSerializer},
-                   responses={200: CostMatrixOut})  # fmt: skip
+    @extend_schema(
+        request={"multipart/form-data": CostMatrixCsvInSerializer},
+        responses={
+            200: CostMatrixOut,
+            400: OpenApiResponse(
+                ErrorSerializer,
+                description="Not UTF-8 CSV, an unknown or missing tag, or a bad cell (named).",
+            ),
+        },
+    )
     def put(self, request, project_id):
         data = CostMatrixCsvInSerializer(data=request.data)
         data.is_valid(raise_exception=True)
