@@ -25,7 +25,7 @@ import numpy as np
 import scipy.sparse as sp
 from scipy.optimize import linprog, minimize
 
-from .softmax import softmax_rows
+from .softmax import compact_columns, softmax_rows
 
 __all__ = ["AdversarialGame", "fit_adversarial", "game_value_lp"]
 
@@ -104,17 +104,17 @@ def fit_adversarial(
     """``(W, c, info)`` minimising the adversarial objective above over rows ``x`` (n × d) with
     soft labels ``q`` (n × K; a row's sum is its weight, all-zero rows carry none), by L-BFGS
     from ``(w0, c0)`` (default zero). ``info``: the objective, iterations, and the adversary's
-    moment gap ``max |Σ_t (w_t p̌_t − q_t)|`` per tag (0 at the optimum without penalty)."""
-    x = sp.csr_matrix(x)
+    moment gap ``max_k |Σ_t (w_t p̌_t − q_t)_k| / Σ_t w_t`` (0 at the optimum without penalty)."""
     q = np.asarray(q, dtype=np.float64)
-    n, d = x.shape
-    k = q.shape[1]
+    n_features, k = x.shape[1], q.shape[1]
     weight = q.sum(axis=1)
     keep = weight > 0
-    x, q, weight = x[keep], q[keep], weight[keep]
+    x, active = compact_columns(sp.csr_matrix(x)[keep])
+    q, weight = q[keep], weight[keep]
+    d = active.shape[0]
     xt = x.T.tocsr()
     game = AdversarialGame(cost, tau, inner_iter)
-    w0 = np.zeros((d, k)) if w0 is None else w0
+    w0 = np.zeros((d, k)) if w0 is None else w0[active]
     c0 = np.zeros(k) if c0 is None else c0
     state = {}
 
@@ -122,19 +122,28 @@ def fit_adversarial(
         w = params[: d * k].reshape(d, k)
         c = params[d * k :]
         psi = np.asarray(x @ w) + c
+        # Every evaluation solves from the same start: the objective is then a function of
+        # the parameters alone, as the line search needs.
+        game.predictor = None
         value, adversary = game.solve(psi)
         g = weight[:, None] * adversary - q
         loss = float(weight @ value - (psi * q).sum() + 0.5 * alpha * (w * w).sum())
         grad_w = np.asarray(xt @ g) + alpha * w
-        state["gap"] = np.abs(g.sum(axis=0)).max()
+        state["gap"] = np.abs(g.sum(axis=0)).max() / max(weight.sum(), 1.0)
         return loss, np.r_[grad_w.ravel(), g.sum(axis=0)]
 
     result = minimize(objective, np.r_[w0.ravel(), c0], jac=True, method="L-BFGS-B",
                       options={"maxiter": max_iter, "maxcor": 5})  # fmt: skip
-    w = result.x[: d * k].reshape(d, k)
+    w = np.zeros((n_features, k))
+    w[active] = result.x[: d * k].reshape(d, k)
     c = result.x[d * k :]
-    return w, c, {"objective": float(result.fun), "n_iter": int(result.nit),
-                  "moment_gap": float(state.get("gap", np.nan))}  # fmt: skip
+    info = {
+        "objective": float(result.fun),
+        "n_iter": int(result.nit),
+        "moment_gap": float(state.get("gap", np.nan)),
+        "message": str(result.message),
+    }
+    return w, c, info
 
 
 def adversarial_decisions(
@@ -146,3 +155,36 @@ def adversarial_decisions(
     game = AdversarialGame(cost, tau, n_iter)
     game.solve(psi)
     return game.predictor.argmax(axis=1)
+
+
+class AdversarialTagger:
+    """A tagger trained adversarially for ``cost`` over the stage-1 features of a contextual
+    model (``featurizer``: an unfitted :class:`.context_tagger.ContextTagger` with the served
+    model's features and word classes). Attributes after :meth:`fit`: coef_, intercept_,
+    tagset_, info_."""
+
+    kind = "agm"
+
+    def __init__(self, featurizer, cost: np.ndarray, *, alpha: float, tau: float = 0.05,
+                 max_iter: int = 100, inner_iter: int = 30) -> None:  # fmt: skip
+        self.featurizer = featurizer
+        self.cost = cost
+        self.alpha = alpha
+        self.tau = tau
+        self.max_iter = max_iter
+        self.inner_iter = inner_iter
+
+    def fit(self, x: sp.csr_matrix, q: np.ndarray, tagset) -> AdversarialTagger:
+        """Fit to soft labels ``q`` of the rows ``x`` (stage-1 features)."""
+        self.coef_, self.intercept_, self.info_ = fit_adversarial(
+            x, q, self.cost, alpha=self.alpha, tau=self.tau, max_iter=self.max_iter,
+            inner_iter=self.inner_iter,
+        )  # fmt: skip
+        self.tagset_ = tuple(tagset)
+        return self
+
+    def decide(self, sentences) -> np.ndarray:
+        """The tag index of every token of ``sentences`` (each read whole)."""
+        x = self.featurizer.featurize(sentences)
+        return adversarial_decisions(np.asarray(x @ self.coef_) + self.intercept_, self.cost,
+                                     self.tau)  # fmt: skip

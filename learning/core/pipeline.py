@@ -28,6 +28,7 @@ from dataclasses import dataclass
 import numpy as np
 import scipy.sparse as sp
 
+from .agm import AdversarialTagger
 from .calibration import fit_temperature_answers
 from .context_tagger import ContextTagger
 from .counts import CountEvidence, expected_counts
@@ -49,7 +50,7 @@ __all__ = ["CountTagger", "MODEL_KINDS", "STAGES"]
 
 MODEL_KINDS = ("context", "node")
 MIN_CALIBRATION_ANSWERS = 50
-STAGES = ("solve", "fit", "classes", "refine", "reliability", "calibrate")
+STAGES = ("solve", "fit", "classes", "refine", "reliability", "calibrate", "agm")
 
 
 class _Stopwatch:
@@ -127,6 +128,9 @@ class CountTagger:
         (:meth:`.privacy.Mechanism.min_judged_answers`).
     holdout_fraction : share of observations held out to choose λ and α (default 0.1), and
         whose sentences calibrate the served model's probabilities.
+    agm_cost : a K × K cost matrix, or None (default): with one, an adversarial model for it is
+        also fitted (``agm_``, :mod:`.agm`) to the last E-step's beliefs over the contextual
+        model's stage-1 features (an experiment: the served model does not use it).
     calibrate : fit a temperature to the served model's probabilities (default True): a model
         like the served one is refitted without the held-out sentences, and the temperature
         that maximises their answers' exact likelihood under its tempered marginals is given to
@@ -160,6 +164,7 @@ class CountTagger:
         min_flag_observations: int = 10,
         holdout_fraction: float = 0.1,
         calibrate: bool = True,
+        agm_cost: np.ndarray | None = None,
         random_state: int | np.random.Generator | None = None,
     ) -> None:
         self.model = model
@@ -174,6 +179,7 @@ class CountTagger:
         self.min_flag_observations = min_flag_observations
         self.holdout_fraction = holdout_fraction
         self.calibrate = calibrate
+        self.agm_cost = agm_cost
         self.random_state = random_state
 
     # ------------------------------------------------------------------ fit
@@ -251,6 +257,9 @@ class CountTagger:
         tagger, weights, reliability = self._refine(
             problem, moment_tagger, previous, weights, reliability, watch
         )
+        self.agm_ = None
+        if self.agm_cost is not None and tagger.kind == "context":
+            self.agm_ = self._adversarial(problem, watch)
         self.temperature_ = 1.0
         if self.calibrate:
             self.temperature_ = self._temperature(problem, tagger, holdout, weights, watch)
@@ -705,6 +714,20 @@ class CountTagger:
             return served
         ratio = served / start
         return start * ratio ** min(1.0, iteration / (n_iter - 1))
+
+    # -------------------------------------------------------------- AGM
+    def _adversarial(self, problem: _Problem, watch):
+        """The adversarial tagger for ``agm_cost`` on the last E-step's beliefs."""
+        tic = watch.start()
+        labels, _, _ = self._last_m_step
+        context = problem.context
+        featurizer = ContextTagger(features=self._context_config(), word_classes=self.word_classes_)
+        model = AdversarialTagger(
+            featurizer, np.asarray(self.agm_cost, dtype=np.float64),
+            alpha=self.schedule_.context_alpha,
+        ).fit(context.features, context.labels(labels), self.tagset_)  # fmt: skip
+        watch.stop("agm", tic)
+        return model
 
     # -------------------------------------------------------------- calibration
     def _temperature(self, problem: _Problem, served, holdout, weights, watch) -> float:

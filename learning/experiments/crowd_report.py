@@ -82,6 +82,7 @@ def simulation_report(
     seed: int = 0,
     model_params: dict | None = None,
     cost_matrix: str | None = None,
+    agm: bool = False,
 ) -> tuple[dict, CountTagger]:
     """Run the whole pipeline on a simulated crowd; returns (JSON-ready report, fitted model).
 
@@ -124,6 +125,8 @@ def simulation_report(
     crowd = crowd_for(obs_per_sentence)
     observations = crowd.observations
     params = {"random_state": seed, **(model_params or {})}
+    if agm and cost_matrix is not None:  # the same fit, plus the adversarial model (agm_)
+        params["agm_cost"] = cost_matrix_named(cost_matrix, tagset)
     privacy_report: dict = {}
     private = None
     if privacy_alpha is not None:
@@ -238,6 +241,8 @@ def simulation_report(
         cost = cost_matrix_named(cost_matrix, tagset)
         report["cost_matrix"] = cost_matrix
         report |= cost_figures(model, test_sentences, test_tags, tagset, cost)
+        if model.agm_ is not None:
+            report |= agm_figures(model, test_sentences, test_tags, tagset, cost)
     if private is not None:
         report["accuracy_moments_without_privacy"] = score(public.moment_tagger_)
         report["accuracy_refined_without_privacy"] = score(public.tagger_)
@@ -316,6 +321,21 @@ def cost_figures(
     }
     figures["ratio_served_to_bayes"] = figures["cost_served"] / max(figures["cost_bayes"], 1e-12)
     return figures
+
+
+def agm_figures(model: CountTagger, sentences, tags, tagset, cost: np.ndarray) -> dict:
+    """``cost_agm`` and ``accuracy_agm``: the adversarial model of ``model.agm_`` on gold
+    ``sentences``, and its training's moment gap."""
+    index = {t: k for k, t in enumerate(tagset)}
+    gold = np.array([index.get(t, -1) for sentence in tags for t in sentence])
+    known = gold >= 0
+    decided = model.agm_.decide(sentences)
+    return {
+        "cost_agm": realised_cost(gold[known], decided[known], cost),
+        "accuracy_agm": float(np.mean(decided == gold)),
+        "agm_iterations": model.agm_.info_["n_iter"],
+        "agm_moment_gap": model.agm_.info_["moment_gap"],
+    }
 
 
 def _unfitted_like(tagger, *, max_iter: int):

@@ -122,6 +122,12 @@ class Command(BaseCommand):
             + ", ".join(COST_PRESETS)
             + ") or a CSV file (a header of tags, a row per true tag)",
         )
+        parser.add_argument(
+            "--agm",
+            action="store_true",
+            help="with --cost-matrix: also train the adversarial model for it (cost_agm, "
+            "accuracy_agm)",
+        )
         parser.add_argument("--seed", type=int, default=0)
         parser.add_argument("--json", action="store_true", help="print the report as JSON")
 
@@ -173,6 +179,7 @@ class Command(BaseCommand):
                 seed=options["seed"],
                 model_params=model_params,
                 cost_matrix=options["cost_matrix"],
+                agm=options["agm"],
             )
         except ValueError as exc:
             raise CommandError(str(exc)) from None
