@@ -158,33 +158,35 @@ def adversarial_decisions(
 
 
 class AdversarialTagger:
-    """A tagger trained adversarially for ``cost`` over the stage-1 features of a contextual
-    model (``featurizer``: an unfitted :class:`.context_tagger.ContextTagger` with the served
-    model's features and word classes). Attributes after :meth:`fit`: coef_, intercept_,
-    tagset_, info_."""
+    """A tagger trained adversarially for ``cost`` over the features the served contextual
+    model reads (``reader``: that fitted :class:`.context_tagger.ContextTagger`; with a second
+    stage, its features include the neighbours' stage-1 tag probabilities). Attributes after
+    :meth:`fit`: coef_, intercept_, tagset_, info_."""
 
     kind = "agm"
 
-    def __init__(self, featurizer, cost: np.ndarray, *, alpha: float, tau: float = 0.05,
+    def __init__(self, reader, cost: np.ndarray, *, alpha: float, tau: float = 0.05,
                  max_iter: int = 100, inner_iter: int = 30) -> None:  # fmt: skip
-        self.featurizer = featurizer
+        self.reader = reader
         self.cost = cost
         self.alpha = alpha
         self.tau = tau
         self.max_iter = max_iter
         self.inner_iter = inner_iter
 
-    def fit(self, x: sp.csr_matrix, q: np.ndarray, tagset) -> AdversarialTagger:
-        """Fit to soft labels ``q`` of the rows ``x`` (stage-1 features)."""
+    def fit(self, x: sp.csr_matrix, lengths: np.ndarray, q: np.ndarray, tagset):
+        """Fit to soft labels ``q`` of every token of sentences of ``lengths`` whose stage-1
+        features are ``x`` (all-zero rows: unlabelled)."""
         self.coef_, self.intercept_, self.info_ = fit_adversarial(
-            x, q, self.cost, alpha=self.alpha, tau=self.tau, max_iter=self.max_iter,
-            inner_iter=self.inner_iter,
+            self.reader.served_features(x, lengths), q, self.cost, alpha=self.alpha,
+            tau=self.tau, max_iter=self.max_iter, inner_iter=self.inner_iter,
         )  # fmt: skip
         self.tagset_ = tuple(tagset)
         return self
 
     def decide(self, sentences) -> np.ndarray:
         """The tag index of every token of ``sentences`` (each read whole)."""
-        x = self.featurizer.featurize(sentences)
-        return adversarial_decisions(np.asarray(x @ self.coef_) + self.intercept_, self.cost,
-                                     self.tau)  # fmt: skip
+        lengths = np.fromiter((len(s) for s in sentences), dtype=np.int64)
+        x = self.reader.served_features(self.reader.featurize(sentences), lengths)
+        psi = np.asarray(x @ self.coef_) + self.intercept_
+        return adversarial_decisions(psi, self.cost, self.tau)

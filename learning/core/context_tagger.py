@@ -165,12 +165,19 @@ class ContextTagger(LinearTagger):
         if self.tag_coef_ is None:
             scores = self.decision_function(x if rows is None else x[rows])
             return self.served_proba(scores, calibrated)
-        first = softmax_rows(self.decision_function(x))
-        stacked = x + neighbour_tag_features(first, lengths, self.tagset_, self.feature_config_)
+        stacked = self.served_features(x, lengths)
         if rows is not None:
             stacked = stacked[rows]
         scores = np.asarray(stacked @ self.tag_coef_) + self.tag_intercept_
         return self.served_proba(scores, calibrated)
+
+    def served_features(self, x: sp.csr_matrix, lengths: np.ndarray) -> sp.csr_matrix:
+        """The rows the served stage reads: stage-1 features ``x`` of every token of sentences
+        of ``lengths``, plus (with stage 2) the neighbours' stage-1 tag probabilities."""
+        if self.tag_coef_ is None:
+            return x
+        first = softmax_rows(self.decision_function(x))
+        return x + neighbour_tag_features(first, lengths, self.tagset_, self.feature_config_)
 
     # ------------------------------------------------------------------ internals
     def _features(self, sentences, features, lengths) -> tuple[sp.csr_matrix, np.ndarray | None]:

@@ -129,8 +129,8 @@ class CountTagger:
     holdout_fraction : share of observations held out to choose λ and α (default 0.1), and
         whose sentences calibrate the served model's probabilities.
     agm_cost : a K × K cost matrix, or None (default): with one, an adversarial model for it is
-        also fitted (``agm_``, :mod:`.agm`) to the last E-step's beliefs over the contextual
-        model's stage-1 features (an experiment: the served model does not use it).
+        also fitted (``agm_``, :mod:`.agm`) to the last E-step's beliefs over the features the
+        served contextual model reads (an experiment: the served model does not use it).
     calibrate : fit a temperature to the served model's probabilities (default True): a model
         like the served one is refitted without the held-out sentences, and the temperature
         that maximises their answers' exact likelihood under its tempered marginals is given to
@@ -259,7 +259,7 @@ class CountTagger:
         )
         self.agm_ = None
         if self.agm_cost is not None and tagger.kind == "context":
-            self.agm_ = self._adversarial(problem, watch)
+            self.agm_ = self._adversarial(problem, tagger, watch)
         self.temperature_ = 1.0
         if self.calibrate:
             self.temperature_ = self._temperature(problem, tagger, holdout, weights, watch)
@@ -716,16 +716,16 @@ class CountTagger:
         return start * ratio ** min(1.0, iteration / (n_iter - 1))
 
     # -------------------------------------------------------------- AGM
-    def _adversarial(self, problem: _Problem, watch):
-        """The adversarial tagger for ``agm_cost`` on the last E-step's beliefs."""
+    def _adversarial(self, problem: _Problem, served, watch):
+        """The adversarial tagger for ``agm_cost`` on the last E-step's beliefs, over the
+        features the served model reads."""
         tic = watch.start()
         labels, _, _ = self._last_m_step
         context = problem.context
-        featurizer = ContextTagger(features=self._context_config(), word_classes=self.word_classes_)
         model = AdversarialTagger(
-            featurizer, np.asarray(self.agm_cost, dtype=np.float64),
+            served, np.asarray(self.agm_cost, dtype=np.float64),
             alpha=self.schedule_.context_alpha,
-        ).fit(context.features, context.labels(labels), self.tagset_)  # fmt: skip
+        ).fit(context.features, context.lengths, context.labels(labels), self.tagset_)  # fmt: skip
         watch.stop("agm", tic)
         return model
 
