@@ -107,3 +107,27 @@ def test_outer_gradient_matches_finite_differences():
         step[i] = h
         numeric = (objective(point + step)[0] - objective(point - step)[0]) / (2 * h)
         assert grad[i] == pytest.approx(numeric, rel=1e-3, abs=1e-4)
+
+
+def test_count_tagger_fits_an_adversarial_model_beside_the_served_one():
+    from learning.core import CountTagger, FeatureConfig
+    from learning.experiments.simulate import simulate_crowd
+    from tests.support.synthetic import make_corpus
+
+    rng = np.random.default_rng(5)
+    sentences, gold, _, tagset = make_corpus(rng, n_sentences=600, n_words=40)
+    crowd = simulate_crowd(gold, 4, window=4, random_state=1)
+    cost = np.abs(np.subtract.outer(np.arange(4), np.arange(4))).astype(float)
+    params = {"features": FeatureConfig(2**12), "random_state": 0}
+    plain = CountTagger(**params).fit(sentences, crowd.observations, tagset)
+    model = CountTagger(**params, agm_cost=cost).fit(sentences, crowd.observations, tagset)
+    assert plain.agm_ is None and model.agm_ is not None
+    # The served model is the same; the adversarial one is beside it.
+    np.testing.assert_allclose(model.token_proba(sentences), plain.token_proba(sentences))
+    decided = model.agm_.decide(sentences)
+    flat = np.concatenate(gold)
+    assert decided.shape == flat.shape and model.agm_.info_["moment_gap"] < 0.01
+    bayes = (model.token_proba(sentences) @ cost).argmin(axis=1)
+    agm_cost, bayes_cost = cost[flat, decided].mean(), cost[flat, bayes].mean()
+    assert agm_cost < 1.2 * bayes_cost  # of the same order: it learned the same answers
+    assert model.timings_["agm"] > 0
