@@ -22,7 +22,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 import numpy as np
-from scipy.optimize import minimize_scalar
+from scipy.optimize import minimize, minimize_scalar
 
 from .posterior import WindowPosteriors
 
@@ -32,7 +32,9 @@ __all__ = [
     "expected_calibration_error",
     "fit_temperature_answers",
     "fit_temperature_gold",
+    "fit_temperatures_answers",
     "tempered",
+    "tempered_groups",
 ]
 
 TEMPERATURE_BOUNDS = (0.2, 10.0)  # beyond, the answers or the model are broken, not shy
@@ -51,6 +53,16 @@ def tempered(probs: np.ndarray, temperature: float) -> np.ndarray:
     out = np.exp(scaled)
     out /= out.sum(axis=-1, keepdims=True)
     return np.where(probs.sum(axis=-1, keepdims=True) > 0, out, 0.0)
+
+
+def tempered_groups(probs: np.ndarray, groups: np.ndarray, temperatures) -> np.ndarray:
+    """``probs`` (…, K) tempered row by row, each by ``temperatures[groups[…]]``."""
+    probs = np.asarray(probs, dtype=np.float64)
+    out = np.empty_like(probs)
+    for g, temperature in enumerate(temperatures):
+        mine = groups == g
+        out[mine] = tempered(probs[mine], float(temperature))
+    return out
 
 
 def expected_calibration_error(probs: np.ndarray, gold: np.ndarray, n_bins: int = 15) -> float:
@@ -120,6 +132,36 @@ def fit_temperature_answers(
         return -value
 
     return _minimise_log_temperature(loss)
+
+
+def fit_temperatures_answers(
+    window_probs: np.ndarray,
+    window_groups: np.ndarray,
+    posteriors: Callable[[np.ndarray], WindowPosteriors],
+    weights: np.ndarray | None = None,
+    n_groups: int = 2,
+) -> tuple[float, ...]:
+    """One temperature per group of tokens (``window_groups``: (n, w_max) group of each
+    window position), maximising the held-out answers' weighted marginal log-likelihood; a
+    group absent from the windows keeps the others' joint temperature."""
+    window_probs = np.asarray(window_probs, dtype=np.float64)
+    weights = np.ones(window_probs.shape[0]) if weights is None else np.asarray(weights)
+    joint = fit_temperature_answers(window_probs, posteriors, weights)
+    present = [bool((window_groups == g).any()) for g in range(n_groups)]
+    if sum(present) < 2:
+        return (joint,) * n_groups
+    low, high = np.log(TEMPERATURE_BOUNDS)
+
+    def loss(log_t: np.ndarray) -> float:
+        q = tempered_groups(window_probs, window_groups, np.exp(np.clip(log_t, low, high)))
+        result = posteriors(q)
+        used = result.feasible & (weights > 0) & np.isfinite(result.log_z)
+        return -float((weights[used] * result.log_z[used]).sum())
+
+    start = np.full(n_groups, np.log(joint))
+    result = minimize(loss, start, method="Nelder-Mead",
+                      options={"xatol": 1e-3, "fatol": 1e-6, "maxiter": 200})  # fmt: skip
+    return tuple(float(np.exp(np.clip(v, low, high))) for v in result.x)
 
 
 def _minimise_log_temperature(loss: Callable[[float], float]) -> float:

@@ -127,7 +127,7 @@ class ContextTagger(LinearTagger):
         labelled = token_counts.sum(axis=1) > 0
         previous_tags = getattr(warm_start, "tag_coef_", None)
         self.tagset_ = tagset
-        self.temperature_ = 1.0
+        self.temperature_, self.unseen_temperature_, self.seen_forms_ = 1.0, None, None
         self.coef_, self.intercept_, self.objective_, n_iter = self._fit_stage(
             x, token_counts, labelled, tagset, warm_start, self.max_iter
         )
@@ -162,14 +162,17 @@ class ContextTagger(LinearTagger):
         x, lengths = self._features(sentences, features, lengths)
         if x.shape[0] == 0:
             return np.zeros((0, len(self.tagset_)))
+        forms = None
+        if sentences is not None and rows is None:
+            forms = [form for sentence in sentences for form in sentence]
         if self.tag_coef_ is None:
             scores = self.decision_function(x if rows is None else x[rows])
-            return self.served_proba(scores, calibrated)
+            return self.served_proba(scores, calibrated, forms)
         stacked = self.served_features(x, lengths)
         if rows is not None:
             stacked = stacked[rows]
         scores = np.asarray(stacked @ self.tag_coef_) + self.tag_intercept_
-        return self.served_proba(scores, calibrated)
+        return self.served_proba(scores, calibrated, forms)
 
     def served_features(self, x: sp.csr_matrix, lengths: np.ndarray) -> sp.csr_matrix:
         """The rows the served stage reads: stage-1 features ``x`` of every token of sentences

@@ -147,7 +147,7 @@ class NodeTagger(LinearTagger):
         if features.n_tokens == 0:
             return np.zeros((0, len(self.tagset_)))
         scores = self.decision_function(features.x)
-        return self.served_proba(scores, calibrated)[features.type_ids]
+        return self.served_proba(scores, calibrated, features.forms)[features.type_ids]
 
     # ------------------------------------------------------------------ per word type
     def fit_types(

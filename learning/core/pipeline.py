@@ -29,7 +29,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from .agm import AdversarialTagger
-from .calibration import fit_temperature_answers
+from .calibration import fit_temperatures_answers
 from .context_tagger import ContextTagger
 from .counts import CountEvidence, expected_counts
 from .crowd import Reliability, estimate_reliability
@@ -260,10 +260,14 @@ class CountTagger:
         self.agm_ = None
         if self.agm_cost is not None and tagger.kind == "context":
             self.agm_ = self._adversarial(problem, tagger, watch)
-        self.temperature_ = 1.0
+        self.temperature_, self.unseen_temperature_ = 1.0, None
         if self.calibrate:
-            self.temperature_ = self._temperature(problem, tagger, holdout, weights, watch)
+            self.temperature_, self.unseen_temperature_ = self._temperature(
+                problem, tagger, holdout, weights, watch
+            )
         tagger.temperature_ = self.temperature_
+        tagger.unseen_temperature_ = self.unseen_temperature_
+        tagger.seen_forms_ = frozenset(form.lower() for form in problem.forms)
         self.tagger_ = tagger
         self.coef_ = tagger.coef_
         self.intercept_ = tagger.intercept_
@@ -730,19 +734,22 @@ class CountTagger:
         return model
 
     # -------------------------------------------------------------- calibration
-    def _temperature(self, problem: _Problem, served, holdout, weights, watch) -> float:
+    def _temperature(self, problem: _Problem, served, holdout, weights, watch):
         """The temperature of the served model's probabilities, from answers it could not learn
         by heart: a model of its kind is refitted as its M-steps were (from the node-only model,
         not from a model that has seen them, with the same L-BFGS budgets) to the last E-step's
         beliefs of every sentence but those holding a held-out answer, and the temperature
-        maximises those sentences' answers' likelihood under its marginals (:mod:`.calibration`).
+        maximises those sentences' answers' likelihood under its marginals (:mod:`.calibration`):
+        one for the words inside the refitted model's answered windows, one for the others (as
+        words no answer covered are to the served model). Returns ``(temperature,
+        unseen_temperature)``.
         1.0 with fewer than ``MIN_CALIBRATION_ANSWERS`` held-out answers (a temperature fitted
         to a handful of answers is noise) or none left to fit."""
         obs = problem.observations
         held = np.isin(obs.sentence, obs.sentence[holdout]) & (weights > 0)
         last_m_step = self.__dict__.pop("_last_m_step", None)
         if last_m_step is None or held.sum() < MIN_CALIBRATION_ANSWERS or held.all():
-            return 1.0
+            return 1.0, None
         tic = watch.start()
         labels, fit_iter, alpha = last_m_step
         sentence = np.searchsorted(problem.corpus.offsets, problem.tokens, side="right") - 1
@@ -756,13 +763,21 @@ class CountTagger:
         rows = np.flatnonzero(held)
         windows = problem.evidence.windows[rows]
         window_probs = np.where((windows >= 0)[:, :, None], probs[np.maximum(windows, 0)], 0.0)
-        temperature = fit_temperature_answers(
+        fitted = problem.evidence.windows[~held]
+        lower = np.array([form.lower() for form in problem.forms])
+        covered_lower = lower[problem.node_features.type_ids]  # of each covered token
+        seen = set(covered_lower[fitted[fitted >= 0]])
+        groups = np.where(
+            (windows >= 0) & ~np.isin(covered_lower[np.maximum(windows, 0)], list(seen)), 1, 0
+        )
+        seen_t, unseen_t = fit_temperatures_answers(
             window_probs,
+            groups,
             lambda q: problem.evidence.posteriors(q, rows, 0.0),
             weights[rows],
         )
         watch.stop("calibrate", tic)
-        return temperature
+        return seen_t, unseen_t
 
     # -------------------------------------------------------------- predict
     def save(self, file, *, metadata: dict | None = None) -> None:

@@ -121,3 +121,27 @@ def test_count_tagger_serves_calibrated_probabilities_and_the_same_tags(tmp_path
     loaded, _ = load_tagger(tmp_path / "m.npz")
     assert loaded.temperature_ == model.temperature_
     np.testing.assert_allclose(loaded.token_proba(test_sentences), test_probs, atol=1e-9)
+
+
+def test_words_no_answer_covered_get_their_own_temperature(tmp_path):
+    from learning.core import CountTagger, FeatureConfig, load_tagger
+    from learning.experiments.simulate import simulate_crowd
+    from tests.support.synthetic import make_corpus
+
+    rng = np.random.default_rng(12)
+    sentences, gold, _, tagset = make_corpus(rng, n_sentences=1500, n_words=60)
+    crowd = simulate_crowd(gold, 4, window=4, random_state=2)
+    model = CountTagger(features=FeatureConfig(2**12), random_state=0)
+    model.fit(sentences, crowd.observations, tagset)
+    tagger = model.tagger_
+    assert tagger.unseen_temperature_ is not None and tagger.unseen_temperature_ > 0
+    assert list(tagger.seen(["W0", "never-seen"])) == [True, False]
+    probs = tagger.token_proba([["w0", "never-seen"]])
+    raw = tagger.token_proba([["w0", "never-seen"]], calibrated=False)
+    np.testing.assert_allclose(probs[0], tempered(raw[:1], tagger.temperature_)[0])
+    np.testing.assert_allclose(probs[1], tempered(raw[1:], tagger.unseen_temperature_)[0])
+    model.save(tmp_path / "m.npz")
+    loaded, _ = load_tagger(tmp_path / "m.npz")
+    assert loaded.seen_forms_ == tagger.seen_forms_
+    assert loaded.unseen_temperature_ == tagger.unseen_temperature_
+    np.testing.assert_allclose(loaded.token_proba([["w0", "never-seen"]]), probs)
