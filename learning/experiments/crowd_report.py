@@ -17,7 +17,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from learning.core.calibration import expected_calibration_error, tempered
+from learning.core.calibration import expected_calibration_error
 from learning.core.conllu import ConlluSentence
 from learning.core.context_tagger import ContextTagger
 from learning.core.cost import bayes_decision, cost_matrix_named, expected_cost, realised_cost
@@ -294,7 +294,7 @@ def cost_figures(
                 argmax = decided
             else:
                 served = decided
-    raw = tempered(probs, 1.0 / model.temperature_)
+    raw = model.tagger_.token_proba(sentences, calibrated=False)
     likelihood_bayes = bayes_decision(raw, cost)
     rows = np.flatnonzero(known)
 
@@ -306,6 +306,7 @@ def cost_figures(
 
     figures = {
         "temperature": model.temperature_,
+        "unseen_temperature": model.unseen_temperature_,
         "calibration_error": expected_calibration_error(probs[rows], gold[rows]),
         "calibration_error_uncalibrated": expected_calibration_error(raw[rows], gold[rows]),
         "cost_argmax": realised(argmax),
