@@ -158,3 +158,8 @@ def test_simulate_crowd_scores_the_same_model_in_a_cost_matrix(corpora, tmp_path
     assert from_file["cost_served"] == pytest.approx(ordinal["cost_served"], rel=1e-4)
     with pytest.raises(CommandError, match="neither a preset"):
         _run(*base, "--cost-matrix", "hamming")
+    # With --agm, the same model and an adversarial one for the matrix, scored alike.
+    agm = _run(*base, "--cost-matrix", "ordinal", "--agm")
+    assert agm["cost_served"] == pytest.approx(ordinal["cost_served"])
+    assert 0 < agm["cost_agm"] < 2 * agm["cost_bayes"] and 0.5 < agm["accuracy_agm"] <= 1
+    assert "cost_agm" not in ordinal
