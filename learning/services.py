@@ -145,6 +145,7 @@ class Learned:
     timings: dict[str, float]
     cost_setting: costs.CostSetting  # the project's cost matrix when it was fitted
     cost: dict  # the version's cost report in that matrix's currency
+    calibration: dict  # the temperatures served and where they come from
 
 
 def version_learn(*, project_id: int, current: ModelVersion | None) -> Learned:
@@ -178,6 +179,16 @@ def version_learn(*, project_id: int, current: ModelVersion | None) -> Learned:
     )
     timings.update(estimator.timings_)
     tagger = estimator.tagger_
+    # Gold sentences, when there are enough, calibrate better than held-out answers.
+    calibration = report.gold_calibration(
+        tagger, data.evaluation_sentences, data.evaluation_tags
+    ) or {
+        "source": "answers",
+        "temperature": estimator.temperature_,
+        "unseen_temperature": estimator.unseen_temperature_,
+    }
+    tagger.temperature_ = calibration["temperature"]
+    tagger.unseen_temperature_ = calibration["unseen_temperature"]
 
     tic = time.perf_counter()
     evaluation = report.evaluation_report(tagger, data.evaluation_sentences, data.evaluation_tags)
@@ -213,6 +224,8 @@ def version_learn(*, project_id: int, current: ModelVersion | None) -> Learned:
         sentences=data.evaluation_sentences,
         tags=data.evaluation_tags,
     )
+    if calibration["source"] == "gold":  # not scored on the sentences it was fitted to
+        cost["calibration_error"] = calibration["ece_after"]
     timings["evaluate"] = time.perf_counter() - tic
 
     tic = time.perf_counter()
@@ -231,6 +244,7 @@ def version_learn(*, project_id: int, current: ModelVersion | None) -> Learned:
         timings=timings,
         cost_setting=setting,
         cost=cost,
+        calibration=calibration,
     )
 
 
@@ -290,7 +304,7 @@ def version_store(
                     "excluded_observations": data.excluded_observations,
                     "em_iterations": len(estimator.history_),
                     "model_kind": tagger.kind,
-                    "temperature": estimator.temperature_,
+                    "calibration": learned.calibration,
                     "cost_revision": learned.cost_setting.revision,
                     "text_tokens": data.text_tokens,
                     "word_classes_reused": isinstance(estimator.word_classes, WordClasses),

@@ -12,7 +12,11 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .calibration import expected_calibration_error
+from .calibration import (
+    expected_calibration_error,
+    fit_temperature_gold,
+    tempered_groups,
+)
 from .cost import bayes_decision, cost_report
 from .counts import expected_counts
 from .crowd import estimate_reliability
@@ -24,6 +28,7 @@ __all__ = [
     "TokenProbabilities",
     "annotator_table",
     "cost_evaluation",
+    "gold_calibration",
     "evaluation_report",
     "held_out_consistency",
 ]
@@ -91,6 +96,49 @@ def cost_evaluation(
     report["accuracy"] = float(np.mean(decided == gold))
     report["calibration_error"] = expected_calibration_error(probs, gold)
     return report
+
+
+MIN_GOLD_TOKENS = 200
+
+
+def gold_calibration(tagger, sentences: Sequence[Sequence[str]], tags: Sequence[Sequence[str]]):
+    """Temperatures of ``tagger`` fitted to gold ``sentences`` (one for the words its answers
+    covered, one for the others: the gold log-likelihood separates by token, so each is its own
+    one-dimensional fit), or None with fewer than ``MIN_GOLD_TOKENS`` tokens. Also the expected
+    calibration error on those sentences at the tagger's own temperatures (``ece_before``) and
+    at gold temperatures fitted on the other half of the sentences (``ece_after``: the report
+    is then not scored on what was fitted to it)."""
+    flat = [form for sentence in sentences for form in sentence]
+    if len(flat) < MIN_GOLD_TOKENS:
+        return None
+    index = {tag: k for k, tag in enumerate(tagger.tagset_)}
+    gold = np.array([index[t] for sentence in tags for t in sentence], dtype=np.int64)
+    raw = tagger.token_proba(sentences, calibrated=False)
+    groups = (~tagger.seen(flat)).astype(np.int64)
+    half = np.repeat(np.arange(len(sentences)) % 2, [len(s) for s in sentences])
+
+    def fit(mask):
+        temperatures = []
+        for g in (0, 1):
+            mine = mask & (groups == g)
+            both = mask if mine.sum() < MIN_GOLD_TOKENS // 4 else mine
+            temperatures.append(fit_temperature_gold(raw[both], gold[both]))
+        return temperatures
+
+    crossed = np.empty_like(raw)
+    for h in (0, 1):
+        other = fit(half != h)
+        mine = half == h
+        crossed[mine] = tempered_groups(raw[mine], groups[mine], other)
+    temperature, unseen = fit(np.ones(gold.size, dtype=bool))
+    return {
+        "source": "gold",
+        "temperature": temperature,
+        "unseen_temperature": unseen,
+        "ece_before": expected_calibration_error(tagger.token_proba(sentences), gold),
+        "ece_after": expected_calibration_error(crossed, gold),
+        "tokens": int(gold.size),
+    }
 
 
 def held_out_consistency(probs: TokenProbabilities, held_out: Observations) -> float | None:

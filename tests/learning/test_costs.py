@@ -158,7 +158,7 @@ def test_a_changed_matrix_makes_a_retrain_due_whose_file_carries_it(trained):
     assert outcome.status == "succeeded"
     version = outcome.version
     assert version.hyperparameters["cost_revision"] == 1
-    assert version.hyperparameters["temperature"] > 0
+    assert version.hyperparameters["calibration"]["temperature"] > 0
     assert CostReport.objects.get(version=version).revision == 1
 
     with default_storage.open(version.file.name, "rb") as handle:

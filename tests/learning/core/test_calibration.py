@@ -145,3 +145,27 @@ def test_words_no_answer_covered_get_their_own_temperature(tmp_path):
     assert loaded.seen_forms_ == tagger.seen_forms_
     assert loaded.unseen_temperature_ == tagger.unseen_temperature_
     np.testing.assert_allclose(loaded.token_proba([["w0", "never-seen"]]), probs)
+
+
+def test_gold_sentences_calibrate_and_the_report_is_cross_fitted():
+    from learning.core import CountTagger, FeatureConfig
+    from learning.core.report import gold_calibration
+    from learning.experiments.simulate import simulate_crowd
+    from tests.support.synthetic import make_corpus
+
+    rng = np.random.default_rng(11)
+    sentences, gold, w_star, tagset = make_corpus(rng, n_sentences=1500, n_words=60)
+    crowd = simulate_crowd(gold, 4, window=4, random_state=2)
+    model = CountTagger(features=FeatureConfig(2**12), calibrate=False, random_state=0)
+    model.fit(sentences, crowd.observations, tagset)
+    fresh = np.random.default_rng(6)
+    frequency = 1.0 / np.arange(1, 61) ** 0.8
+    words = [fresh.choice(60, size=fresh.integers(3, 10), p=frequency / frequency.sum())
+             for _ in range(600)]  # fmt: skip
+    tags = [[tagset[(np.cumsum(w_star[a]) < fresh.random()).sum()] for a in s] for s in words]
+    test = [[f"w{a}" for a in s] for s in words]
+    result = gold_calibration(model.tagger_, test, tags)
+    assert result["source"] == "gold" and result["tokens"] == sum(map(len, test))
+    assert result["temperature"] > 1.2  # the uncalibrated contextual model is over-confident
+    assert result["ece_after"] < 0.5 * result["ece_before"]
+    assert gold_calibration(model.tagger_, test[:5], tags[:5]) is None  # too few tokens
