@@ -228,6 +228,24 @@ def _answers(annotator: np.ndarray, seconds: np.ndarray) -> AnnotatorAnswers:
     return AnnotatorAnswers(annotators=annotators, answers=answers, median_seconds=medians)
 
 
+def evaluation_gold(*, project_id: int) -> tuple[list[list[str]], list[list[str]]]:
+    """The evaluation sentences with gold tags, and their tags' names (what reports score)."""
+    tagset = project_tagset(project_id=project_id)
+    rows = (
+        Sentence.objects.filter(
+            project_id=project_id, split=Sentence.Split.EVALUATION, gold_tags__isnull=False
+        )
+        .order_by("position")
+        .values_list("tokens", "gold_tags")
+        .iterator(chunk_size=CHUNK_SIZE)
+    )
+    sentences, tags = [], []
+    for tokens, gold in rows:
+        sentences.append(tokens)
+        tags.append([tagset[k] for k in gold])
+    return sentences, tags
+
+
 def training_data_load(*, project_id: int, excluded_annotators: set[int]) -> TrainingData:
     """Everything a retrain of the project needs, as arrays. Observations of
     `excluded_annotators` (flagged ones) are read for the annotator table but not fitted."""

@@ -207,3 +207,44 @@ class LiveModel(models.Model):
 
     def __str__(self) -> str:
         return f"live model {self.number} of {self.project} (from v{self.base_version})"
+
+
+class CostMatrix(models.Model):
+    """A project's cost of each confusion (`learning.core.cost`): `matrix[i][j]` is what it costs
+    to tag `j` a token whose tag is `i`, in the order of `tags` (the project's tag names when it
+    was saved). A project without a row pays 1 for every error (`zero-one`). `revision` goes up
+    with every change; the cost reports say which revision they were computed with."""
+
+    project = models.OneToOneField(
+        Project, on_delete=models.CASCADE, primary_key=True, related_name="cost_matrix"
+    )
+    tags = models.JSONField(help_text="Tag names, the order of the rows and columns.")
+    matrix = models.JSONField(help_text="K × K costs, rows the true tag.")
+    preset = models.CharField(max_length=20, blank=True, default="", help_text="'' if custom.")
+    revision = models.PositiveIntegerField(default=1)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    def __str__(self) -> str:
+        return f"cost matrix of {self.project_id} (r{self.revision})"
+
+
+class CostReport(models.Model):
+    """A version's evaluation in the currency of its project's cost matrix, written with the
+    version and rewritten whenever the matrix changes (its `AccuracyReport` never changes). All
+    figures are per token of the evaluation sentences; null without gold."""
+
+    version = models.OneToOneField(
+        ModelVersion, on_delete=models.CASCADE, primary_key=True, related_name="cost_report"
+    )
+    revision = models.PositiveIntegerField(help_text="Of the cost matrix; 0: zero-one default.")
+    cost_per_token = models.FloatField(null=True, blank=True)
+    expected_cost_per_token = models.FloatField(
+        null=True, blank=True, help_text="What the model expects its decisions to cost."
+    )
+    accuracy = models.FloatField(null=True, blank=True, help_text="Of the loss-aware decisions.")
+    calibration_error = models.FloatField(null=True, blank=True)
+    cost_confusion = models.JSONField(null=True, blank=True)
+    cost_share = models.JSONField(null=True, blank=True, help_text="{gold tag: share}.")
+
+    def __str__(self) -> str:
+        return f"cost report of {self.version}"

@@ -13,7 +13,7 @@ from collections.abc import Iterator
 from annotation.selectors import multiword_splits
 from common.exceptions import InvalidInput, PayloadTooLarge
 from common.text import TextTooSlow, text_sentences
-from learning import adapter, selectors
+from learning import adapter, costs, selectors
 from learning.core.conllu import conllu_sentence, split_multiword
 from learning.exceptions import NoModel
 from learning.models import ModelVersion
@@ -119,22 +119,25 @@ def corpus_conllu(
     column (the import's, UPOS or XPOS) changed, so the export diffs against the source line by
     line; with `source_misc` its MISC also gets the probability, as the other sentences' do. The
     others get `# sent_id`, `# split`, `# model_version`, `# text`, the predicted tag in UPOS and
-    `Prob=` (and `Gold=`, if any) in MISC."""
+    `Prob=` (and `Gold=`, if any) in MISC. The tags are the decisions of least expected cost in
+    the project's cost matrix."""
     tagger = selectors.tagger_of(version=version)
+    setting = costs.cost_matrix_get(project_id=project_id)
     batch: list[adapter.CorpusRow] = []
     for row in adapter.corpus_sentences(project_id=project_id):
         batch.append(row)
         if len(batch) >= EXPORT_BATCH:
-            yield _tagged(batch, tagger, version.number, source_misc)
+            yield _tagged(batch, tagger, setting, version.number, source_misc)
             batch = []
     if batch:
-        yield _tagged(batch, tagger, version.number, source_misc)
+        yield _tagged(batch, tagger, setting, version.number, source_misc)
 
 
-def _tagged(batch: list[adapter.CorpusRow], tagger, number: int, source_misc: bool) -> str:
+def _tagged(batch: list[adapter.CorpusRow], tagger, setting, number: int, source_misc) -> str:
+    """The batch tagged with the decisions of least cost in `setting` (`costs.decide`)."""
     tagset = tagger.tagset_
     probs = tagger.token_proba([row.tokens for row in batch])
-    best = probs.argmax(axis=1)
+    best = costs.decide(probs, setting, tagset)
     out, position = [], 0
     for row in batch:
         rows = range(position, position + len(row.tokens))

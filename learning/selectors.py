@@ -11,7 +11,7 @@ from django.db.models.functions import Coalesce
 from django.utils import timezone
 
 from annotation.models import Observation, Project
-from learning import adapter, locks
+from learning import adapter, costs, locks
 from learning.models import (
     AccuracyReport,
     AnnotatorQuality,
@@ -68,6 +68,7 @@ def learning_curve(*, project_id: int) -> list[dict]:
             "accuracy",
             "count_consistency",
             "version__created_at",
+            "version__cost_report__cost_per_token",
         )[:LEARNING_CURVE_POINTS]
     )
     return [
@@ -77,8 +78,9 @@ def learning_curve(*, project_id: int) -> list[dict]:
             "accuracy": accuracy,
             "count_consistency": consistency,
             "created_at": created_at,
+            "cost_per_token": cost,
         }
-        for number, observations, accuracy, consistency, created_at in reversed(list(rows))
+        for number, observations, accuracy, consistency, created_at, cost in reversed(list(rows))
     ]
 
 
@@ -251,10 +253,13 @@ def predict_tokens(*, version: ModelVersion, tokens: list[str]):
 
 def predict_sentences(*, version: ModelVersion, sentences: list[list[str]]):
     """`predict_tokens` of several sentences, each tagged whole; their tokens' rows in order,
-    by the live model when it has published (:func:`served_tagger`)."""
+    by the live model when it has published (:func:`served_tagger`). The tags are the decisions
+    of least expected cost in the project's cost matrix (the most probable tags when every error
+    costs the same)."""
     tagger, _ = served_tagger(version=version)
     probs = tagger.token_proba(sentences)
-    best = probs.argmax(axis=1) if len(probs) else []
+    setting = costs.cost_matrix_get(project_id=version.project_id)
+    best = costs.decide(probs, setting, tagger.tagset_) if len(probs) else []
     return (
         [tagger.tagset_[k] for k in best],
         [float(probs[i, k]) for i, k in enumerate(best)],

@@ -32,7 +32,7 @@ from annotation.services import (
 from common.exceptions import Conflict, InvalidInput
 from config.version import code_version
 from delivery.webhooks.outbox import deliveries_create
-from learning import adapter, locks, rounds, selectors, verification
+from learning import adapter, costs, locks, rounds, selectors, verification
 from learning.core import report
 from learning.core.pipeline import CountTagger
 from learning.core.schedule import warm_start_suits
@@ -150,6 +150,9 @@ class Learned:
     windows: list | None  # the new version's verification windows (None: the project asks none)
     count_round: rounds.CountRound  # the count tasks it asks next, and the task mix
     timings: dict[str, float]
+    cost_setting: costs.CostSetting  # the project's cost matrix when it was fitted
+    cost: dict  # the version's cost report in that matrix's currency
+    calibration: dict  # the temperatures served and where they come from
 
 
 def version_learn(*, project_id: int, current: ModelVersion | None) -> Learned:
@@ -191,6 +194,16 @@ def version_learn(*, project_id: int, current: ModelVersion | None) -> Learned:
     )
     timings.update(estimator.timings_)
     tagger = estimator.tagger_
+    # Gold sentences, when there are enough, calibrate better than held-out answers.
+    calibration = report.gold_calibration(
+        tagger, data.evaluation_sentences, data.evaluation_tags
+    ) or {
+        "source": "answers",
+        "temperature": estimator.temperature_,
+        "unseen_temperature": estimator.unseen_temperature_,
+    }
+    tagger.temperature_ = calibration["temperature"]
+    tagger.unseen_temperature_ = calibration["unseen_temperature"]
 
     tic = time.perf_counter()
     evaluation = report.evaluation_report(tagger, data.evaluation_sentences, data.evaluation_tags)
@@ -218,6 +231,16 @@ def version_learn(*, project_id: int, current: ModelVersion | None) -> Learned:
     for row in table:
         row["username"] = names.get(row["annotator"], "")
     table.sort(key=lambda row: (-row["answers"], row["annotator"]))
+
+    setting = costs.cost_matrix_get(project_id=project_id)
+    cost = costs.cost_figures(
+        tagger=tagger,
+        setting=setting,
+        sentences=data.evaluation_sentences,
+        tags=data.evaluation_tags,
+    )
+    if calibration["source"] == "gold":  # not scored on the sentences it was fitted to
+        cost["calibration_error"] = calibration["ece_after"]
     timings["evaluate"] = time.perf_counter() - tic
 
     tic = time.perf_counter()
@@ -240,6 +263,9 @@ def version_learn(*, project_id: int, current: ModelVersion | None) -> Learned:
         windows=windows,
         count_round=count_round,
         timings=timings,
+        cost_setting=setting,
+        cost=cost,
+        calibration=calibration,
     )
 
 
@@ -262,7 +288,17 @@ def version_store(
         ContentFile(
             adapter.model_dump(
                 tagger,
-                metadata={"project": project_id, "version": number, "code": code_version()},
+                metadata={
+                    "project": project_id,
+                    "version": number,
+                    "code": code_version(),
+                    # Read by `learning.core.tag`: its tags are the decisions of least cost.
+                    "cost_matrix": {
+                        "tags": list(learned.cost_setting.tags),
+                        "matrix": learned.cost_setting.matrix.tolist(),
+                        "preset": learned.cost_setting.preset,
+                    },
+                },
             )
         ),
     )
@@ -290,6 +326,8 @@ def version_store(
                     "excluded_observations": data.excluded_observations,
                     "em_iterations": len(estimator.history_),
                     "model_kind": tagger.kind,
+                    "calibration": learned.calibration,
+                    "cost_revision": learned.cost_setting.revision,
                     "text_tokens": data.text_tokens,
                     "word_classes_reused": isinstance(estimator.word_classes, WordClasses),
                     "privacy": (
@@ -310,6 +348,9 @@ def version_store(
                 annotators=table,
                 effort=effort_with_gain(data.effort, evaluation.get("accuracy"), current),
                 **evaluation,
+            )
+            costs.cost_report_store(
+                version=version, setting=learned.cost_setting, figures=learned.cost
             )
             _annotator_quality_store(project_id=project_id, number=number, table=table)
             # The members' rows before the project's and then the tasks': the order a lease
@@ -460,7 +501,7 @@ def retrain_run(*, project_id: int, trigger: str, task_id: str = "") -> RetrainO
         current = selectors.current_version(project_id=project_id)
         if adapter.newest_observation_id(project_id=project_id) <= (
             current.newest_observation if current else 0
-        ):
+        ) and not _cost_matrix_changed(project_id=project_id, current=current):
             message = "The current model already includes every observation."
             run = _run_record(
                 project_id=project_id,
@@ -514,6 +555,15 @@ def retrain_run(*, project_id: int, trigger: str, task_id: str = "") -> RetrainO
             raise
     finally:
         locks.lock_release(project_id=project_id, owner=owner)
+
+
+def _cost_matrix_changed(*, project_id: int, current: ModelVersion | None) -> bool:
+    """Whether the cost matrix changed since the current version was made for it (its file
+    carries the matrix, for `learning.core.tag`)."""
+    if current is None:
+        return False
+    revision = costs.cost_matrix_get(project_id=project_id).revision
+    return current.hyperparameters.get("cost_revision", 0) != revision
 
 
 # Requests, schedules, the sweep ---------------------------------------------------------------

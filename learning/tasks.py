@@ -30,7 +30,7 @@ from django.utils import timezone
 from delivery import push
 from delivery.tasks import BROKER_ERRORS, webhook_enqueue
 from delivery.webhooks import selectors as webhook_selectors
-from learning import live, selectors, services
+from learning import costs, live, selectors, services
 
 logger = logging.getLogger(__name__)
 
@@ -80,6 +80,33 @@ def retrain_enqueue(*, project_id: int, trigger: str) -> bool:
     except BROKER_ERRORS as exc:
         logger.warning(
             "cannot queue a retrain; the periodic sweep will catch up",
+            extra={"project_id": project_id, "error": str(exc)[:200]},
+        )
+        return False
+    return True
+
+
+@shared_task(
+    name="learning.cost_reports_rescore",
+    acks_late=True,
+    autoretry_for=(DatabaseError,),
+    retry_backoff=5,
+    max_retries=3,
+    time_limit=600,
+    soft_time_limit=590,
+)
+def cost_reports_rescore(project_id: int) -> dict:
+    """Re-score every version of the project in its cost matrix's currency (no retrain)."""
+    return {"written": costs.cost_reports_rescore(project_id=project_id)}
+
+
+def cost_reports_rescore_enqueue(*, project_id: int) -> bool:
+    """Queue the re-scoring; False (logged) when the broker is unreachable."""
+    try:
+        cost_reports_rescore.apply_async(args=[project_id], retry=False)
+    except BROKER_ERRORS as exc:
+        logger.warning(
+            "cannot queue the cost re-scoring",
             extra={"project_id": project_id, "error": str(exc)[:200]},
         )
         return False

@@ -2,7 +2,7 @@
 
 from django.urls import path
 
-from learning.api import predictions, retraining, versions
+from learning.api import costs, predictions, retraining, versions
 
 P = "projects/<id:project_id>/"
 
@@ -20,6 +20,8 @@ urlpatterns = [
         P + "retrain-schedule/", retraining.RetrainScheduleView.as_view(), name="retrain-schedule"
     ),
     path(P + "retrain-status/", retraining.RetrainStatusView.as_view(), name="retrain-status"),
+    path(P + "cost-matrix/", costs.CostMatrixView.as_view(), name="cost-matrix"),
+    path(P + "cost-matrix/csv", costs.CostMatrixCsvView.as_view(), name="cost-matrix-csv"),
     path(P + "predict/", predictions.PredictView.as_view(), name="predict"),
     path(
         P + "exports/predictions.conllu",

@@ -46,6 +46,7 @@ def test_one_request_type_per_operation_and_files_are_bytes(schema):
         "/api/projects/with-corpus/",
         "/api/corpus/preview/",
         "/api/projects/{project_id}/corpus/",
+        "/api/projects/{project_id}/cost-matrix/csv",
     }
 
 

@@ -33,6 +33,7 @@ class LearningCurvePointOut(serializers.Serializer):
     accuracy = serializers.FloatField(allow_null=True)
     count_consistency = serializers.FloatField(allow_null=True)
     created_at = serializers.DateTimeField()
+    cost_per_token = serializers.FloatField(allow_null=True)
 
 
 class ForecastIntervalOut(serializers.Serializer):
@@ -76,6 +77,29 @@ class ReportAnnotatorOut(serializers.Serializer):
     verification_yes_rate = serializers.FloatField(allow_null=True)
 
 
+class CostReportOut(serializers.Serializer):
+    """A version's report in the currency of the project's cost matrix (re-scored when the
+    matrix changes; `revision` is the matrix's)."""
+
+    revision = serializers.IntegerField()
+    cost_per_token = serializers.FloatField(allow_null=True)
+    expected_cost_per_token = serializers.FloatField(allow_null=True)
+    accuracy = serializers.FloatField(allow_null=True)
+    calibration_error = serializers.FloatField(allow_null=True)
+    cost_confusion = serializers.ListField(
+        child=serializers.ListField(child=serializers.FloatField()), allow_null=True
+    )
+    cost_share = serializers.DictField(child=serializers.FloatField(), allow_null=True)
+
+
+class CostMatrixOut(serializers.Serializer):
+    tags = serializers.ListField(child=serializers.CharField())
+    matrix = serializers.ListField(child=serializers.ListField(child=serializers.FloatField()))
+    preset = serializers.CharField(allow_blank=True)
+    presets = serializers.ListField(child=serializers.CharField())
+    revision = serializers.IntegerField()
+
+
 class ReportOut(serializers.Serializer):
     """A model version's accuracy report (learning/API.md, "Accuracy reports")."""
 
@@ -97,6 +121,7 @@ class ReportOut(serializers.Serializer):
     skipped_observations = serializers.IntegerField(allow_null=True)
     effort = serializers.JSONField(allow_null=True)
     timings = serializers.JSONField()
+    cost = CostReportOut(allow_null=True)
 
 
 class RetrainOut(serializers.Serializer):

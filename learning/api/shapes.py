@@ -2,6 +2,7 @@
 
 from common.api.output import iso
 from delivery.models import Webhook, WebhookDelivery
+from learning import costs
 from learning.models import ModelVersion, RetrainRun
 
 
@@ -62,6 +63,7 @@ def report_out(
         "skipped_observations": report.skipped_observations,
         "effort": report.effort,
         "timings": version.timings,
+        "cost": costs.cost_report_of(version=version),
     }
 
 

@@ -127,6 +127,7 @@ class ContextTagger(LinearTagger):
         labelled = token_counts.sum(axis=1) > 0
         previous_tags = getattr(warm_start, "tag_coef_", None)
         self.tagset_ = tagset
+        self.temperature_, self.unseen_temperature_, self.seen_forms_ = 1.0, None, None
         self.coef_, self.intercept_, self.objective_, n_iter = self._fit_stage(
             x, token_counts, labelled, tagset, warm_start, self.max_iter
         )
@@ -152,20 +153,34 @@ class ContextTagger(LinearTagger):
         features: sp.csr_matrix | None = None,
         lengths: np.ndarray | None = None,
         rows: np.ndarray | None = None,
+        calibrated: bool = True,
     ) -> np.ndarray:
         """(n_tokens, K) tag probabilities of every token, each read in its whole sentence
         (``features``: stage-1 features of every token of sentences of ``lengths``), or of the
-        tokens ``rows`` only."""
+        tokens ``rows`` only; ``calibrated=False``: at temperature 1, as fitted (what EM
+        reads)."""
         x, lengths = self._features(sentences, features, lengths)
         if x.shape[0] == 0:
             return np.zeros((0, len(self.tagset_)))
+        forms = None
+        if sentences is not None and rows is None:
+            forms = [form for sentence in sentences for form in sentence]
         if self.tag_coef_ is None:
-            return softmax_rows(self.decision_function(x if rows is None else x[rows]))
-        first = softmax_rows(self.decision_function(x))
-        stacked = x + neighbour_tag_features(first, lengths, self.tagset_, self.feature_config_)
+            scores = self.decision_function(x if rows is None else x[rows])
+            return self.served_proba(scores, calibrated, forms)
+        stacked = self.served_features(x, lengths)
         if rows is not None:
             stacked = stacked[rows]
-        return softmax_rows(np.asarray(stacked @ self.tag_coef_) + self.tag_intercept_)
+        scores = np.asarray(stacked @ self.tag_coef_) + self.tag_intercept_
+        return self.served_proba(scores, calibrated, forms)
+
+    def served_features(self, x: sp.csr_matrix, lengths: np.ndarray) -> sp.csr_matrix:
+        """The rows the served stage reads: stage-1 features ``x`` of every token of sentences
+        of ``lengths``, plus (with stage 2) the neighbours' stage-1 tag probabilities."""
+        if self.tag_coef_ is None:
+            return x
+        first = softmax_rows(self.decision_function(x))
+        return x + neighbour_tag_features(first, lengths, self.tagset_, self.feature_config_)
 
     # ------------------------------------------------------------------ internals
     def _features(self, sentences, features, lengths) -> tuple[sp.csr_matrix, np.ndarray | None]:

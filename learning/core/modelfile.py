@@ -5,7 +5,12 @@ Layout (format version 3)::
     header      uint8 array: UTF-8 JSON {"format": "tally-tagger", "format_version": 3,
                 "kind": "node" | "context", "tagset": [...],
                 "features": {...FeatureConfig (node) or ContextConfig (context)...},
-                "alpha": ..., "word_classes": {"sizes": [...]} or null, "metadata": {...}}
+                "alpha": ..., "word_classes": {"sizes": [...]} or null, "metadata": {...},
+                "temperature": ... (optional, default 1.0: the calibration of the served
+                probabilities, :mod:`.calibration`; readers before it ignore it),
+                "unseen_temperature": ... or null (of words outside the answered windows)}
+    seen_forms, seen_form_ends    optional: the lower-case forms inside answered windows
+                (UTF-8 bytes and end offsets, as the class forms)
     coef_rows   int64 (r,): the non-zero rows of coef_ (features that occur)
     coef_values float64 (r, K)
     intercept   float64 (K,)
@@ -43,6 +48,7 @@ FORMAT_VERSION = 3
 _ARRAYS = {"header", "coef_rows", "coef_values", "intercept"}
 _STAGE2_ARRAYS = {"tag_coef_rows", "tag_coef_values", "tag_intercept"}
 _CLASS_ARRAYS = {"class_forms", "class_form_ends", "class_ids"}
+_SEEN_ARRAYS = {"seen_forms", "seen_form_ends"}
 
 
 class ModelFileError(ValueError):
@@ -64,6 +70,10 @@ def save_tagger(
         "tagset": list(tagger.tagset_),
         "features": tagger.feature_config_.to_dict(),
         "alpha": float(tagger.alpha),
+        "temperature": float(tagger.temperature_),
+        "unseen_temperature": (
+            None if tagger.unseen_temperature_ is None else float(tagger.unseen_temperature_)
+        ),
         "word_classes": {"sizes": list(classes.sizes)} if classes is not None else None,
         "metadata": metadata or {},
     }
@@ -78,7 +88,30 @@ def save_tagger(
         arrays["class_forms"] = np.frombuffer(b"".join(encoded), dtype=np.uint8)
         arrays["class_form_ends"] = np.cumsum([len(b) for b in encoded], dtype=np.int64)
         arrays["class_ids"] = np.ascontiguousarray(classes.classes, dtype=np.int32)
+    if tagger.seen_forms_ is not None:
+        arrays["seen_forms"], arrays["seen_form_ends"] = _pack_forms(sorted(tagger.seen_forms_))
     np.savez_compressed(file, **arrays)
+
+
+def _pack_forms(forms) -> tuple[np.ndarray, np.ndarray]:
+    encoded = [form.encode("utf-8") for form in forms]
+    return (
+        np.frombuffer(b"".join(encoded), dtype=np.uint8),
+        np.cumsum([len(b) for b in encoded], dtype=np.int64),
+    )
+
+
+def _unpack_forms(blob: np.ndarray, ends: np.ndarray, what: str) -> tuple[str, ...]:
+    if blob.dtype != np.uint8 or blob.ndim != 1 or ends.dtype != np.int64 or ends.ndim != 1:
+        raise ModelFileError(f"malformed {what}")
+    if ends.size and (np.any(np.diff(ends) < 0) or ends[0] < 0 or ends[-1] != blob.size):
+        raise ModelFileError(f"malformed {what}")
+    data = blob.tobytes()
+    starts = np.concatenate([[0], ends[:-1]]).astype(np.int64)
+    try:
+        return tuple(data[a:b].decode("utf-8") for a, b in zip(starts, ends, strict=True))
+    except UnicodeDecodeError as exc:
+        raise ModelFileError(f"malformed {what}: {exc}") from exc
 
 
 def load_tagger(file: str | Path | IO[bytes]) -> tuple[NodeTagger | ContextTagger, dict]:
@@ -88,8 +121,10 @@ def load_tagger(file: str | Path | IO[bytes]) -> tuple[NodeTagger | ContextTagge
             if not isinstance(archive, np.lib.npyio.NpzFile):
                 raise ModelFileError("not a model file: expected an .npz archive")
             names = set(archive.files)
-            if names - _STAGE2_ARRAYS not in (_ARRAYS, _ARRAYS | _CLASS_ARRAYS) or (
-                names & _STAGE2_ARRAYS not in (set(), _STAGE2_ARRAYS)
+            if (
+                names - _STAGE2_ARRAYS - _SEEN_ARRAYS not in (_ARRAYS, _ARRAYS | _CLASS_ARRAYS)
+                or (names & _STAGE2_ARRAYS not in (set(), _STAGE2_ARRAYS))
+                or names & _SEEN_ARRAYS not in (set(), _SEEN_ARRAYS)
             ):
                 raise ModelFileError(f"unexpected arrays in model file: {sorted(names)}")
             arrays = {name: archive[name] for name in names}
@@ -118,6 +153,9 @@ def load_tagger(file: str | Path | IO[bytes]) -> tuple[NodeTagger | ContextTagge
                 settings.setdefault("tag_pairs", False)
             config = ContextConfig.from_dict(settings)
         alpha = float(header["alpha"])
+        temperature = float(header.get("temperature", 1.0))
+        unseen = header.get("unseen_temperature")
+        unseen = None if unseen is None else float(unseen)
     except (KeyError, TypeError, ValueError) as exc:
         raise ModelFileError(f"malformed feature configuration: {exc}") from exc
     stacked = kind == "context" and bool(config.tag_offsets)
@@ -135,7 +173,16 @@ def load_tagger(file: str | Path | IO[bytes]) -> tuple[NodeTagger | ContextTagge
     else:
         tagger = ContextTagger(alpha=alpha, features=config, word_classes=classes)
         tagger.tag_coef_ = tagger.tag_intercept_ = None
+    for value in (temperature, 1.0 if unseen is None else unseen):
+        if not (np.isfinite(value) and value > 0):
+            raise ModelFileError("a temperature must be a positive number")
     tagger.tagset_ = tuple(tagset)
+    tagger.temperature_, tagger.unseen_temperature_ = temperature, unseen
+    tagger.seen_forms_ = (
+        frozenset(_unpack_forms(arrays["seen_forms"], arrays["seen_form_ends"], "seen forms"))
+        if set(arrays) >= _SEEN_ARRAYS
+        else None
+    )
     tagger.coef_, tagger.intercept_ = _read_stage("", arrays, len(tagset), config.n_features)
     if stacked:
         tagger.tag_coef_, tagger.tag_intercept_ = _read_stage(

@@ -138,13 +138,16 @@ class NodeTagger(LinearTagger):
         sentences: Sequence[Sequence[str]] | None,
         *,
         features: NodeFeatures | None = None,
+        calibrated: bool = True,
     ) -> np.ndarray:
-        """(n_tokens, K) tag probabilities; words never seen get them from their features."""
+        """(n_tokens, K) tag probabilities; words never seen get them from their features.
+        ``calibrated=False``: at temperature 1, as fitted (what EM reads)."""
         if features is None:
             features = self.featurize(sentences)
         if features.n_tokens == 0:
             return np.zeros((0, len(self.tagset_)))
-        return softmax_rows(self.decision_function(features.x))[features.type_ids]
+        scores = self.decision_function(features.x)
+        return self.served_proba(scores, calibrated, features.forms)[features.type_ids]
 
     # ------------------------------------------------------------------ per word type
     def fit_types(

@@ -28,6 +28,8 @@ from dataclasses import dataclass
 import numpy as np
 import scipy.sparse as sp
 
+from .agm import AdversarialTagger
+from .calibration import fit_temperatures_answers
 from .context_tagger import ContextTagger
 from .counts import CountEvidence, expected_counts
 from .crowd import Reliability, estimate_reliability
@@ -47,7 +49,8 @@ from .wordclasses import WordClasses, learn_word_classes
 __all__ = ["CountTagger", "MODEL_KINDS", "STAGES"]
 
 MODEL_KINDS = ("context", "node")
-STAGES = ("solve", "fit", "classes", "refine", "reliability")
+MIN_CALIBRATION_ANSWERS = 50
+STAGES = ("solve", "fit", "classes", "refine", "reliability", "calibrate", "agm")
 
 
 class _Stopwatch:
@@ -123,7 +126,15 @@ class CountTagger:
     min_flag_observations : answers an annotator needs before being judged (default 10); for
         released counts, the number that carries as much evidence
         (:meth:`.privacy.Mechanism.min_judged_answers`).
-    holdout_fraction : share of observations held out to choose λ and α (default 0.1).
+    holdout_fraction : share of observations held out to choose λ and α (default 0.1), and
+        whose sentences calibrate the served model's probabilities.
+    agm_cost : a K × K cost matrix, or None (default): with one, an adversarial model for it is
+        also fitted (``agm_``, :mod:`.agm`) to the last E-step's beliefs over the features the
+        served contextual model reads (an experiment: the served model does not use it).
+    calibrate : fit a temperature to the served model's probabilities (default True): a model
+        like the served one is refitted without the held-out sentences, and the temperature
+        that maximises their answers' exact likelihood under its tempered marginals is given to
+        the served model (:mod:`.calibration`); the argmax does not change.
     random_state : seed or ``np.random.Generator`` (the hold-out split and the word classes).
 
     Attributes (after ``fit``)
@@ -134,7 +145,8 @@ class CountTagger:
     after its EM), tagger_ (the served model), word_classes_, coef_, intercept_, reliability_
     (:class:`Reliability`), min_flag_observations_, flagged_annotators_ (ids),
     skipped_observations_ (indices of observations whose counts cannot be realised), history_
-    (per EM iteration), timings_ (wall and CPU seconds per stage).
+    (per EM iteration), timings_ (wall and CPU seconds per stage), temperature_ (also set on
+    ``tagger_``, whose ``token_proba`` applies it; 1.0 uncalibrated).
     """
 
     def __init__(
@@ -151,6 +163,8 @@ class CountTagger:
         flag_threshold: float = 0.5,
         min_flag_observations: int = 10,
         holdout_fraction: float = 0.1,
+        calibrate: bool = True,
+        agm_cost: np.ndarray | None = None,
         random_state: int | np.random.Generator | None = None,
     ) -> None:
         self.model = model
@@ -164,6 +178,8 @@ class CountTagger:
         self.flag_threshold = flag_threshold
         self.min_flag_observations = min_flag_observations
         self.holdout_fraction = holdout_fraction
+        self.calibrate = calibrate
+        self.agm_cost = agm_cost
         self.random_state = random_state
 
     # ------------------------------------------------------------------ fit
@@ -250,6 +266,17 @@ class CountTagger:
         tagger, weights, reliability = self._refine(
             problem, moment_tagger, previous, weights, reliability, watch
         )
+        self.agm_ = None
+        if self.agm_cost is not None and tagger.kind == "context":
+            self.agm_ = self._adversarial(problem, tagger, watch)
+        self.temperature_, self.unseen_temperature_ = 1.0, None
+        if self.calibrate:
+            self.temperature_, self.unseen_temperature_ = self._temperature(
+                problem, tagger, holdout, weights, watch
+            )
+        tagger.temperature_ = self.temperature_
+        tagger.unseen_temperature_ = self.unseen_temperature_
+        tagger.seen_forms_ = frozenset(form.lower() for form in problem.forms)
         self.tagger_ = tagger
         self.coef_ = tagger.coef_
         self.intercept_ = tagger.intercept_
@@ -400,13 +427,15 @@ class CountTagger:
         )
 
     def _token_probs(self, problem: _Problem, tagger) -> np.ndarray:
-        """The tagger's priors of every covered token."""
+        """The tagger's priors of every covered token, as fitted (a previous version's
+        calibration is for its users, not for EM)."""
         if tagger.kind == "node":
-            return tagger.token_proba(None, features=problem.node_features)
+            return tagger.token_proba(None, features=problem.node_features, calibrated=False)
         context = problem.context
         return tagger.token_proba(
-            None, features=context.features, lengths=context.lengths, rows=context.rows
-        )
+            None, features=context.features, lengths=context.lengths, rows=context.rows,
+            calibrated=False,
+        )  # fmt: skip
 
     # -------------------------------------------------------------- steps 1-3: moments
     def _choose_ridge(self, problem, holdout, weights, watch) -> None:
@@ -618,6 +647,7 @@ class CountTagger:
                 tagger = self._fit_beliefs(
                     problem, self._new_tagger(max_iter, kind, alpha), labels, start
                 )
+                self._last_m_step = (labels, fit_iter[: min(iteration + 1, 2)], alpha)
                 probs = self._token_probs(problem, tagger)
                 fitted = [tagger]
             watch.stop("refine", tic)
@@ -697,6 +727,66 @@ class CountTagger:
             return served
         ratio = served / start
         return start * ratio ** min(1.0, iteration / (n_iter - 1))
+
+    # -------------------------------------------------------------- AGM
+    def _adversarial(self, problem: _Problem, served, watch):
+        """The adversarial tagger for ``agm_cost`` on the last E-step's beliefs, over the
+        features the served model reads."""
+        tic = watch.start()
+        labels, _, _ = self._last_m_step
+        context = problem.context
+        model = AdversarialTagger(
+            served, np.asarray(self.agm_cost, dtype=np.float64),
+            alpha=self.schedule_.context_alpha,
+        ).fit(context.features, context.lengths, context.labels(labels), self.tagset_)  # fmt: skip
+        watch.stop("agm", tic)
+        return model
+
+    # -------------------------------------------------------------- calibration
+    def _temperature(self, problem: _Problem, served, holdout, weights, watch):
+        """The temperature of the served model's probabilities, from answers it could not learn
+        by heart: a model of its kind is refitted as its M-steps were (from the node-only model,
+        not from a model that has seen them, with the same L-BFGS budgets) to the last E-step's
+        beliefs of every sentence but those holding a held-out answer, and the temperature
+        maximises those sentences' answers' likelihood under its marginals (:mod:`.calibration`):
+        one for the words inside the refitted model's answered windows, one for the others (as
+        words no answer covered are to the served model). Returns ``(temperature,
+        unseen_temperature)``.
+        1.0 with fewer than ``MIN_CALIBRATION_ANSWERS`` held-out answers (a temperature fitted
+        to a handful of answers is noise) or none left to fit."""
+        obs = problem.observations
+        held = np.isin(obs.sentence, obs.sentence[holdout]) & (weights > 0)
+        last_m_step = self.__dict__.pop("_last_m_step", None)
+        if last_m_step is None or held.sum() < MIN_CALIBRATION_ANSWERS or held.all():
+            return 1.0, None
+        tic = watch.start()
+        labels, fit_iter, alpha = last_m_step
+        sentence = np.searchsorted(problem.corpus.offsets, problem.tokens, side="right") - 1
+        labels = np.where(np.isin(sentence, obs.sentence[held])[:, None], 0.0, labels)
+        model = self.node_tagger_
+        for max_iter in fit_iter:
+            model = self._fit_beliefs(
+                problem, self._new_tagger(max_iter, served.kind, alpha), labels, model
+            )
+        probs = self._token_probs(problem, model)
+        rows = np.flatnonzero(held)
+        windows = problem.evidence.windows[rows]
+        window_probs = np.where((windows >= 0)[:, :, None], probs[np.maximum(windows, 0)], 0.0)
+        fitted = problem.evidence.windows[~held]
+        lower = np.array([form.lower() for form in problem.forms])
+        covered_lower = lower[problem.node_features.type_ids]  # of each covered token
+        seen = set(covered_lower[fitted[fitted >= 0]])
+        groups = np.where(
+            (windows >= 0) & ~np.isin(covered_lower[np.maximum(windows, 0)], list(seen)), 1, 0
+        )
+        seen_t, unseen_t = fit_temperatures_answers(
+            window_probs,
+            groups,
+            lambda q: problem.evidence.posteriors(q, rows, 0.0),
+            weights[rows],
+        )
+        watch.stop("calibrate", tic)
+        return seen_t, unseen_t
 
     # -------------------------------------------------------------- predict
     def save(self, file, *, metadata: dict | None = None) -> None:

@@ -12,13 +12,26 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from .calibration import (
+    expected_calibration_error,
+    fit_temperature_gold,
+    tempered_groups,
+)
+from .cost import bayes_decision, cost_report
 from .counts import expected_counts
 from .crowd import estimate_reliability
 from .evaluate import accuracy, confusion_matrix, count_consistency, per_tag_scores
 from .observations import Observations
 from .privacy import Mechanism
 
-__all__ = ["TokenProbabilities", "annotator_table", "evaluation_report", "held_out_consistency"]
+__all__ = [
+    "TokenProbabilities",
+    "annotator_table",
+    "cost_evaluation",
+    "gold_calibration",
+    "evaluation_report",
+    "held_out_consistency",
+]
 
 
 @dataclass(frozen=True)
@@ -62,6 +75,69 @@ def evaluation_report(
             "tags": list(tagset),
             "matrix": confusion_matrix(tags, predicted, tagset).tolist(),
         },
+    }
+
+
+def cost_evaluation(
+    tagger, sentences: Sequence[Sequence[str]], tags: Sequence[Sequence[str]], cost: np.ndarray
+) -> dict:
+    """The loss-aware decisions of ``tagger`` on gold ``sentences`` in the currency of ``cost``
+    (K × K over ``tagger.tagset_``): cost and expected cost per token, accuracy, expected
+    calibration error of its probabilities, the cost-weighted confusion and each gold tag's
+    share of the cost (:func:`.cost.cost_report`); every figure None without gold."""
+    keys = ("cost_per_token", "expected_cost_per_token", "accuracy", "calibration_error")
+    if not sentences:
+        return {**dict.fromkeys(keys), "cost_confusion": None, "cost_share": None}
+    index = {tag: k for k, tag in enumerate(tagger.tagset_)}
+    gold = np.array([index[t] for sentence in tags for t in sentence], dtype=np.int64)
+    probs = tagger.token_proba(sentences)
+    decided = bayes_decision(probs, cost)
+    report = cost_report(gold, decided, cost, tagger.tagset_, probs)
+    report["accuracy"] = float(np.mean(decided == gold))
+    report["calibration_error"] = expected_calibration_error(probs, gold)
+    return report
+
+
+MIN_GOLD_TOKENS = 200
+
+
+def gold_calibration(tagger, sentences: Sequence[Sequence[str]], tags: Sequence[Sequence[str]]):
+    """Temperatures of ``tagger`` fitted to gold ``sentences`` (one for the words its answers
+    covered, one for the others: the gold log-likelihood separates by token, so each is its own
+    one-dimensional fit), or None with fewer than ``MIN_GOLD_TOKENS`` tokens. Also the expected
+    calibration error on those sentences at the tagger's own temperatures (``ece_before``) and
+    at gold temperatures fitted on the other half of the sentences (``ece_after``: the report
+    is then not scored on what was fitted to it)."""
+    flat = [form for sentence in sentences for form in sentence]
+    if len(flat) < MIN_GOLD_TOKENS:
+        return None
+    index = {tag: k for k, tag in enumerate(tagger.tagset_)}
+    gold = np.array([index[t] for sentence in tags for t in sentence], dtype=np.int64)
+    raw = tagger.token_proba(sentences, calibrated=False)
+    groups = (~tagger.seen(flat)).astype(np.int64)
+    half = np.repeat(np.arange(len(sentences)) % 2, [len(s) for s in sentences])
+
+    def fit(mask):
+        temperatures = []
+        for g in (0, 1):
+            mine = mask & (groups == g)
+            both = mask if mine.sum() < MIN_GOLD_TOKENS // 4 else mine
+            temperatures.append(fit_temperature_gold(raw[both], gold[both]))
+        return temperatures
+
+    crossed = np.empty_like(raw)
+    for h in (0, 1):
+        other = fit(half != h)
+        mine = half == h
+        crossed[mine] = tempered_groups(raw[mine], groups[mine], other)
+    temperature, unseen = fit(np.ones(gold.size, dtype=bool))
+    return {
+        "source": "gold",
+        "temperature": temperature,
+        "unseen_temperature": unseen,
+        "ece_before": expected_calibration_error(tagger.token_proba(sentences), gold),
+        "ece_after": expected_calibration_error(crossed, gold),
+        "tokens": int(gold.size),
     }
 
 

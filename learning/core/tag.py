@@ -12,6 +12,11 @@ nodes and the other columns stay as they were, so ``diff in.conllu out.conllu`` 
 model tags differently. Each sentence is tagged whole, as the server tags it. ``--probabilities``
 adds ``Prob=0.93`` to each word's MISC column.
 
+The tags are the decisions of least expected cost (:mod:`.cost`) in the project's cost matrix,
+which the model file carries (the matrix when the version was made), or in ``--cost-matrix
+NAME|FILE`` (a preset: ``zero-one``, ``near-classes``, ``ordinal``, or a CSV file as the
+dashboard exports it); with the 0/1 matrix, the most probable tags.
+
 ``--text LANG`` reads running text instead, cut into sentences and words as Tally cuts a plain
 text import in that language (`common.text`, which needs spaCy and NLTK), and writes each
 sentence with ``# sent_id``, ``# text`` and its words.
@@ -33,30 +38,55 @@ import sys
 from collections.abc import Iterable, Iterator
 from typing import TextIO
 
+import numpy as np
+
 from .conllu import ConlluError, ConlluSentence, conllu_sentence, iter_conllu, read_conllu
+from .cost import PRESETS, bayes_decision, check_cost_matrix, cost_matrix_named
 from .modelfile import ModelFileError, load_tagger
 
 BATCH = 500  # sentences tagged in one call of the tagger
 
 
 def tag_sentences(
-    tagger, sentences: Iterable[ConlluSentence], *, column: str = "upos", probabilities=False
+    tagger,
+    sentences: Iterable[ConlluSentence],
+    *,
+    column: str = "upos",
+    probabilities=False,
+    cost: np.ndarray | None = None,
 ) -> Iterator[str]:
     """Each sentence as CoNLL-U text, its lines as read with the ``column`` tags predicted by
-    ``tagger``; tagged ``BATCH`` sentences at a time, so a corpus of any size streams."""
+    ``tagger`` (of least expected ``cost``, K × K over its tags; None: the most probable);
+    tagged ``BATCH`` sentences at a time, so a corpus of any size streams."""
     batch: list[ConlluSentence] = []
     for sentence in sentences:
         batch.append(sentence)
         if len(batch) >= BATCH:
-            yield from _tagged(tagger, batch, column, probabilities)
+            yield from _tagged(tagger, batch, column, probabilities, cost)
             batch = []
     if batch:
-        yield from _tagged(tagger, batch, column, probabilities)
+        yield from _tagged(tagger, batch, column, probabilities, cost)
 
 
-def _tagged(tagger, batch, column, probabilities) -> Iterator[str]:
+def model_cost_matrix(tagger, metadata: dict) -> np.ndarray | None:
+    """The cost matrix a model file carries, in the order of the tagger's tags (None: none)."""
+    carried = metadata.get("cost_matrix")
+    if not isinstance(carried, dict):
+        return None
+    tags = carried.get("tags")
+    if not isinstance(tags, list) or sorted(tags) != sorted(tagger.tagset_):
+        raise ModelFileError("the model file's cost matrix is not over the model's tags")
+    order = [tags.index(tag) for tag in tagger.tagset_]
+    try:
+        matrix = np.asarray(carried.get("matrix"), dtype=np.float64)[np.ix_(order, order)]
+    except (TypeError, ValueError, IndexError) as exc:
+        raise ModelFileError(f"malformed cost matrix: {exc}") from exc
+    return check_cost_matrix(matrix, tagger.tagset_)
+
+
+def _tagged(tagger, batch, column, probabilities, cost) -> Iterator[str]:
     probs = tagger.token_proba([sentence.tokens for sentence in batch])
-    best = probs.argmax(axis=1)
+    best = bayes_decision(probs, cost)
     start = 0
     for sentence in batch:
         rows = range(start, start + len(sentence.tokens))
@@ -81,12 +111,25 @@ def main(argv: list[str] | None = None, stdin: TextIO | None = None, stdout=None
     parser.add_argument(
         "--text", metavar="LANG", help="the input is running text in LANG (en, fr, nl, ...)"
     )
+    parser.add_argument(
+        "--cost-matrix",
+        metavar="NAME|FILE",
+        help=f"choose tags for this cost matrix: {', '.join(PRESETS)} or a CSV file "
+        "(default: the project's, carried by the model file)",
+    )
     args = parser.parse_args(argv)
     try:
-        tagger, _ = load_tagger(args.model)
+        tagger, metadata = load_tagger(args.model)
+        cost = model_cost_matrix(tagger, metadata)
     except (ModelFileError, FileNotFoundError) as exc:
         print(f"tag: {args.model}: {exc}", file=sys.stderr)
         return 2
+    if args.cost_matrix:
+        try:
+            cost = cost_matrix_named(args.cost_matrix, tagger.tagset_)
+        except ValueError as exc:
+            print(f"tag: --cost-matrix: {exc}", file=sys.stderr)
+            return 2
     if args.text:
         try:
             sentences = _text_sentences(args.input, stdin, args.text)
@@ -101,7 +144,7 @@ def main(argv: list[str] | None = None, stdin: TextIO | None = None, stdout=None
     out = open(args.output, "w", encoding="utf-8") if args.output else stdout or sys.stdout  # noqa: SIM115
     try:
         for text in tag_sentences(
-            tagger, sentences, column=args.column, probabilities=args.probabilities
+            tagger, sentences, column=args.column, probabilities=args.probabilities, cost=cost
         ):
             out.write(text)
     except (ConlluError, FileNotFoundError) as exc:

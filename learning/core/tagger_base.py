@@ -13,13 +13,41 @@ import numpy as np
 import scipy.sparse as sp
 
 from .features import FeatureConfig
-from .softmax import compact_columns, fit_soft_labels
+from .softmax import compact_columns, fit_soft_labels, softmax_rows
 
 __all__ = ["LinearTagger", "check_soft_labels", "prior_intercept", "warm_start_params"]
 
 
 class LinearTagger:
-    """Base of the taggers: ``coef_`` (n_features, K), ``intercept_`` (K,), ``tagset_``."""
+    """Base of the taggers: ``coef_`` (n_features, K), ``intercept_`` (K,), ``tagset_``, and
+    ``temperature_``, which divides the scores of the probabilities a fitted model serves
+    (:mod:`.calibration`; 1.0 until calibrated, the fits themselves never use it), or
+    ``unseen_temperature_`` for words outside ``seen_forms_``."""
+
+    temperature_: float = 1.0
+    unseen_temperature_: float | None = None  # of words no answer covered (None: temperature_)
+    seen_forms_: frozenset[str] | None = None  # lower-case forms inside answered windows
+
+    def served_proba(
+        self, scores: np.ndarray, calibrated: bool = True, forms: Sequence[str] | None = None
+    ) -> np.ndarray:
+        """Probabilities of the final stage's ``scores``, at the model's temperature (or at 1:
+        ``calibrated=False``); rows of ``forms`` the fit never saw labelled (:meth:`seen`) at
+        ``unseen_temperature_``."""
+        if not calibrated:
+            return softmax_rows(scores)
+        temperature = np.full((scores.shape[0], 1), self.temperature_)
+        if self.unseen_temperature_ is not None and forms is not None:
+            temperature[~self.seen(forms)] = self.unseen_temperature_
+        return softmax_rows(scores / temperature)
+
+    def seen(self, forms: Sequence[str]) -> np.ndarray:
+        """Whether each word form (in lower case) was inside an answered window of the fit
+        (``seen_forms_``; all of them when the model does not know)."""
+        known = getattr(self, "seen_forms_", None)
+        if known is None:
+            return np.ones(len(forms), dtype=bool)
+        return np.fromiter((f.lower() in known for f in forms), dtype=bool, count=len(forms))
 
     def decision_function(self, x: sp.csr_matrix) -> np.ndarray:
         return np.asarray(x @ self.coef_) + self.intercept_
@@ -49,6 +77,7 @@ class LinearTagger:
             x, q, tagset, warm_start, max_iter=self.max_iter, stop_below=stop_below, dtype=dtype
         )
         self.tagset_ = tagset
+        self.temperature_, self.unseen_temperature_, self.seen_forms_ = 1.0, None, None
         self.coef_ = coef
         self.intercept_ = intercept
         self.n_iter_ = int(n_iter)

@@ -17,8 +17,10 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from learning.core.calibration import expected_calibration_error
 from learning.core.conllu import ConlluSentence
 from learning.core.context_tagger import ContextTagger
+from learning.core.cost import bayes_decision, cost_matrix_named, expected_cost, realised_cost
 from learning.core.design import coverage, encode_corpus
 from learning.core.em import window_token_index
 from learning.core.evaluate import MostFrequentTagger, accuracy
@@ -82,6 +84,8 @@ def simulation_report(
     model_params: dict | None = None,
     online_blocks: int | None = None,
     online_params: dict | None = None,
+    cost_matrix: str | None = None,
+    agm: bool = False,
 ) -> tuple[dict, CountTagger]:
     """Run the whole pipeline on a simulated crowd; returns (JSON-ready report, fitted model).
 
@@ -101,7 +105,9 @@ def simulation_report(
 
     ``online_blocks``: the same count answers also stream in that many blocks through the online
     learner (:mod:`.online_report`; ``online_params`` its settings), compared along the stream
-    with batch fits on the answers so far."""
+    with batch fits on the answers so far. ``cost_matrix``: a preset's name or a CSV file
+    (:func:`learning.core.cost.cost_matrix_named`); the report then scores the same model in the
+    manager's currency (:func:`cost_figures`)."""
     tagset, gold = gold_indices(train, tag_column)
     sentences = [s.tokens for s in train]
     test_sentences = [s.tokens for s in test]
@@ -125,6 +131,8 @@ def simulation_report(
     crowd = crowd_for(obs_per_sentence)
     observations = crowd.observations
     params = {"random_state": seed, **(model_params or {})}
+    if agm and cost_matrix is not None:  # the same fit, plus the adversarial model (agm_)
+        params["agm_cost"] = cost_matrix_named(cost_matrix, tagset)
     privacy_report: dict = {}
     private = None
     if privacy_alpha is not None:
@@ -250,6 +258,12 @@ def simulation_report(
                 seed=seed,
             )  # fmt: skip
         )
+    if cost_matrix is not None:
+        cost = cost_matrix_named(cost_matrix, tagset)
+        report["cost_matrix"] = cost_matrix
+        report |= cost_figures(model, test_sentences, test_tags, tagset, cost)
+        if model.agm_ is not None:
+            report |= agm_figures(model, test_sentences, test_tags, tagset, cost)
     if private is not None:
         report["accuracy_moments_without_privacy"] = score(public.moment_tagger_)
         report["accuracy_refined_without_privacy"] = score(public.tagger_)
@@ -271,6 +285,79 @@ def simulation_report(
             report["accuracy_refined_node"] / report["accuracy_supervised_same_tokens_node"]
         )
     return report, model
+
+
+def cost_figures(
+    model: CountTagger,
+    sentences: Sequence[Sequence[str]],
+    tags: Sequence[Sequence[str]],
+    tagset: Sequence[str],
+    cost: np.ndarray,
+) -> dict:
+    """The fitted ``model`` on gold-tagged ``sentences`` in the currency of ``cost``: the cost
+    per token of its argmax (``cost_argmax``) and of the Bayes decision under its likelihood
+    marginals (``cost_bayes``) and under its calibrated ones (``cost_served``, what a project
+    with this matrix is served), the served decisions' accuracy, the expected calibration error
+    of the served probabilities (``calibration_error``, a fraction) and of the uncalibrated
+    ones, what the model expects its decisions to cost, and the seconds of each decision
+    (probabilities included)."""
+    index = {t: k for k, t in enumerate(tagset)}
+    gold = np.array([index.get(t, -1) for sentence in tags for t in sentence])
+    known = gold >= 0  # a tag the crowd corpus never had cannot be scored in its matrix
+    seconds = {"argmax": np.inf, "bayes": np.inf}
+    for _ in range(2):  # the better of two runs each, alternating: timings here are noisy
+        for name, matrix in (("argmax", None), ("bayes", cost)):
+            tic = time.perf_counter()
+            probs = model.token_proba(sentences)
+            decided = bayes_decision(probs, matrix)
+            seconds[name] = min(seconds[name], time.perf_counter() - tic)
+            if matrix is None:
+                argmax = decided
+            else:
+                served = decided
+    raw = model.tagger_.token_proba(sentences, calibrated=False)
+    likelihood_bayes = bayes_decision(raw, cost)
+    rows = np.flatnonzero(known)
+
+    def believed(p, decided):
+        return float(expected_cost(p[rows], cost)[np.arange(rows.size), decided[rows]].mean())
+
+    def realised(decided):
+        return realised_cost(gold[rows], decided[rows], cost)
+
+    figures = {
+        "temperature": model.temperature_,
+        "unseen_temperature": model.unseen_temperature_,
+        "calibration_error": expected_calibration_error(probs[rows], gold[rows]),
+        "calibration_error_uncalibrated": expected_calibration_error(raw[rows], gold[rows]),
+        "cost_argmax": realised(argmax),
+        "cost_bayes": realised(likelihood_bayes),
+        "cost_served": realised(served),
+        "accuracy_argmax": float(np.mean(argmax == gold)),
+        "accuracy_served": float(np.mean(served == gold)),
+        "expected_cost_argmax_uncalibrated": believed(raw, argmax),
+        "expected_cost_argmax": believed(probs, argmax),
+        "expected_cost_served": believed(probs, served),
+        "seconds_decide_argmax": seconds["argmax"],
+        "seconds_decide_bayes": seconds["bayes"],
+    }
+    figures["ratio_served_to_bayes"] = figures["cost_served"] / max(figures["cost_bayes"], 1e-12)
+    return figures
+
+
+def agm_figures(model: CountTagger, sentences, tags, tagset, cost: np.ndarray) -> dict:
+    """``cost_agm`` and ``accuracy_agm``: the adversarial model of ``model.agm_`` on gold
+    ``sentences``, and its training's moment gap."""
+    index = {t: k for k, t in enumerate(tagset)}
+    gold = np.array([index.get(t, -1) for sentence in tags for t in sentence])
+    known = gold >= 0
+    decided = model.agm_.decide(sentences)
+    return {
+        "cost_agm": realised_cost(gold[known], decided[known], cost),
+        "accuracy_agm": float(np.mean(decided == gold)),
+        "agm_iterations": model.agm_.info_["n_iter"],
+        "agm_moment_gap": model.agm_.info_["moment_gap"],
+    }
 
 
 def _unfitted_like(tagger, *, max_iter: int):

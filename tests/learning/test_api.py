@@ -49,6 +49,9 @@ def endpoints(project_id: int, hook_id: int):
         ("put", base + "retrain-schedule/", {"interval_minutes": 5, "enabled": True}, 200),
         ("get", base + "retrain-status/", None, 200),
         ("post", base + "predict/", {"text": "the dog runs"}, 200),
+        ("get", base + "cost-matrix/", None, 200),
+        ("put", base + "cost-matrix/", {"preset": "near-classes"}, 200),
+        ("get", base + "cost-matrix/csv", None, 200),
         ("get", base + "exports/predictions.conllu", None, 200),
         ("get", base + "webhooks/", None, 200),
         ("post", base + "webhooks/", {"url": "http://127.0.0.1:9/other"}, 201),
@@ -121,7 +124,7 @@ def test_retrain_now_runs_and_reports(project, crowd, manager, eager):
         "version", "created_at", "observations", "newest_observation", "tags", "evaluation",
         "accuracy", "per_tag", "confusion", "count_consistency", "held_out_observations",
         "learning_curve", "annotators", "skipped_observations", "timings", "model_kind",
-        "effort", "forecast",
+        "effort", "forecast", "cost",
     }  # fmt: skip
     # What the report says is what the version and its report stored.
     version = ModelVersion.objects.select_related("report").get(project=project, number=2)
@@ -145,7 +148,7 @@ def test_retrain_now_runs_and_reports(project, crowd, manager, eager):
     assert report["tags"] == ["NOUN", "VERB", "DET", "ADJ"]
     assert [p["version"] for p in report["learning_curve"]] == [1, 2]
     assert set(report["learning_curve"][0]) == {
-        "version", "observations", "accuracy", "count_consistency", "created_at",
+        "version", "observations", "accuracy", "count_consistency", "created_at", "cost_per_token",
     }  # fmt: skip
     assert report["learning_curve"][1]["observations"] == 100
     row = report["annotators"][0]

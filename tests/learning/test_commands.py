@@ -86,7 +86,7 @@ def test_simulate_crowd_prints_one_json_report(corpora):
     )
     assert report["seconds_total_learning"] == pytest.approx(
         sum(report[f"seconds_{stage}"] for stage in ("solve", "fit", "classes", "refine",
-                                                     "reliability"))
+                                                     "reliability", "calibrate"))
     )  # fmt: skip
     assert report["seconds_classes"] > 0 and report["peak_memory_mb"] > 0
     assert report["all_spammers_flagged"] and report["exact_annotators_flagged"] == []
@@ -153,3 +153,34 @@ def test_simulate_crowd_streams_the_answers_through_the_online_learner(corpora):
     progressive = report["online_progressive"]
     assert len(progressive) == 10 and progressive[0]["log_likelihood"] is None
     assert all(row["log_likelihood"] < 0 for row in progressive[1:])
+
+
+def test_simulate_crowd_scores_the_same_model_in_a_cost_matrix(corpora, tmp_path):
+    train, test = corpora
+    base = ["--train", str(train), "--test", str(test), "--no-references", "--json"]
+    zero_one = _run(*base, "--cost-matrix", "zero-one")
+    # 0/1: every decision is the argmax, and the cost is the error rate.
+    assert zero_one["cost_served"] == zero_one["cost_bayes"] == zero_one["cost_argmax"]
+    assert zero_one["accuracy_served"] == pytest.approx(zero_one["accuracy_refined"])
+    assert zero_one["cost_argmax"] == pytest.approx(1 - zero_one["accuracy_refined"])
+    assert 0 <= zero_one["calibration_error"] < 0.1 and zero_one["temperature"] > 0
+    ordinal = _run(*base, "--cost-matrix", "ordinal")
+    assert ordinal["accuracy_refined"] == zero_one["accuracy_refined"]  # the same model
+    assert ordinal["cost_served"] > 0 and ordinal["cost_matrix"] == "ordinal"
+    # A CSV file of the same matrix scores the same.
+    from learning.core.conllu import read_conllu
+    from learning.core.cost import cost_matrix_preset, write_cost_csv
+    from learning.experiments.crowd_report import gold_indices
+
+    tagset, _ = gold_indices(list(read_conllu(train)))
+    path = tmp_path / "ordinal.csv"
+    path.write_text(write_cost_csv(cost_matrix_preset("ordinal", tagset), tagset))
+    from_file = _run(*base, "--cost-matrix", str(path))
+    assert from_file["cost_served"] == pytest.approx(ordinal["cost_served"], rel=1e-4)
+    with pytest.raises(CommandError, match="neither a preset"):
+        _run(*base, "--cost-matrix", "hamming")
+    # With --agm, the same model and an adversarial one for the matrix, scored alike.
+    agm = _run(*base, "--cost-matrix", "ordinal", "--agm")
+    assert agm["cost_served"] == pytest.approx(ordinal["cost_served"])
+    assert 0 < agm["cost_agm"] < 2 * agm["cost_bayes"] and 0.5 < agm["accuracy_agm"] <= 1
+    assert "cost_agm" not in ordinal

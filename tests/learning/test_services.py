@@ -152,6 +152,7 @@ def test_model_file_round_trips_without_pickle(project, crowd):
             "header", "coef_rows", "coef_values", "intercept",
             "tag_coef_rows", "tag_coef_values", "tag_intercept",
             "class_forms", "class_form_ends", "class_ids",
+            "seen_forms", "seen_form_ends",  # the forms the answers covered (calibration)
         }  # fmt: skip
     assert tagger.kind == "context" and version.hyperparameters["model_kind"] == "context"
     assert tagger.predict([["the", "dog", "runs"]]) == [["DET", "NOUN", "VERB"]]

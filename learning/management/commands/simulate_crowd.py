@@ -9,6 +9,7 @@ import time
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from learning.core.conllu import ConlluError, read_conllu
+from learning.core.cost import PRESETS as COST_PRESETS
 from learning.core.pipeline import MODEL_KINDS
 from learning.core.privacy import DEFAULT_MECHANISM, MECHANISMS
 from learning.core.schedule import PRESETS
@@ -134,6 +135,19 @@ class Command(BaseCommand):
             default=3,
             help="L-BFGS iterations of each online M-step (default 3)",
         )
+        parser.add_argument(
+            "--cost-matrix",
+            metavar="NAME|FILE",
+            help="score the model in this cost matrix's currency: a preset ("
+            + ", ".join(COST_PRESETS)
+            + ") or a CSV file (a header of tags, a row per true tag)",
+        )
+        parser.add_argument(
+            "--agm",
+            action="store_true",
+            help="with --cost-matrix: also train the adversarial model for it (cost_agm, "
+            "accuracy_agm)",
+        )
         parser.add_argument("--seed", type=int, default=0)
         parser.add_argument("--json", action="store_true", help="print the report as JSON")
 
@@ -199,6 +213,8 @@ class Command(BaseCommand):
                     "replay": options["online_replay"],
                     "block_fit_iter": options["online_fit_iter"],
                 },
+                cost_matrix=options["cost_matrix"],
+                agm=options["agm"],
             )
         except ValueError as exc:
             raise CommandError(str(exc)) from None

@@ -104,3 +104,12 @@ test("the live model's line says what it follows and how far", async () => {
     "Live model: version 2 + 1,500 answers in 3 updates",
   );
 });
+
+test("the cost grid reads numbers and names the first bad cell", async () => {
+  const { readGrid, topShares } = await import("../../../frontend/static/frontend/js/dashboard/costs.js");
+  const tags = ["NOUN", "VERB"];
+  assert.deepEqual(readGrid([["0", " 2 "], ["0.5", "x"]], tags), { matrix: [[0, 2], [0.5, 0]] });
+  assert.deepEqual(readGrid([["0", ""], ["1", "0"]], tags), { error: "Cell (true NOUN, given VERB) is not a number.", cell: [0, 1] });
+  assert.deepEqual(readGrid([["0", "1"], ["-1", "0"]], tags), { error: "Cell (true VERB, given NOUN) is negative: a cost is 0 or more.", cell: [1, 0] });
+  assert.equal(topShares({ NOUN: 0.2, VERB: 0.5, DET: 0, ADJ: 0.3 }, 2), "VERB 50.0 %, ADJ 30.0 %");
+});

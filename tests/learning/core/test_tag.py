@@ -142,3 +142,33 @@ def test_the_readmes_python_snippet_tags_as_the_command_does(tmp_path, kind, mon
         line.split("\t")[3] for line in lines if line.partition("\t")[0].isdigit()
     ]
     assert len(names["tags"]) == 6 and names["metadata"]["version"] == 1
+
+
+def _upos(text: str) -> list[str]:
+    return [line.split("\t")[3] for line in text.splitlines() if line.partition("\t")[0].isdigit()]
+
+
+def test_tags_of_least_cost_in_the_model_files_matrix_or_the_one_given(tmp_path, capsys):
+    """VERB costs nothing whatever the truth: every word is tagged VERB under that matrix."""
+    tagger = NodeTagger(alpha=0.5, features=WORD).fit(SENTENCES, LABELS, TAGSET)
+    verb_free = [[0.0, 0.0, 1.0], [1.0, 0.0, 1.0], [1.0, 0.0, 0.0]]  # rows true NOUN, VERB, DET
+    order = ["DET", "NOUN", "VERB"]  # the file may list the tags in its own order
+    reordered = [[verb_free[TAGSET.index(a)][TAGSET.index(b)] for b in order] for a in order]
+    carried = {"cost_matrix": {"tags": order, "matrix": reordered, "preset": ""}}
+    save_tagger(tagger, tmp_path / "m.npz", metadata=carried)
+    out = io.StringIO()
+    assert main([str(tmp_path / "m.npz")], stdin=io.StringIO(SOURCE), stdout=out) == 0
+    assert set(_upos(out.getvalue())) == {"VERB"}
+    out = io.StringIO()
+    assert main([str(tmp_path / "m.npz"), "--cost-matrix", "zero-one"],
+                stdin=io.StringIO(SOURCE), stdout=out) == 0  # fmt: skip
+    plain = _upos(out.getvalue())
+    assert plain[0] == "DET" and plain[-1] == "NOUN"
+    csv_file = tmp_path / "mine.csv"
+    csv_file.write_text("t,NOUN,VERB,DET\nNOUN,0,1,0\nVERB,1,0,0\nDET,1,1,0\n")  # DET is free
+    out = io.StringIO()
+    assert main([str(tmp_path / "m.npz"), "--cost-matrix", str(csv_file)],
+                stdin=io.StringIO(SOURCE), stdout=out) == 0  # fmt: skip
+    assert set(_upos(out.getvalue())) == {"DET"}
+    assert main([str(tmp_path / "m.npz"), "--cost-matrix", "nope"], stdin=io.StringIO("")) == 2
+    assert "neither a preset" in capsys.readouterr().err

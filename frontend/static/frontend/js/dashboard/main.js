@@ -1,5 +1,5 @@
 // A project's dashboard: progress, invite, annotators, corpus, exports (annotation API), and the
-// model's reports, retraining (schedule, runs, failures) and webhooks (learning API), kept up to
+// model's reports, the cost of errors, retraining (schedule, runs, failures) and webhooks (learning API), kept up to
 // date by the project's event stream. Each panel is a module; this one puts them together.
 import { $ } from "../lib/dom.js";
 import { describe, getOrNull } from "../lib/http.js";
@@ -7,6 +7,7 @@ import { scrollHints } from "../lib/overflow.js";
 import { mountAnnotators } from "./annotators.js";
 import { renderConfusion } from "./confusion.js";
 import { mountCorpus } from "./corpus.js";
+import { mountCosts } from "./costs.js";
 import { renderCurve } from "./curve.js";
 import { mountForecast } from "./forecast.js";
 import { mountHeader } from "./header.js";
@@ -38,6 +39,7 @@ const webhooks = mountWebhooks({ base, fail });
 mountTry({ base });
 mountTaskMix({ base, store });
 mountForecast({ base, store });
+const costs = mountCosts({ base, store });
 
 // The latest model report: the curve, per-tag scores and confusion matrix, and (through the
 // store) the accuracy in progress and the annotators' reliability.
@@ -72,6 +74,7 @@ async function start() {
       retraining.loadStatus(),
       retraining.loadSchedule(),
       webhooks.load(),
+      costs.load(),
     ]);
   } catch (error) {
     fail(error);

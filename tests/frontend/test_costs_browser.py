@@ -1,0 +1,83 @@
+"""The cost-of-errors panel on the manager dashboard, in a real Chromium (issue 28): the grid
+of the project's cost matrix, a bad cell refused in words naming it, a matrix saved, a preset,
+and the report re-scored in the new currency."""
+
+import numpy as np
+import pytest
+
+from learning import costs, services
+from learning.core.cost import cost_matrix_preset
+from learning.models import CostReport, ModelVersion
+from tests.frontend.conftest import DESKTOP
+from tests.support.crowd import add_annotators, answer_tasks, import_corpus, toy_sentences
+from tests.support.factories import make_project
+
+pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
+
+TAGS = ["NOUN", "VERB", "DET", "ADJ"]
+
+
+@pytest.fixture
+def trained(manager):
+    project = make_project(owner=manager, name="Toy", window_size=3, redundancy=3,
+                           tags_per_task=None)  # fmt: skip
+    import_corpus(project, manager, toy_sentences(80))
+    answer_tasks(project, add_annotators(project, 3), 80)
+    services.retrain_run(project_id=project.pk, trigger="manual")
+    return project
+
+
+def cell(page, i, j):
+    return page.locator(f'#cost-grid input[data-cell="{i},{j}"]')
+
+
+def test_manager_edits_the_cost_matrix_and_the_report_is_rescored(
+    new_context, manager, trained, eager
+):
+    page = new_context(manager, **DESKTOP).new_page()
+    page.goto(f"/projects/{trained.pk}/")
+    page.wait_for_selector("#cost-grid table.cost-grid")
+    assert page.locator("#cost-grid tbody tr").count() == 4
+    assert page.locator("#cost-grid input").count() == 16
+    assert cell(page, 1, 1).is_disabled() and cell(page, 0, 1).input_value() == "1"
+    # Readable on a laptop: the whole grid is on screen, nothing scrolled out.
+    assert page.evaluate("(() => { const w = document.getElementById('cost-grid');"
+                         " return w.scrollWidth <= w.clientWidth; })()")  # fmt: skip
+    page.wait_for_function(
+        "() => /per word/.test(document.getElementById('cost-report').textContent)"
+    )
+    assert "Model v1" in page.inner_text("#cost-report")
+
+    # A negative cost is refused on the page, naming the cell.
+    cell(page, 1, 2).fill("-1")
+    page.click("#cost-form button[type=submit]")
+    page.wait_for_selector("#cost-error:not([hidden])")
+    assert "Cell (true VERB, given DET) is negative" in page.inner_text("#cost-error")
+    assert cell(page, 1, 2).get_attribute("aria-invalid") == "true"
+    assert not costs.CostMatrix.objects.filter(project=trained).exists()
+
+    # Fixed and saved: stored in the project's order, every version re-scored at once.
+    cell(page, 1, 2).fill("3")
+    cell(page, 0, 3).fill("0.25")
+    page.click("#cost-form button[type=submit]")
+    page.wait_for_function("() => document.getElementById('cost-error').hidden")
+    page.wait_for_function("() => /own/.test(document.getElementById('cost-state').textContent)")
+    saved = costs.cost_matrix_get(project_id=trained.pk)
+    expected = 1 - np.eye(4)
+    expected[1, 2], expected[0, 3] = 3, 0.25
+    np.testing.assert_allclose(saved.matrix, expected)
+    assert saved.revision == 1
+    first = ModelVersion.objects.get(project=trained, number=1)
+    assert CostReport.objects.get(version=first).revision == 1
+
+    # A preset, then the page reloaded: the grid shows it.
+    page.select_option("#cost-preset", "ordinal")
+    page.click("#cost-apply")
+    page.wait_for_function(
+        "() => /ordinal/.test(document.getElementById('cost-state').textContent)"
+    )
+    page.reload()
+    page.wait_for_selector("#cost-grid table.cost-grid")
+    ordinal = cost_matrix_preset("ordinal", TAGS)
+    assert float(cell(page, 0, 1).input_value()) == pytest.approx(ordinal[0, 1])
+    assert page.locator("#cost-csv").get_attribute("href").endswith("/cost-matrix/csv")
