@@ -64,8 +64,9 @@ def text_tag(*, project_id: int, text: str, language: str) -> dict:
     """`text` cut into sentences and tokens by the project's tokenizer (the one its plain text
     imports used), and the written forms its corpus splits into words split the same way (French
     "au" -> "à" "le", as UD's CoNLL-U has it), each sentence tagged whole by the current
-    version's live model once it has published (else the version itself): each token's tag and
-    its probability, the `ALTERNATIVES` most probable tags, and the sentences as token ranges."""
+    version's live model once it has published (else the version itself): each token's tag (the
+    decision of least expected cost in the project's cost matrix) and its probability, the
+    `ALTERNATIVES` most probable tags, and the sentences as token ranges."""
     if len(text) > MAX_TEXT_CHARS:
         raise PayloadTooLarge(f"The text is longer than {MAX_TEXT_CHARS} characters.")
     splits = multiword_splits(project_id=project_id)
@@ -87,11 +88,8 @@ def text_tag(*, project_id: int, text: str, language: str) -> dict:
         raise PayloadTooLarge(f"The text has more than {MAX_TOKENS} words.")
     version = current_version(project_id=project_id)
     tagger, live = selectors.served_tagger(version=version)
-    probs = tagger.token_proba(sentences)
-    best = probs.argmax(axis=1)
+    tags, probabilities, probs = selectors.predict_sentences(version=version, sentences=sentences)
     tagset = tagger.tagset_
-    tags = [tagset[k] for k in best]
-    probabilities = [float(probs[i, k]) for i, k in enumerate(best)]
     top = (-probs).argsort(axis=1)[:, :ALTERNATIVES]
     ranges, start = [], 0
     for sentence in sentences:
