@@ -19,10 +19,8 @@
 
 from __future__ import annotations
 
-import os
 import time
 from collections.abc import Sequence
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
 import numpy as np
@@ -30,6 +28,7 @@ import scipy.sparse as sp
 
 from .context_tagger import ContextTagger
 from .counts import CountEvidence, expected_counts
+from .crossfit import cross_fitted_priors, sentence_folds
 from .crowd import Reliability, estimate_reliability
 from .design import Corpus, coverage, design_matrix, encode_corpus
 from .em import expected_labels, window_token_index
@@ -39,7 +38,6 @@ from .node_tagger import NodeFeatures, NodeTagger
 from .observations import Observations
 from .privacy import MAX_PRIVATE_TAGS, Mechanism, PrivateCountEvidence
 from .schedule import EMSchedule, choose_schedule, schedule_named
-from .softmax import blas_one_thread
 from .solver import RidgeSolution, select_ridge, soft_counts, solve_word_tag_probs
 from .verification import VerificationAnswers, VerificationEvidence, verification_reliability
 from .wordclasses import WordClasses, learn_word_classes
@@ -646,37 +644,25 @@ class CountTagger:
         )  # fmt: skip
 
     def _folds(self, problem: _Problem) -> np.ndarray | None:
-        """Fold ``s mod cross_fit`` of each covered token's sentence ``s``; None without
-        cross-fitting or when a fold would be empty."""
-        n_folds = self.schedule_.cross_fit
-        if n_folds < 2:
-            return None
+        """The schedule's ``cross_fit`` folds of the covered tokens, by sentence."""
         sentence = np.searchsorted(problem.corpus.offsets, problem.tokens, side="right") - 1
-        folds = sentence % n_folds
-        return folds if np.unique(folds).shape[0] == n_folds else None
+        return sentence_folds(sentence, self.schedule_.cross_fit)
 
     def _out_of_fold(self, problem: _Problem, labels, folds, models, max_iter):
-        """Cross-fitted M-step: contextual model ``f`` fitted (warm from ``models[f]``) on the
-        soft ``labels`` of the covered tokens outside fold ``f``. Returns the models and the
-        out-of-fold priors, each token's from the model of its fold."""
-
-        def fit_fold(f: int):
-            return self._fit_beliefs(
+        """Cross-fitted M-step (:func:`.crossfit.cross_fitted_priors`): the fold models, warm
+        from ``models``, and the covered tokens' out-of-fold priors."""
+        return cross_fitted_priors(
+            lambda fold_labels, start: self._fit_beliefs(
                 problem,
                 self._new_tagger(max_iter, "context", self.schedule_.cross_fit_alpha),
-                np.where((folds == f)[:, None], 0.0, labels),
-                models[f],
-            )
-
-        # The folds' fits are independent and spend their time in sparse products, which
-        # release the GIL: one thread per fold, BLAS on one thread for all of them.
-        with blas_one_thread(), ThreadPoolExecutor(min(len(models), os.cpu_count() or 1)) as pool:
-            fitted = list(pool.map(fit_fold, range(len(models))))
-        probs = np.empty_like(labels)
-        for f, model in enumerate(fitted):
-            mine = folds == f
-            probs[mine] = self._token_probs(problem, model)[mine]
-        return fitted, probs
+                fold_labels,
+                start,
+            ),
+            lambda model: self._token_probs(problem, model),
+            labels,
+            folds,
+            models,
+        )
 
     def _context_alpha_at(self, iteration: int, n_iter: int) -> float:
         """α of the contextual M-step ``iteration`` (0-based) of ``n_iter``: the schedule's
