@@ -89,3 +89,14 @@ def test_row_blocks_in_threads_give_the_same_value_and_gradient():
     value3, grad3 = three(params)
     assert value3 == pytest.approx(value1, rel=1e-12)
     np.testing.assert_allclose(grad3, grad1, rtol=1e-10, atol=1e-12)
+
+
+def test_compact_columns_by_frequency_put_the_most_frequent_first():
+    rng = np.random.default_rng(4)
+    x = sp.random(300, 2000, density=0.004, random_state=rng, format="csr")
+    x = x + sp.csr_matrix((np.ones(300), np.full(300, 1999), np.arange(301)), shape=x.shape)
+    compact, active = compact_columns(x, by_frequency=True)
+    assert active[0] == 1999 and sorted(active) == list(np.unique(x.indices))
+    frequency = np.bincount(compact.indices)
+    assert (np.diff(frequency) <= 0).all()
+    np.testing.assert_array_equal(compact.toarray(), x.toarray()[:, active])
