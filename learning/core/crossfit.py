@@ -31,13 +31,14 @@ def sentence_folds(sentence: np.ndarray, n_folds: int) -> np.ndarray | None:
 
 def cross_fitted_priors(
     fit: Callable[[np.ndarray, Any], Any],
-    predict: Callable[[Any], np.ndarray],
+    predict: Callable[[Any, int], np.ndarray],
     labels: np.ndarray,
     folds: np.ndarray,
     starts: Sequence[Any],
 ) -> tuple[list, np.ndarray]:
     """One model per fold ``f``, ``fit(labels with fold f's rows zeroed, starts[f])``, and the
-    out-of-fold priors: row ``j`` of ``predict(model of folds[j])``. Returns (models, priors).
+    out-of-fold priors: ``predict(model, f)`` gives those of the rows ``folds == f`` (in order).
+    Returns (models, priors).
 
     The folds' fits are independent and spend their time in sparse products, which release the
     GIL: one thread per fold, BLAS on one thread for all of them."""
@@ -51,6 +52,5 @@ def cross_fitted_priors(
         models = list(pool.map(fit_fold, range(len(starts))))
     priors = np.empty(labels.shape)
     for f, model in enumerate(models):
-        mine = folds == f
-        priors[mine] = predict(model)[mine]
+        priors[folds == f] = predict(model, f)
     return models, priors

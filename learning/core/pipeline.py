@@ -79,6 +79,7 @@ class _Problem:
     verification: VerificationEvidence | None  # likewise
     node_features: NodeFeatures  # of the covered tokens (one row per covered type)
     context: _SentenceTokens | None  # the contextual model's view of the covered tokens
+    fold_views: list[dict] | None = None  # of the cross-fitted folds (:func:`_fold_views`)
 
 
 @dataclass
@@ -97,6 +98,26 @@ class _SentenceTokens:
         out = np.zeros((self.features.shape[0], covered_labels.shape[1]))
         out[self.rows] = covered_labels
         return out
+
+
+def _fold_views(context: _SentenceTokens, folds: np.ndarray, n_folds: int) -> list[dict]:
+    """For each fold, ``token_proba``'s arguments reading only its sentences: their features and
+    lengths, and the rows of the fold's covered tokens among them (in the order of ``folds``)."""
+    sentence_of_row = np.repeat(np.arange(context.lengths.shape[0]), context.lengths)
+    fold_of_sentence = np.empty(context.lengths.shape[0], dtype=np.int64)
+    fold_of_sentence[sentence_of_row[context.rows]] = folds
+    views = []
+    for f in range(n_folds):
+        keep = (fold_of_sentence == f)[sentence_of_row]
+        new_row = np.cumsum(keep) - 1
+        views.append(
+            {
+                "features": context.features[keep],
+                "lengths": context.lengths[fold_of_sentence == f],
+                "rows": new_row[context.rows[folds == f]],
+            }
+        )
+    return views
 
 
 class CountTagger:
@@ -563,6 +584,8 @@ class CountTagger:
         if problem.verification is not None:
             evidence.append(problem.verification)
         folds = self._folds(problem) if kind == "context" else None
+        if folds is not None:
+            problem.fold_views = _fold_views(problem.context, folds, schedule.cross_fit)
         fold_models = [warm] * (0 if folds is None else schedule.cross_fit)
         tagger = prior
         probs = self._token_probs(problem, prior)  # the next E-step's priors
@@ -650,7 +673,8 @@ class CountTagger:
 
     def _out_of_fold(self, problem: _Problem, labels, folds, models, max_iter):
         """Cross-fitted M-step (:func:`.crossfit.cross_fitted_priors`): the fold models, warm
-        from ``models``, and the covered tokens' out-of-fold priors."""
+        from ``models``, and the covered tokens' out-of-fold priors (each fold's read on its own
+        sentences only)."""
         return cross_fitted_priors(
             lambda fold_labels, start: self._fit_beliefs(
                 problem,
@@ -658,7 +682,7 @@ class CountTagger:
                 fold_labels,
                 start,
             ),
-            lambda model: self._token_probs(problem, model),
+            lambda model, f: model.token_proba(None, **problem.fold_views[f]),
             labels,
             folds,
             models,

@@ -37,8 +37,9 @@ def test_cross_fitted_priors_do_not_see_their_own_tokens(tokens):
             None, labels, tagset, warm_start=start, features=x, lengths=lengths
         )
 
-    def predict(model):
-        return model.token_proba(None, features=x, lengths=lengths)
+    def predict(model, fold=None):
+        priors = model.token_proba(None, features=x, lengths=lengths)
+        return priors if fold is None else priors[folds == fold]
 
     rng = np.random.default_rng(7)
     labels = rng.dirichlet(np.ones(len(tagset)), size=x.shape[0])
