@@ -30,13 +30,13 @@ def sentence_folds(sentence: np.ndarray, n_folds: int) -> np.ndarray | None:
 
 
 def cross_fitted_priors(
-    fit: Callable[[np.ndarray, Any], Any],
+    fit: Callable[[int, np.ndarray, Any], Any],
     predict: Callable[[Any, int], np.ndarray],
     labels: np.ndarray,
     folds: np.ndarray,
     starts: Sequence[Any],
 ) -> tuple[list, np.ndarray]:
-    """One model per fold ``f``, ``fit(labels with fold f's rows zeroed, starts[f])``, and the
+    """One model per fold ``f``, ``fit(f, labels with fold f's rows zeroed, starts[f])``, and the
     out-of-fold priors: ``predict(model, f)`` gives those of the rows ``folds == f`` (in order).
     Returns (models, priors).
 
@@ -45,7 +45,7 @@ def cross_fitted_priors(
     labels = np.asarray(labels)
 
     def fit_fold(f: int):
-        return fit(np.where((folds == f)[:, None], 0.0, labels), starts[f])
+        return fit(f, np.where((folds == f)[:, None], 0.0, labels), starts[f])
 
     n_threads = max(1, min(len(starts), os.cpu_count() or 1))
     with blas_one_thread(), ThreadPoolExecutor(n_threads) as pool:

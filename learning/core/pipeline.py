@@ -79,7 +79,7 @@ class _Problem:
     verification: VerificationEvidence | None  # likewise
     node_features: NodeFeatures  # of the covered tokens (one row per covered type)
     context: _SentenceTokens | None  # the contextual model's view of the covered tokens
-    fold_views: list[dict] | None = None  # of the cross-fitted folds (:func:`_fold_views`)
+    fold_views: list | None = None  # of the cross-fitted folds (:func:`_fold_views`)
 
 
 @dataclass
@@ -100,24 +100,28 @@ class _SentenceTokens:
         return out
 
 
-def _fold_views(context: _SentenceTokens, folds: np.ndarray, n_folds: int) -> list[dict]:
-    """For each fold, ``token_proba``'s arguments reading only its sentences: their features and
-    lengths, and the rows of the fold's covered tokens among them (in the order of ``folds``)."""
+def _fold_views(
+    context: _SentenceTokens, folds: np.ndarray, n_folds: int
+) -> list[tuple[_SentenceTokens, _SentenceTokens]]:
+    """For each fold, the contextual view of its own sentences (its covered tokens, in the order
+    of ``folds``: what its priors are read on) and of the other sentences (the other folds'
+    covered tokens: what its model is fitted on)."""
     sentence_of_row = np.repeat(np.arange(context.lengths.shape[0]), context.lengths)
     fold_of_sentence = np.empty(context.lengths.shape[0], dtype=np.int64)
     fold_of_sentence[sentence_of_row[context.rows]] = folds
-    views = []
-    for f in range(n_folds):
-        keep = (fold_of_sentence == f)[sentence_of_row]
-        new_row = np.cumsum(keep) - 1
-        views.append(
-            {
-                "features": context.features[keep],
-                "lengths": context.lengths[fold_of_sentence == f],
-                "rows": new_row[context.rows[folds == f]],
-            }
+
+    def view(sentences: np.ndarray, tokens: np.ndarray) -> _SentenceTokens:
+        keep = sentences[sentence_of_row]
+        return _SentenceTokens(
+            features=context.features[keep],
+            lengths=context.lengths[sentences],
+            rows=(np.cumsum(keep) - 1)[context.rows[tokens]],
         )
-    return views
+
+    return [
+        (view(fold_of_sentence == f, folds == f), view(fold_of_sentence != f, folds != f))
+        for f in range(n_folds)
+    ]
 
 
 class CountTagger:
@@ -654,13 +658,14 @@ class CountTagger:
             previous_ll = ll
         return tagger, weights, reliability, feasible
 
-    def _fit_beliefs(self, problem: _Problem, tagger, labels: np.ndarray, warm):
-        """M-step: ``tagger`` fitted to the covered tokens' weighted beliefs ``labels``."""
+    def _fit_beliefs(self, problem: _Problem, tagger, labels: np.ndarray, warm, context=None):
+        """M-step: ``tagger`` fitted to the covered tokens' weighted beliefs ``labels`` (of the
+        tokens of ``context``, a view of some sentences: all by default)."""
         if tagger.kind == "node":
             return tagger.fit(
                 None, labels, self.tagset_, warm_start=warm, features=problem.node_features
             )
-        context = problem.context
+        context = problem.context if context is None else context
         return tagger.fit(
             None, context.labels(labels), self.tagset_, warm_start=warm,
             features=context.features, lengths=context.lengths,
@@ -673,20 +678,26 @@ class CountTagger:
 
     def _out_of_fold(self, problem: _Problem, labels, folds, models, max_iter):
         """Cross-fitted M-step (:func:`.crossfit.cross_fitted_priors`): the fold models, warm
-        from ``models``, and the covered tokens' out-of-fold priors (each fold's read on its own
-        sentences only)."""
+        from ``models``, each fitted and read on the sentences it concerns only (the others'
+        rows would carry no label, or be thrown away), and the covered tokens' out-of-fold
+        priors."""
+        views = problem.fold_views
         return cross_fitted_priors(
-            lambda fold_labels, start: self._fit_beliefs(
+            lambda f, fold_labels, start: self._fit_beliefs(
                 problem,
                 self._new_tagger(max_iter, "context", self.schedule_.cross_fit_alpha),
-                fold_labels,
+                fold_labels[folds != f],
                 start,
+                context=views[f][1],
             ),
-            lambda model, f: model.token_proba(None, **problem.fold_views[f]),
+            lambda model, f: model.token_proba(
+                None, features=views[f][0].features, lengths=views[f][0].lengths,
+                rows=views[f][0].rows,
+            ),
             labels,
             folds,
             models,
-        )
+        )  # fmt: skip
 
     def _context_alpha_at(self, iteration: int, n_iter: int) -> float:
         """α of the contextual M-step ``iteration`` (0-based) of ``n_iter``: the schedule's

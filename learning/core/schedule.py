@@ -105,7 +105,16 @@ class EMSchedule:
 
 
 INFORMATIVE = EMSchedule(name="informative")
-WEAK = EMSchedule(name="weak", n_em_iter=40, n_context_iter=10, cross_fit=2)
+# Cross-fitted M-steps go on from the fold models of the iteration before: short L-BFGS runs
+# keep up with EM (docs/learning-notes.md, "Time of a weak fit").
+WEAK = EMSchedule(
+    name="weak",
+    n_em_iter=40,
+    n_context_iter=10,
+    cross_fit=2,
+    context_fit_iter=30,
+    context_refit_iter=10,
+)
 PRIVATE = EMSchedule(
     name="private", n_em_iter=30, n_context_iter=6, em_tol=None, context_alpha=10.0
 )
@@ -118,7 +127,7 @@ WARM = EMSchedule(
     n_context_iter=1,
     moment_fit_iter=20,
     em_fit_iter=5,
-    context_fit_iter=20,
+    context_fit_iter=10,
     prior_from_previous=True,
 )
 PRIVATE_WARM = PRIVATE.replace(

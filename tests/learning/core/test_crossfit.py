@@ -32,7 +32,7 @@ def test_cross_fitted_priors_do_not_see_their_own_tokens(tokens):
     x, lengths, sentence, tagset = tokens
     folds = sentence_folds(sentence, 2)
 
-    def fit(labels, start):
+    def fit(fold, labels, start):
         return ContextTagger(alpha=0.9, features=CONTEXT, max_iter=30).fit(
             None, labels, tagset, warm_start=start, features=x, lengths=lengths
         )
