@@ -105,14 +105,13 @@ class EMSchedule:
 
 
 INFORMATIVE = EMSchedule(name="informative")
-# Cross-fitted M-steps go on from the fold models of the iteration before: short L-BFGS runs
-# keep up with EM (docs/learning-notes.md, "Time of a weak fit").
+# The later cross-fitted M-steps go on from the fold models of the iteration before: shorter
+# L-BFGS runs keep up with EM (docs/learning-notes.md, "The time of a weak fit").
 WEAK = EMSchedule(
     name="weak",
     n_em_iter=40,
     n_context_iter=10,
     cross_fit=2,
-    context_fit_iter=30,
     context_refit_iter=10,
 )
 PRIVATE = EMSchedule(
@@ -127,7 +126,7 @@ WARM = EMSchedule(
     n_context_iter=1,
     moment_fit_iter=20,
     em_fit_iter=5,
-    context_fit_iter=10,
+    context_fit_iter=20,
     prior_from_previous=True,
 )
 PRIVATE_WARM = PRIVATE.replace(
