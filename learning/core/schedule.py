@@ -105,15 +105,7 @@ class EMSchedule:
 
 
 INFORMATIVE = EMSchedule(name="informative")
-# The later cross-fitted M-steps go on from the fold models of the iteration before: shorter
-# L-BFGS runs keep up with EM (docs/learning-notes.md, "The time of a weak fit").
-WEAK = EMSchedule(
-    name="weak",
-    n_em_iter=40,
-    n_context_iter=10,
-    cross_fit=2,
-    context_refit_iter=10,
-)
+WEAK = EMSchedule(name="weak", n_em_iter=40, n_context_iter=10, cross_fit=2)
 PRIVATE = EMSchedule(
     name="private", n_em_iter=30, n_context_iter=6, em_tol=None, context_alpha=10.0
 )
