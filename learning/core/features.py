@@ -287,47 +287,49 @@ def neighbour_tag_features(
     lengths = np.asarray(lengths, dtype=np.int64)
     if int(lengths.sum()) != n_tokens:
         raise ValueError("lengths must add up to the number of rows of probs")
+    offsets = config.tag_offsets
+    pairs = [p for p in _TAG_PAIRS if config.tag_pairs and set(p) <= set(offsets)]
+    if not offsets:
+        return sp.csr_matrix((n_tokens, n_features))
     position = np.arange(n_tokens) - np.repeat(
         np.concatenate([[0], np.cumsum(lengths)[:-1]]), lengths
     )
     length_of = np.repeat(lengths, lengths)
-
-    def at(d: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """Row of the token at offset ``d``, whether it exists, and whether it is before."""
-        where = position + d
-        inside = (where >= 0) & (where < length_of)
-        return np.clip(np.arange(n_tokens) + d, 0, max(n_tokens - 1, 0)), inside, where < 0
-
-    rows, cols, values = [], [], []
-    for d in config.tag_offsets:
-        source, inside, _ = at(d)
-        neighbour = np.where(inside[:, None], probs[source], 0.0)
-        token, tag = np.nonzero(neighbour >= 1e-3)
-        columns = _crc([f"t{d}={name}" for name in tagset]) % np.uint64(n_features)
-        rows.append(token)
-        cols.append(columns[tag].astype(np.int64))
-        values.append(neighbour[token, tag])
-    if config.tag_pairs:
+    # Built straight into CSR (no COO sort: this runs at every contextual M-step). Each row has
+    # a slot per offset and tag, kept when its value reaches 1e-3, then one per pair (always).
+    reach = max(abs(d) for d in offsets)
+    padded = np.zeros((n_tokens + 2 * reach, n_tags))
+    padded[reach : reach + n_tokens] = probs
+    n_slots = len(offsets) * n_tags
+    values = np.ones((n_tokens, n_slots + len(pairs)))
+    columns = np.empty((n_tokens, n_slots + len(pairs)), dtype=np.int32)
+    columns[:, :n_slots] = np.concatenate(
+        [_crc([f"t{d}={name}" for name in tagset]) % np.uint64(n_features) for d in offsets]
+    ).astype(np.int32)
+    for i, d in enumerate(offsets):
+        inside = (position + d >= 0) & (position + d < length_of)
+        np.multiply(
+            padded[reach + d : reach + d + n_tokens], inside[:, None],
+            out=values[:, i * n_tags : (i + 1) * n_tags],
+        )  # fmt: skip
+    if pairs:
         best = probs.argmax(axis=1) if n_tokens else np.zeros(0, dtype=np.int64)
         names = _crc([*tagset, "<s>", "</s>"])
-        for first, second in _TAG_PAIRS:
-            if first not in config.tag_offsets or second not in config.tag_offsets:
-                continue
+        padded_best = np.zeros(n_tokens + 2 * reach, dtype=np.int64)
+        padded_best[reach : reach + n_tokens] = best
+        for p, (first, second) in enumerate(pairs):
             pair = []
             for d in (first, second):
-                source, inside, before = at(d)
-                edge = np.where(before, n_tags, n_tags + 1)
-                pair.append(names[np.where(inside, best[source], edge)])
+                where = position + d
+                inside = (where >= 0) & (where < length_of)
+                edge = np.where(where < 0, n_tags, n_tags + 1)
+                neighbour = padded_best[reach + d : reach + d + n_tokens]
+                pair.append(names[np.where(inside, neighbour, edge)])
             salt = 300 + 10 * first + second
             hashed = _mix(_mix(pair[0], salt) ^ pair[1], salt + 1) % np.uint64(n_features)
-            rows.append(np.arange(n_tokens))
-            cols.append(hashed.astype(np.int64))
-            values.append(np.ones(n_tokens))
-    if not rows:
-        return sp.csr_matrix((n_tokens, n_features))
-    matrix = sp.csr_matrix(
-        (np.concatenate(values), (np.concatenate(rows), np.concatenate(cols))),
-        shape=(n_tokens, n_features),
-    )
-    matrix.sum_duplicates()
-    return matrix
+            columns[:, n_slots + p] = hashed
+    kept = values >= 1e-3
+    indptr = np.zeros(n_tokens + 1, dtype=np.int64)
+    np.cumsum(kept.sum(axis=1), out=indptr[1:])
+    # Rows may hold a column twice (hash collisions): products and sums add them up.
+    return sp.csr_matrix((values[kept], columns[kept], indptr), shape=(n_tokens, n_features))

@@ -19,10 +19,8 @@
 
 from __future__ import annotations
 
-import os
 import time
 from collections.abc import Sequence
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
 import numpy as np
@@ -32,6 +30,7 @@ from .agm import AdversarialTagger
 from .calibration import fit_temperatures_answers
 from .context_tagger import ContextTagger
 from .counts import CountEvidence, expected_counts
+from .crossfit import cross_fitted_priors, sentence_folds
 from .crowd import Reliability, estimate_reliability
 from .design import Corpus, coverage, design_matrix, encode_corpus
 from .em import expected_labels, window_token_index
@@ -41,7 +40,6 @@ from .node_tagger import NodeFeatures, NodeTagger
 from .observations import Observations
 from .privacy import MAX_PRIVATE_TAGS, Mechanism, PrivateCountEvidence
 from .schedule import EMSchedule, choose_schedule, schedule_named
-from .softmax import blas_one_thread
 from .solver import RidgeSolution, select_ridge, soft_counts, solve_word_tag_probs
 from .verification import VerificationAnswers, VerificationEvidence, verification_reliability
 from .wordclasses import WordClasses, learn_word_classes
@@ -84,6 +82,7 @@ class _Problem:
     verification: VerificationEvidence | None  # likewise
     node_features: NodeFeatures  # of the covered tokens (one row per covered type)
     context: _SentenceTokens | None  # the contextual model's view of the covered tokens
+    fold_views: list | None = None  # of the cross-fitted folds (:func:`_fold_views`)
 
 
 @dataclass
@@ -102,6 +101,30 @@ class _SentenceTokens:
         out = np.zeros((self.features.shape[0], covered_labels.shape[1]))
         out[self.rows] = covered_labels
         return out
+
+
+def _fold_views(
+    context: _SentenceTokens, folds: np.ndarray, n_folds: int
+) -> list[tuple[_SentenceTokens, _SentenceTokens]]:
+    """For each fold, the contextual view of its own sentences (its covered tokens, in the order
+    of ``folds``: what its priors are read on) and of the other sentences (the other folds'
+    covered tokens: what its model is fitted on)."""
+    sentence_of_row = np.repeat(np.arange(context.lengths.shape[0]), context.lengths)
+    fold_of_sentence = np.empty(context.lengths.shape[0], dtype=np.int64)
+    fold_of_sentence[sentence_of_row[context.rows]] = folds
+
+    def view(sentences: np.ndarray, tokens: np.ndarray) -> _SentenceTokens:
+        keep = sentences[sentence_of_row]
+        return _SentenceTokens(
+            features=context.features[keep],
+            lengths=context.lengths[sentences],
+            rows=(np.cumsum(keep) - 1)[context.rows[tokens]],
+        )
+
+    return [
+        (view(fold_of_sentence == f, folds == f), view(fold_of_sentence != f, folds != f))
+        for f in range(n_folds)
+    ]
 
 
 class CountTagger:
@@ -603,6 +626,8 @@ class CountTagger:
         if problem.verification is not None:
             evidence.append(problem.verification)
         folds = self._folds(problem) if kind == "context" else None
+        if folds is not None:
+            problem.fold_views = _fold_views(problem.context, folds, schedule.cross_fit)
         fold_models = [warm] * (0 if folds is None else schedule.cross_fit)
         tagger = prior
         probs = self._token_probs(problem, prior)  # the next E-step's priors
@@ -672,50 +697,46 @@ class CountTagger:
             previous_ll = ll
         return tagger, weights, reliability, feasible
 
-    def _fit_beliefs(self, problem: _Problem, tagger, labels: np.ndarray, warm):
-        """M-step: ``tagger`` fitted to the covered tokens' weighted beliefs ``labels``."""
+    def _fit_beliefs(self, problem: _Problem, tagger, labels: np.ndarray, warm, context=None):
+        """M-step: ``tagger`` fitted to the covered tokens' weighted beliefs ``labels`` (of the
+        tokens of ``context``, a view of some sentences: all by default)."""
         if tagger.kind == "node":
             return tagger.fit(
                 None, labels, self.tagset_, warm_start=warm, features=problem.node_features
             )
-        context = problem.context
+        context = problem.context if context is None else context
         return tagger.fit(
             None, context.labels(labels), self.tagset_, warm_start=warm,
             features=context.features, lengths=context.lengths,
         )  # fmt: skip
 
     def _folds(self, problem: _Problem) -> np.ndarray | None:
-        """Fold ``s mod cross_fit`` of each covered token's sentence ``s``; None without
-        cross-fitting or when a fold would be empty."""
-        n_folds = self.schedule_.cross_fit
-        if n_folds < 2:
-            return None
+        """The schedule's ``cross_fit`` folds of the covered tokens, by sentence."""
         sentence = np.searchsorted(problem.corpus.offsets, problem.tokens, side="right") - 1
-        folds = sentence % n_folds
-        return folds if np.unique(folds).shape[0] == n_folds else None
+        return sentence_folds(sentence, self.schedule_.cross_fit)
 
     def _out_of_fold(self, problem: _Problem, labels, folds, models, max_iter):
-        """Cross-fitted M-step: contextual model ``f`` fitted (warm from ``models[f]``) on the
-        soft ``labels`` of the covered tokens outside fold ``f``. Returns the models and the
-        out-of-fold priors, each token's from the model of its fold."""
-
-        def fit_fold(f: int):
-            return self._fit_beliefs(
+        """Cross-fitted M-step (:func:`.crossfit.cross_fitted_priors`): the fold models, warm
+        from ``models``, each fitted and read on the sentences it concerns only (the others'
+        rows would carry no label, or be thrown away), and the covered tokens' out-of-fold
+        priors."""
+        views = problem.fold_views
+        return cross_fitted_priors(
+            lambda f, fold_labels, start: self._fit_beliefs(
                 problem,
                 self._new_tagger(max_iter, "context", self.schedule_.cross_fit_alpha),
-                np.where((folds == f)[:, None], 0.0, labels),
-                models[f],
-            )
-
-        # The folds' fits are independent and spend their time in sparse products, which
-        # release the GIL: one thread per fold, BLAS on one thread for all of them.
-        with blas_one_thread(), ThreadPoolExecutor(min(len(models), os.cpu_count() or 1)) as pool:
-            fitted = list(pool.map(fit_fold, range(len(models))))
-        probs = np.empty_like(labels)
-        for f, model in enumerate(fitted):
-            mine = folds == f
-            probs[mine] = self._token_probs(problem, model)[mine]
-        return fitted, probs
+                fold_labels[folds != f],
+                start,
+                context=views[f][1],
+            ),
+            lambda model, f: model.token_proba(
+                None, features=views[f][0].features, lengths=views[f][0].lengths,
+                rows=views[f][0].rows,
+            ),
+            labels,
+            folds,
+            models,
+        )  # fmt: skip
 
     def _context_alpha_at(self, iteration: int, n_iter: int) -> float:
         """α of the contextual M-step ``iteration`` (0-based) of ``n_iter``: the schedule's

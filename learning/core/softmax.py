@@ -12,7 +12,10 @@ recursion) over the feature columns that occur (the others are exactly zero at t
 
 from __future__ import annotations
 
+import os
+import threading
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 
 import numpy as np
@@ -21,14 +24,20 @@ from scipy.linalg import blas
 from scipy.linalg.blas import get_blas_funcs
 
 __all__ = [
+    "MIN_BLOCK_ROWS",
     "SoftLabelObjective",
     "safe_log",
     "blas_one_thread",
     "compact_columns",
     "fit_soft_labels",
+    "fit_threads",
     "soft_label_objective",
     "softmax_rows",
 ]
+
+
+# Rows per thread below which a fit's objective is not split (threads would cost more).
+MIN_BLOCK_ROWS = 20_000
 
 
 def safe_log(p: np.ndarray | float) -> np.ndarray:
@@ -66,7 +75,9 @@ class SoftLabelObjective:
     the row-major ``(n_features + 1) × K`` matrix ``[W; c]`` (no slicing or concatenation) and one
     sparse product ``[X 1]ᵀ R`` gives both gradient blocks. The scores are shifted by their row
     maximum in place: with ``s̃ = s − max_b s``, ``F = Σ_a n_a log Σ_b e^{s̃_ab} − Σ Q ∘ s̃ + α/2‖W‖²``
-    (``Σ_b Q_ab = n_a`` cancels the shift). Sparse products are CSR × dense (single-threaded).
+    (``Σ_b Q_ab = n_a`` cancels the shift). Sparse products are CSR × dense; with ``n_threads``
+    above 1 the rows are cut into as many blocks (of at least :data:`MIN_BLOCK_ROWS`), evaluated
+    in threads.
 
     ``dtype=np.float32`` runs the two sparse products in single precision (everything else, and
     the value, stays double): they are memory-bound, and halving their bytes saved about a third
@@ -74,32 +85,43 @@ class SoftLabelObjective:
     1e-6 relative, well inside what the fit's stopping rule asks."""
 
     def __init__(
-        self, x: sp.spmatrix, soft_counts: np.ndarray, alpha: float, dtype=np.float64
+        self,
+        x: sp.spmatrix,
+        soft_counts: np.ndarray,
+        alpha: float,
+        dtype=np.float64,
+        n_threads: int = 1,
     ) -> None:
         x = sp.csr_matrix(x, dtype=dtype)
         ones = sp.csr_matrix(np.ones((x.shape[0], 1), dtype=dtype))
-        self.x = sp.hstack([x, ones], format="csr")
-        self.xt = self.x.T.tocsr()
+        x = sp.hstack([x, ones], format="csr")
         self.dtype = np.dtype(dtype)
         self.q = np.ascontiguousarray(soft_counts, dtype=np.float64)
         self.totals = self.q.sum(axis=1)
         self.alpha = float(alpha)
         self.n_tags = self.q.shape[1]
-        self.shape = (self.x.shape[1], self.n_tags)
+        self.shape = (x.shape[1], self.n_tags)
+        # Row blocks, one per thread: each block's products release the GIL, and F and ∇F are
+        # sums over rows.
+        n_blocks = max(1, min(int(n_threads), x.shape[0] // MIN_BLOCK_ROWS))
+        bounds = np.linspace(0, x.shape[0], n_blocks + 1).astype(int)
+        self.blocks = [slice(lo, hi) for lo, hi in zip(bounds[:-1], bounds[1:], strict=True)]
+        self.xs = [x[rows] if n_blocks > 1 else x for rows in self.blocks]
+        self.xts = [block.T.tocsr() for block in self.xs]
 
     def __call__(self, params: np.ndarray) -> tuple[float, np.ndarray]:
         w = params[: -self.n_tags]
-        scores = self.x @ params.reshape(self.shape).astype(self.dtype, copy=False)
-        scores = scores.astype(np.float64, copy=False)
-        scores -= scores.max(axis=1)[:, None]
-        value = -float(np.einsum("ij,ij->", self.q, scores))
-        np.exp(scores, out=scores)
-        partition = scores.sum(axis=1)
-        value += float(self.totals @ np.log(partition))
+        coef = params.reshape(self.shape).astype(self.dtype, copy=False)
+        if len(self.blocks) == 1:
+            value, grad = self._block(0, coef)
+        else:
+            with ThreadPoolExecutor(len(self.blocks)) as pool:
+                parts = list(pool.map(lambda k: self._block(k, coef), range(len(self.blocks))))
+            value = sum(part[0] for part in parts)
+            grad = parts[0][1]
+            for part in parts[1:]:
+                grad += part[1]
         value += 0.5 * self.alpha * float(np.einsum("i,i->", w, w))
-        scores *= (self.totals / partition)[:, None]  # n ∘ P
-        scores -= self.q  # the residual R
-        grad = (self.xt @ scores.astype(self.dtype, copy=False)).astype(np.float64, copy=False)
         grad = grad.ravel()
         grad_w = grad[: -self.n_tags]
         if self.alpha == 1.0:
@@ -107,6 +129,21 @@ class SoftLabelObjective:
         else:
             grad_w += self.alpha * w
         return value, grad
+
+    def _block(self, k: int, coef: np.ndarray) -> tuple[float, np.ndarray]:
+        """The data term of F and of ∇F on row block ``k``."""
+        rows = self.blocks[k]
+        q, totals = self.q[rows], self.totals[rows]
+        scores = (self.xs[k] @ coef).astype(np.float64, copy=False)
+        scores -= scores.max(axis=1)[:, None]
+        value = -float(np.einsum("ij,ij->", q, scores))
+        np.exp(scores, out=scores)
+        partition = scores.sum(axis=1)
+        value += float(totals @ np.log(partition))
+        scores *= (totals / partition)[:, None]  # n ∘ P
+        scores -= q  # the residual R
+        grad = self.xts[k] @ scores.astype(self.dtype, copy=False)
+        return value, grad.astype(np.float64, copy=False)
 
 
 def _lbfgs(
@@ -119,8 +156,8 @@ def _lbfgs(
     ftol: float,
     stop_below: float | None,
 ) -> tuple[np.ndarray, float, int]:
-    """L-BFGS (two-loop recursion, ``H₀ = γI`` with ``γ = sᵀy/yᵀy``, backtracking Armijo line
-    search from step 1). It stops when
+    """L-BFGS (two-loop recursion, ``H₀ = γI`` with ``γ = sᵀy/yᵀy``, ``1/‖g‖`` before the first
+    pair, backtracking Armijo line search from step 1). It stops when
     ``max|∇f| ≤ gtol``, when one iteration lowers ``f`` by at most ``ftol · max(|f|, 1)``, when
     ``f ≤ stop_below``, or after ``max_iter`` iterations. Returns ``(x, f, iterations)``.
 
@@ -140,8 +177,11 @@ def _lbfgs(
     rho = np.zeros(n_slots)
     coef = np.zeros(n_slots)
     order: list[int] = []  # slots in use, oldest first
-    gamma = 1.0
     f, g = fun(x)
+    # Before any curvature pair the first step is −g / ‖g‖ (at most −g), as L-BFGS-B takes
+    # it: a unit step along −g is far too long for a sum over 10⁵ tokens, and backtracking to
+    # it cost ~10 evaluations at the start of every (short, warm-started) fit.
+    gamma = min(1.0, 1.0 / max(float(np.sqrt(_ddot(g, g))), 1e-300))
     for iteration in range(1, max_iter + 1):
         if abs(g[_idamax(g)]) <= gtol or (stop_below is not None and f <= stop_below):
             return x, f, iteration - 1
@@ -206,6 +246,14 @@ def blas_one_thread():
         yield
 
 
+def fit_threads() -> int:
+    """Threads of one fit: a core each (at most 4) from the main thread, one inside a worker
+    thread (whose pool already runs fits side by side, as the cross-fitted folds do)."""
+    if threading.current_thread() is not threading.main_thread():
+        return 1
+    return max(1, min(4, os.cpu_count() or 1))
+
+
 def fit_soft_labels(
     x: sp.csr_matrix,
     soft_counts: np.ndarray,
@@ -219,12 +267,14 @@ def fit_soft_labels(
     memory: int,
     stop_below: float | None = None,
     dtype=np.float64,
+    n_threads: int | None = None,
 ) -> tuple[np.ndarray, np.ndarray, float, int]:
     """Minimize ``F`` from ``(w0, c0)``; ``x`` holds only the columns that occur. Stops when
-    ``max|∇F| ≤ tol · Σ n`` (see :func:`_lbfgs` for the other rules). Returns
-    ``(W, c, F, iterations)``."""
+    ``max|∇F| ≤ tol · Σ n`` (see :func:`_lbfgs` for the other rules). ``n_threads``: of the
+    objective's row blocks (default :func:`fit_threads`). Returns ``(W, c, F, iterations)``."""
     n_tags = soft_counts.shape[1]
-    objective = SoftLabelObjective(x, soft_counts, alpha, dtype=dtype)
+    threads = fit_threads() if n_threads is None else n_threads
+    objective = SoftLabelObjective(x, soft_counts, alpha, dtype=dtype, n_threads=threads)
     with blas_one_thread():
         params, value, n_iter = _lbfgs(
             objective,
@@ -238,14 +288,25 @@ def fit_soft_labels(
     return params[:-n_tags].reshape(-1, n_tags), params[-n_tags:].copy(), float(value), n_iter
 
 
-def compact_columns(x: sp.csr_matrix) -> tuple[sp.csr_matrix, np.ndarray]:
-    """``x`` restricted to the columns that occur, and those columns' indices (sorted)."""
+def compact_columns(
+    x: sp.csr_matrix, *, by_frequency: bool = False
+) -> tuple[sp.csr_matrix, np.ndarray]:
+    """``x`` restricted to the columns that occur, and those columns' indices: sorted, or with
+    ``by_frequency`` the most frequent first (then the weights a product reads most often are
+    neighbours in memory: the fits' products ran 7–25 % faster on EWT's contextual features)."""
     x = sp.csr_matrix(x)
     # A count per column, not a sort of every entry: linear in the entries (np.unique's sort
     # was a tenth of a weak-answer fit's time).
-    present = np.bincount(x.indices, minlength=x.shape[1]) > 0
+    frequency = np.bincount(x.indices, minlength=x.shape[1])
+    present = frequency > 0
     active = np.flatnonzero(present)
-    compact = (np.cumsum(present) - 1)[x.indices]
+    if by_frequency:
+        active = active[np.argsort(-frequency[active], kind="stable")]
+        rank = np.empty(x.shape[1], dtype=np.int64)
+        rank[active] = np.arange(active.shape[0])
+        compact = rank[x.indices]
+    else:
+        compact = (np.cumsum(present) - 1)[x.indices]
     return (
         sp.csr_matrix((x.data, compact, x.indptr), shape=(x.shape[0], active.shape[0])),
         active,

@@ -97,7 +97,7 @@ class LinearTagger:
         """``(coef, intercept, objective, iterations)`` of the rows ``x`` fitted to soft labels
         ``q``, started from ``warm_start`` (a fitted tagger, or None: zero weights and the tag
         frequencies as intercept)."""
-        x, active = compact_columns(x)
+        x, active = compact_columns(x, by_frequency=True)
         n_features = self.word_features_.n_features
         if warm_start is not None:
             w0, c0 = warm_start_params(warm_start, self.word_features_, n_features, tagset, active)

@@ -5,7 +5,6 @@ import numpy as np
 import pytest
 
 from learning.core import CountTagger, FeatureConfig, Observations, accuracy
-from learning.core.pipeline import _Stopwatch
 from learning.core.schedule import EMSchedule, choose_schedule
 from learning.experiments.simulate import simulate_crowd
 from tests.support.synthetic import make_corpus
@@ -149,31 +148,18 @@ def test_schedule_follows_the_share_of_tags_asked(data):
     assert choose_schedule(few.observations, private=True, warm=True).name == "private-warm"
 
 
-def test_cross_fitted_priors_do_not_see_their_own_tokens(data):
-    """The prior of a token in fold f comes from a model fitted without fold f's beliefs: changing
-    those beliefs leaves fold f's priors unchanged and moves the other fold's."""
+def test_weak_answers_cross_fit_every_contextual_iteration_but_the_last(data):
+    """Cross-fitting itself: tests/learning/core/test_crossfit.py; the served model is fitted
+    on every token's beliefs."""
     sentences, gold, _, tagset = data
     crowd = simulate_crowd(gold[:300], len(tagset), window=4, tags_per_task=1, random_state=6)
     schedule = EMSchedule(n_em_iter=1, n_context_iter=3, cross_fit=2)
     model = CountTagger(features=CONFIG, schedule=schedule, random_state=0)
     model.fit(sentences[:300], crowd.observations, tagset)
     assert model.schedule_.cross_fit == 2
-    assert [h["cross_fitted"] for h in model.history_ if h["model"] == "context"] == [
-        True, True, False,
-    ]  # fmt: skip
-    problem = model._problem(sentences[:300], crowd.observations, None, None, _Stopwatch())
-    folds = model._folds(problem)
-    sentence = np.searchsorted(problem.corpus.offsets, problem.tokens, side="right") - 1
-    np.testing.assert_array_equal(folds, sentence % 2)
-    rng = np.random.default_rng(7)
-    labels = rng.dirichlet(np.ones(len(tagset)), size=problem.tokens.shape[0])
-    start = [model.node_tagger_] * 2
-    _, probs = model._out_of_fold(problem, labels, folds, start, 30)
-    changed = labels.copy()
-    changed[folds == 0] = np.eye(len(tagset))[0]  # fold 0's beliefs all say T0
-    _, probs_changed = model._out_of_fold(problem, changed, folds, start, 30)
-    np.testing.assert_allclose(probs_changed[folds == 0], probs[folds == 0])
-    assert np.abs(probs_changed[folds == 1] - probs[folds == 1]).max() > 0.05
+    context = [h for h in model.history_ if h["model"] == "context"]
+    assert [h["cross_fitted"] for h in context] == [True, True, False]
+    assert [h["alpha"] for h in context] == [0.9, 0.9, model.schedule_.context_alpha]
     assert (
         model.tagger_.alpha == model.schedule_.context_alpha
     )  # the served model: every token's beliefs

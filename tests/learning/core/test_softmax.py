@@ -69,3 +69,34 @@ def test_compact_columns_maps_every_entry_to_its_columns_rank():
     np.testing.assert_array_equal(active, np.unique(x.indices))
     assert compact.shape == (200, active.shape[0])
     np.testing.assert_array_equal(compact.toarray(), x.toarray()[:, active])
+
+
+def test_row_blocks_in_threads_give_the_same_value_and_gradient():
+    """F and ∇F are sums over rows: cut into blocks evaluated in threads, they are unchanged."""
+    from learning.core.softmax import MIN_BLOCK_ROWS, SoftLabelObjective
+
+    rng = np.random.default_rng(9)
+    n_rows = 3 * MIN_BLOCK_ROWS + 7
+    x = sp.random(n_rows, 40, density=0.1, random_state=rng, format="csr")
+    q = rng.random((n_rows, 4)) * (rng.random((n_rows, 4)) < 0.5)
+    params = rng.normal(size=40 * 4 + 4)
+    one = SoftLabelObjective(x, q, 0.5)
+    three = SoftLabelObjective(x, q, 0.5, n_threads=3)
+    assert len(one.blocks) == 1 and len(three.blocks) == 3
+    assert len(SoftLabelObjective(x[: MIN_BLOCK_ROWS + 1], q[: MIN_BLOCK_ROWS + 1], 0.5,
+                                  n_threads=3).blocks) == 1  # fmt: skip
+    value1, grad1 = one(params)
+    value3, grad3 = three(params)
+    assert value3 == pytest.approx(value1, rel=1e-12)
+    np.testing.assert_allclose(grad3, grad1, rtol=1e-10, atol=1e-12)
+
+
+def test_compact_columns_by_frequency_put_the_most_frequent_first():
+    rng = np.random.default_rng(4)
+    x = sp.random(300, 2000, density=0.004, random_state=rng, format="csr")
+    x = x + sp.csr_matrix((np.ones(300), np.full(300, 1999), np.arange(301)), shape=x.shape)
+    compact, active = compact_columns(x, by_frequency=True)
+    assert active[0] == 1999 and sorted(active) == list(np.unique(x.indices))
+    frequency = np.bincount(compact.indices)
+    assert (np.diff(frequency) <= 0).all()
+    np.testing.assert_array_equal(compact.toarray(), x.toarray()[:, active])
