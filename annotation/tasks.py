@@ -14,15 +14,12 @@ from datetime import timedelta
 from celery import shared_task
 from django.conf import settings
 from django.utils import timezone
-from kombu.exceptions import KombuError, OperationalError
-from redis.exceptions import RedisError
 
 from annotation import selectors, services
 from annotation.services.uploads import JOB_STALE
+from common.queue import enqueue
 
 logger = logging.getLogger(__name__)
-
-_BROKER_ERRORS = (OperationalError, KombuError, RedisError, OSError)
 
 
 @shared_task(
@@ -39,14 +36,7 @@ def import_run(job_id: int) -> str:
 def import_enqueue(*, job_id: int) -> bool:
     """Queue an import job; False (logged) when the broker is unreachable: the job stays
     queued, and `import_sweep` queues it again."""
-    try:
-        import_run.apply_async(args=[job_id], retry=False)
-    except _BROKER_ERRORS as exc:
-        logger.warning(
-            "cannot queue an import job", extra={"job_id": job_id, "error": str(exc)[:200]}
-        )
-        return False
-    return True
+    return enqueue(import_run, args=[job_id], what="an import job", job_id=job_id)
 
 
 # A queued job's message is looked for this long before the sweep sends it again.

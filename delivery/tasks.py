@@ -2,17 +2,10 @@
 
 from __future__ import annotations
 
-import logging
-
 from celery import shared_task
-from kombu.exceptions import KombuError, OperationalError
-from redis.exceptions import RedisError
 
+from common.queue import enqueue
 from delivery.webhooks import outbox
-
-logger = logging.getLogger(__name__)
-
-BROKER_ERRORS = (OperationalError, KombuError, RedisError, OSError)
 
 
 # The task keeps the name it had in the learning app: deliveries queued before the split run.
@@ -32,12 +25,9 @@ def webhook_deliver(self, delivery_id: int) -> str:
 
 
 def webhook_enqueue(*, delivery_id: int) -> bool:
-    try:
-        webhook_deliver.apply_async(args=[delivery_id], retry=False)
-    except BROKER_ERRORS as exc:
-        logger.warning(
-            "cannot queue a webhook delivery; the sweep will retry it",
-            extra={"delivery_id": delivery_id, "error": str(exc)[:200]},
-        )
-        return False
-    return True
+    return enqueue(
+        webhook_deliver,
+        args=[delivery_id],
+        what="a webhook delivery; the sweep will retry it",
+        delivery_id=delivery_id,
+    )

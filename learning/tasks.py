@@ -27,8 +27,9 @@ from django.conf import settings
 from django.db import DatabaseError
 from django.utils import timezone
 
+from common.queue import enqueue
 from delivery import push
-from delivery.tasks import BROKER_ERRORS, webhook_enqueue
+from delivery.tasks import webhook_enqueue
 from delivery.webhooks import selectors as webhook_selectors
 from learning import costs, live, selectors, services
 
@@ -75,15 +76,13 @@ def retrain_project(self, project_id: int, trigger: str = "schedule") -> dict:
 
 def retrain_enqueue(*, project_id: int, trigger: str) -> bool:
     """Queue a retrain; False (logged) when the broker is unreachable — the sweep catches up."""
-    try:
-        retrain_project.apply_async(args=[project_id], kwargs={"trigger": trigger}, retry=False)
-    except BROKER_ERRORS as exc:
-        logger.warning(
-            "cannot queue a retrain; the periodic sweep will catch up",
-            extra={"project_id": project_id, "error": str(exc)[:200]},
-        )
-        return False
-    return True
+    return enqueue(
+        retrain_project,
+        args=[project_id],
+        kwargs={"trigger": trigger},
+        what="a retrain; the periodic sweep will catch up",
+        project_id=project_id,
+    )
 
 
 @shared_task(
@@ -102,15 +101,9 @@ def cost_reports_rescore(project_id: int) -> dict:
 
 def cost_reports_rescore_enqueue(*, project_id: int) -> bool:
     """Queue the re-scoring; False (logged) when the broker is unreachable."""
-    try:
-        cost_reports_rescore.apply_async(args=[project_id], retry=False)
-    except BROKER_ERRORS as exc:
-        logger.warning(
-            "cannot queue the cost re-scoring",
-            extra={"project_id": project_id, "error": str(exc)[:200]},
-        )
-        return False
-    return True
+    return enqueue(
+        cost_reports_rescore, args=[project_id], what="the cost re-scoring", project_id=project_id
+    )
 
 
 @shared_task(name="learning.retrain_sweep", acks_late=True, time_limit=120, soft_time_limit=110)
@@ -154,10 +147,7 @@ def live_sweep() -> dict:
     """Queue a live update of every project with answers after its live model's watermark."""
     queued = []
     for project_id in selectors.projects_live_due():
-        try:
-            live_update.apply_async(args=[project_id], retry=False)
-        except BROKER_ERRORS as exc:
-            logger.warning("cannot queue a live update", extra={"error": str(exc)[:200]})
-            break
+        if not enqueue(live_update, args=[project_id], what="a live update", project_id=project_id):
+            break  # the broker is down: the next sweep tries again
         queued.append(project_id)
     return {"queued": queued}
