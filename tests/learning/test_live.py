@@ -4,7 +4,6 @@ killed mid-update (a real Celery worker, the row held locked from another connec
 import io
 
 import numpy as np
-import psycopg
 import pytest
 from django.core.files.storage import default_storage
 from django.db import connection
@@ -13,7 +12,7 @@ from annotation.models import Observation, TaskKind
 from learning import live, predictions, selectors, services, tasks
 from learning.models import LiveModel
 from tests.support.crowd import answer_tasks
-from tests.support.workers import Worker, purge_queue, wait_for
+from tests.support.workers import Worker, purge_queue, rows_held, wait_for
 
 
 @pytest.fixture(autouse=True)
@@ -100,18 +99,6 @@ def test_the_sweep_finds_projects_with_answers_after_the_watermark(project, crow
     assert selectors.projects_live_due() == []
 
 
-def _hold_live_row(project_id: int) -> psycopg.Connection:
-    db = connection.settings_dict
-    holder = psycopg.connect(
-        dbname=db["NAME"], user=db["USER"], host=db["HOST"], port=db["PORT"] or 5432,
-        password=db.get("PASSWORD") or None,
-    )  # fmt: skip
-    holder.execute(
-        "SELECT 1 FROM learning_livemodel WHERE project_id = %s FOR UPDATE", [project_id]
-    )
-    return holder
-
-
 def _update_blocked_in_publish() -> bool:
     with connection.cursor() as cursor:
         cursor.execute(
@@ -134,7 +121,7 @@ def test_a_worker_killed_mid_update_leaves_watermark_and_model_consistent(
     purge_queue()
     started = []
     try:
-        holder = _hold_live_row(project.pk)
+        holder = rows_held("learning_livemodel", project.pk)
         try:
             doomed = Worker(tmp_path / "doomed.log").wait_ready()
             started.append(doomed)

@@ -8,7 +8,6 @@ import json
 import threading
 import uuid
 
-import psycopg
 import pytest
 from django.db import connection
 
@@ -19,7 +18,7 @@ from learning.models import ModelVersion, RetrainLock, RetrainRun
 from tests.support.crowd import answer_tasks
 from tests.support.factories import client_for
 from tests.support.receivers import start_receiver
-from tests.support.workers import Worker, broker_at, purge_queue, wait_for
+from tests.support.workers import Worker, broker_at, purge_queue, rows_held, wait_for
 
 pytestmark = [pytest.mark.postgres, pytest.mark.redis, pytest.mark.slow]
 SECRET = "worker-test-secret-0123456789"
@@ -101,21 +100,6 @@ def test_retrain_end_to_end_through_a_real_worker(project, crowd, manager, worke
         receiver.close()
 
 
-def _hold_annotator_quality_rows(project_id: int) -> psycopg.Connection:
-    """Lock the rows the retrain's write transaction updates last, from another connection, so
-    the job is stopped inside that transaction (after the version and report rows were
-    inserted, before commit)."""
-    db = connection.settings_dict
-    holder = psycopg.connect(
-        dbname=db["NAME"], user=db["USER"], host=db["HOST"], port=db["PORT"] or 5432,
-        password=db.get("PASSWORD") or None,
-    )  # fmt: skip
-    holder.execute(
-        "SELECT 1 FROM learning_annotatorquality WHERE project_id = %s FOR UPDATE", [project_id]
-    )
-    return holder
-
-
 def _job_blocked_in_write(project_id: int) -> bool:
     with connection.cursor() as cursor:
         cursor.execute(
@@ -133,7 +117,7 @@ def test_worker_killed_mid_retrain_leaves_the_previous_version_current(
     answer_tasks(project, crowd, 20, seed=7)
     env = {"TALLY_RETRAIN_LOCK_SECONDS": "4"}
     first = workers("doomed", **env)
-    holder = _hold_annotator_quality_rows(project.pk)
+    holder = rows_held("learning_annotatorquality", project.pk)
     try:
         client = client_for(manager)
         assert client.post(f"/api/projects/{project.pk}/retrain/").status_code == 202

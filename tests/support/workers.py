@@ -8,6 +8,8 @@ import sys
 import time
 from pathlib import Path
 
+import psycopg
+import psycopg.sql
 from django.conf import settings
 from django.db import connection
 
@@ -116,3 +118,16 @@ def broker_at(url: str):
         celery_app.conf.update(CELERY_BROKER_URL=previous)
         celery_app._pool = None
         celery_app.amqp._producer_pool = None
+
+
+def rows_held(table: str, project_id: int) -> psycopg.Connection:
+    """Lock the project's rows of `table` from another connection (closing it lets go), so that
+    a worker writing them waits there, inside its transaction, to be killed."""
+    db = connection.settings_dict
+    holder = psycopg.connect(
+        dbname=db["NAME"], user=db["USER"], host=db["HOST"], port=db["PORT"] or 5432,
+        password=db.get("PASSWORD") or None,
+    )  # fmt: skip
+    query = psycopg.sql.SQL("SELECT 1 FROM {} WHERE project_id = %s FOR UPDATE")
+    holder.execute(query.format(psycopg.sql.Identifier(table)), [project_id])
+    return holder
