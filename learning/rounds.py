@@ -55,7 +55,7 @@ def _offsets(lengths: np.ndarray) -> np.ndarray:
 
 
 def count_round(
-    tagger,
+    probs: TokenProbabilities,
     training: Sequence[tuple[int, list[str]]],
     *,
     window: int,
@@ -65,12 +65,12 @@ def count_round(
     seconds: dict[str, tuple[float | None, int]] | None,
     random_state: int,
 ) -> CountRound:
-    """The next round of `tagger` over the `training` sentences ((id, tokens), `asked` regions
-    left out, as rows [index into `training`, start, length, tag mask...]) and the task mix
-    with its `verification` windows (None: the project asks none)."""
+    """The next round of the new version over the `training` sentences ((id, tokens), `probs`
+    its probabilities of them; `asked` regions left out, as rows [index into `training`, start,
+    length, tag mask...]) and the task mix with its `verification` windows (None: the project
+    asks none)."""
     if not training:
         return CountRound(tasks=[], verification_share_auto=0.0)
-    probs = TokenProbabilities.of(tagger, [tokens for _, tokens in training])
     lengths = np.fromiter((len(t) for _, t in training), dtype=np.int64, count=len(training))
     offsets = _offsets(lengths)
     plan = round_plan(

@@ -198,7 +198,7 @@ def version_learn(*, project_id: int, current: ModelVersion | None) -> Learned:
     calibration = report.gold_calibration(
         tagger, data.evaluation_sentences, data.evaluation_tags
     ) or {
-        "source": "answers",
+        "source": estimator.calibration_source_,
         "temperature": estimator.temperature_,
         "unseen_temperature": estimator.unseen_temperature_,
     }
@@ -207,7 +207,8 @@ def version_learn(*, project_id: int, current: ModelVersion | None) -> Learned:
 
     tic = time.perf_counter()
     evaluation = report.evaluation_report(tagger, data.evaluation_sentences, data.evaluation_tags)
-    probs = report.TokenProbabilities.of(tagger, data.sentences)
+    served_probs, place = _served_probabilities(tagger, data)
+    probs = served_probs.take([place[sentence_id] for sentence_id in data.sentence_ids.tolist()])
     consistency = report.held_out_consistency(probs, data.held_out)
     table = report.annotator_table(
         probs,
@@ -245,11 +246,13 @@ def version_learn(*, project_id: int, current: ModelVersion | None) -> Learned:
 
     tic = time.perf_counter()
     number = (current.number if current else 0) + 1
-    windows = _verification_round(project_id=project_id, tagger=tagger, data=data, number=number)
+    windows = _verification_round(
+        project_id=project_id, served_probs=served_probs, data=data, number=number
+    )
     timings["verification_round"] = time.perf_counter() - tic
     tic = time.perf_counter()
     count_round = _count_round(
-        project_id=project_id, tagger=tagger, data=data, windows=windows, number=number
+        project_id=project_id, served_probs=served_probs, data=data, windows=windows, number=number
     )
     timings["count_round"] = time.perf_counter() - tic
     return Learned(
@@ -404,7 +407,24 @@ def version_store(
     )
 
 
-def _verification_round(*, project_id: int, tagger, data: adapter.TrainingData, number: int):
+def _served_probabilities(tagger, data: adapter.TrainingData):
+    """The new version's probabilities of every sentence its reports and next rounds read
+    (the served sentences, then any other answered one), computed once; and the place of each
+    sentence id in them."""
+    served = data.served or []
+    sentences = [tokens for _, tokens, _ in served]
+    place = {sentence_id: i for i, (sentence_id, _, _) in enumerate(served)}
+    for sentence_id, tokens in zip(data.sentence_ids.tolist(), data.sentences, strict=True):
+        if sentence_id not in place:
+            place[sentence_id] = len(sentences)
+            sentences.append(tokens)
+    return report.TokenProbabilities.of(tagger, sentences), place
+
+
+def _verification_round(
+    *, project_id: int, served_probs: report.TokenProbabilities, data: adapter.TrainingData,
+    number: int,
+):  # fmt: skip
     """The verification windows of the new version (`learning.verification.round_windows`), or
     None when the project asks no verification tasks (a share of 0, or a private project: a
     yes/no answer is not released through its mechanism)."""
@@ -413,25 +433,30 @@ def _verification_round(*, project_id: int, tagger, data: adapter.TrainingData, 
     ).get(pk=project_id)
     if private or (share is not None and share <= 0):  # null: the values choose the mix
         return None
-    return verification.round_windows(tagger, data.served or [], window=window, random_state=number)
+    return verification.round_windows(
+        served_probs, data.served or [], window=window, random_state=number
+    )
 
 
 def _count_round(
-    *, project_id: int, tagger, data: adapter.TrainingData, windows: list | None, number: int
-) -> rounds.CountRound:
+    *, project_id: int, served_probs: report.TokenProbabilities, data: adapter.TrainingData,
+    windows: list | None, number: int,
+) -> rounds.CountRound:  # fmt: skip
     """The count tasks the new version asks next and the task mix its values choose
     (`learning.rounds`)."""
     window, tags_per_task = Project.objects.values_list("window_size", "tags_per_task").get(
         pk=project_id
     )
-    training = [(sentence, tokens) for sentence, tokens, gold in data.served or [] if not gold]
+    served = data.served or []
+    training_rows = [i for i, (_, _, gold) in enumerate(served) if not gold]
+    training = [served[i][:2] for i in training_rows]
     asked = adapter.asked_regions(
         project_id=project_id,
         sentence_index={sentence_id: i for i, (sentence_id, _) in enumerate(training)},
         n_tags=len(data.tagset),
     )
     return rounds.count_round(
-        tagger,
+        served_probs.take(training_rows),
         training,
         window=window,
         tags_per_task=tags_per_task,

@@ -35,26 +35,27 @@ ROUND_MAX_GOLD_SENTENCES = 500
 
 
 def round_windows(
-    tagger,
+    served_probs: TokenProbabilities,
     served: Sequence[tuple[int, list[str], bool]],
     *,
     window: int,
     random_state: int,
 ) -> list[VerificationWindow]:
-    """The verification windows of a new version `tagger`: one per sentence of `served`
-    ((id, tokens, is a gold check), at most `ROUND_MAX_SENTENCES` training and
-    `ROUND_MAX_GOLD_SENTENCES` gold-check ones, drawn at random), where its answer teaches
-    most, the most informative first (module docstring)."""
+    """The verification windows of a new version: one per sentence of `served` ((id, tokens,
+    is a gold check), `served_probs` the version's probabilities of them; at most
+    `ROUND_MAX_SENTENCES` training and `ROUND_MAX_GOLD_SENTENCES` gold-check ones, drawn at
+    random), where its answer teaches most, the most informative first (module docstring)."""
     rng = np.random.default_rng(random_state)
-    chosen: list[tuple[int, list[str], bool]] = []
+    picked: list[int] = []
     for gold, cap in ((False, ROUND_MAX_SENTENCES), (True, ROUND_MAX_GOLD_SENTENCES)):
-        rows = [row for row in served if row[2] is gold]
+        rows = [i for i, row in enumerate(served) if row[2] is gold]
         if len(rows) > cap:
             rows = [rows[i] for i in sorted(rng.choice(len(rows), size=cap, replace=False))]
-        chosen.extend(rows)
-    if not chosen:
+        picked.extend(rows)
+    if not picked:
         return []
-    probs = TokenProbabilities.of(tagger, [tokens for _, tokens, _ in chosen])
+    chosen = [served[i] for i in picked]
+    probs = served_probs.take(picked)
     offsets = np.append(probs.offsets, probs.probs.shape[0])
     starts, values = best_verification_windows(probs.probs, offsets, window)
     guess = probs.probs.argmax(axis=1)

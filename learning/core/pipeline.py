@@ -157,7 +157,8 @@ class CountTagger:
     calibrate : fit a temperature to the served model's probabilities (default True): a model
         like the served one is refitted without the held-out sentences, and the temperature
         that maximises their answers' exact likelihood under its tempered marginals is given to
-        the served model (:mod:`.calibration`); the argmax does not change.
+        the served model (:mod:`.calibration`); the argmax does not change. A schedule with
+        ``keep_temperature`` serves the warm start's temperatures instead.
     random_state : seed or ``np.random.Generator`` (the hold-out split and the word classes).
 
     Attributes (after ``fit``)
@@ -169,7 +170,8 @@ class CountTagger:
     (:class:`Reliability`), min_flag_observations_, flagged_annotators_ (ids),
     skipped_observations_ (indices of observations whose counts cannot be realised), history_
     (per EM iteration), timings_ (wall and CPU seconds per stage), temperature_ (also set on
-    ``tagger_``, whose ``token_proba`` applies it; 1.0 uncalibrated).
+    ``tagger_``, whose ``token_proba`` applies it; 1.0 uncalibrated), calibration_source_
+    (``"answers"``: fitted to held-out answers, ``"previous"``: the warm start's, ``"none"``).
     """
 
     def __init__(
@@ -293,10 +295,18 @@ class CountTagger:
         if self.agm_cost is not None and tagger.kind == "context":
             self.agm_ = self._adversarial(problem, tagger, watch)
         self.temperature_, self.unseen_temperature_ = 1.0, None
-        if self.calibrate:
+        kept = self.schedule_.keep_temperature and hasattr(previous, "temperature_")
+        if self.calibrate and kept:
+            self.temperature_ = previous.temperature_
+            self.unseen_temperature_ = previous.unseen_temperature_
+        elif self.calibrate:
             self.temperature_, self.unseen_temperature_ = self._temperature(
                 problem, tagger, holdout, weights, watch
             )
+        self.__dict__.pop("_last_m_step", None)
+        self.calibration_source_ = (
+            "none" if not self.calibrate else "previous" if kept else "answers"
+        )
         tagger.temperature_ = self.temperature_
         tagger.unseen_temperature_ = self.unseen_temperature_
         tagger.seen_forms_ = frozenset(form.lower() for form in problem.forms)

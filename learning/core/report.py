@@ -48,6 +48,16 @@ class TokenProbabilities:
         offsets = np.concatenate([[0], np.cumsum(lengths)[:-1]]).astype(np.int64)
         return cls(probs=tagger.token_proba(sentences), offsets=offsets)
 
+    def take(self, indices: Sequence[int]) -> TokenProbabilities:
+        """The probabilities of the sentences at ``indices`` of this list, in that order: the
+        retrain reads the served model once and each report and round takes its sentences."""
+        indices = np.asarray(indices, dtype=np.int64)
+        ends = np.append(self.offsets[1:], self.probs.shape[0])
+        lengths = ends[indices] - self.offsets[indices]
+        offsets = np.cumsum(lengths) - lengths
+        rows = np.repeat(self.offsets[indices] - offsets, lengths) + np.arange(lengths.sum())
+        return TokenProbabilities(probs=self.probs[rows], offsets=offsets)
+
     def window_expectations(self, observations: Observations) -> tuple[np.ndarray, np.ndarray]:
         """Model mean and variance of every observation's counts, (n, K) each."""
         first = self.offsets[observations.sentence] + observations.start

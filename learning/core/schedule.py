@@ -55,6 +55,9 @@ class EMSchedule:
     prior_from_previous : a warm-started fit's first contextual E-step reads the previous
         version's priors (when it is a contextual model on the same features) instead of the
         node-only stage's: EM goes on from where the previous version stopped.
+    keep_temperature : a warm-started fit serves the previous version's temperatures instead of
+        refitting a model for them (its answers are most of the same; the next full fit
+        calibrates anew).
     n_bp_rounds : belief-propagation rounds per E-step where windows overlap (1: each window's
         exact posterior as independent evidence).
     posterior_floor : uniform mixing weight of the E-step's priors (robustness to over-confidence).
@@ -77,6 +80,7 @@ class EMSchedule:
     context_fit_iter: int = 60
     context_refit_iter: int = 20
     prior_from_previous: bool = False
+    keep_temperature: bool = False
     n_bp_rounds: int = 1
     posterior_floor: float = 1e-6
 
@@ -130,6 +134,7 @@ WARM = EMSchedule(
     em_fit_iter=5,
     context_fit_iter=20,
     prior_from_previous=True,
+    keep_temperature=True,
 )
 PRIVATE_WARM = PRIVATE.replace(
     name="private-warm",
@@ -138,6 +143,7 @@ PRIVATE_WARM = PRIVATE.replace(
     moment_fit_iter=20,
     em_fit_iter=5,
     context_fit_iter=20,
+    keep_temperature=True,
 )
 PRESETS: dict[str, EMSchedule] = {
     s.name: s for s in (INFORMATIVE, WEAK, PRIVATE, WARM, PRIVATE_WARM)

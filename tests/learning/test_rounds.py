@@ -8,6 +8,7 @@ import pytest
 from annotation import scheduler
 from annotation.models import Assignment, Project, Sentence, Task, TaskOrigin
 from learning import adapter, rounds, services
+from learning.core.report import TokenProbabilities
 from learning.core.task_value import EXPLORATION
 from learning.verification import round_windows
 from tests.support.crowd import answer_tasks
@@ -52,7 +53,7 @@ def test_a_version_replaces_the_never_leased_tasks_by_its_round_in_serving_order
         n_tags=4,
     )
     plan = rounds.count_round(
-        tagger,
+        TokenProbabilities.of(tagger, [tokens for _, tokens in sentences]),
         sentences,
         window=project.window_size,
         tags_per_task=project.tags_per_task,
@@ -86,9 +87,10 @@ def test_a_version_replaces_the_never_leased_tasks_by_its_round_in_serving_order
 
 
 def _mix(tagger, project, windows, seconds):
+    sentences = training(project)
     return rounds.count_round(
-        tagger,
-        training(project),
+        TokenProbabilities.of(tagger, [tokens for _, tokens in sentences]),
+        sentences,
         window=project.window_size,
         tags_per_task=project.tags_per_task,
         asked=np.zeros((0, 7), dtype=np.int64),
@@ -105,7 +107,8 @@ def test_the_automatic_mix_follows_value_per_second_and_a_fixed_share_wins(proje
     assert project.verification_share is None  # a new project's mix is automatic
     tagger = adapter.model_load(outcome.version.file.name)
     served = [(s, tokens, False) for s, tokens in training(project)]
-    windows = round_windows(tagger, served, window=project.window_size, random_state=1)
+    served_probs = TokenProbabilities.of(tagger, [tokens for _, tokens, _ in served])
+    windows = round_windows(served_probs, served, window=project.window_size, random_state=1)
     n = rounds.MIN_TIMED_ANSWERS
     shares = [
         _mix(tagger, project, windows, {"count": (6.0, n), "verify": (seconds, n)})

@@ -123,6 +123,32 @@ def test_count_tagger_serves_calibrated_probabilities_and_the_same_tags(tmp_path
     np.testing.assert_allclose(loaded.token_proba(test_sentences), test_probs, atol=1e-9)
 
 
+def test_a_warm_retrain_serves_the_temperatures_it_went_on_from():
+    from learning.core import CountTagger, FeatureConfig
+    from learning.core.schedule import PRESETS
+    from learning.experiments.simulate import simulate_crowd
+    from tests.support.synthetic import make_corpus
+
+    rng = np.random.default_rng(13)
+    sentences, gold, _, tagset = make_corpus(rng, n_sentences=800, n_words=40)
+    crowd = simulate_crowd(gold, 4, window=4, random_state=3)
+    params = {"features": FeatureConfig(2**12), "random_state": 0}
+    full = CountTagger(**params).fit(sentences, crowd.observations, tagset)
+    assert full.calibration_source_ == "answers" and full.temperature_ != 1.0
+    warm = CountTagger(**params).fit(sentences, crowd.observations, tagset, warm_start=full)
+    assert warm.schedule_ is PRESETS["warm"] and warm.calibration_source_ == "previous"
+    assert (warm.temperature_, warm.unseen_temperature_) == (
+        full.temperature_,
+        full.unseen_temperature_,
+    )
+    assert warm.tagger_.temperature_ == full.temperature_
+    assert warm.timings_["calibrate"] == 0.0  # no model was refitted for it
+    # A warm start whose schedule does not keep them calibrates anew.
+    anew = CountTagger(**params, schedule=PRESETS["warm"].replace(keep_temperature=False))
+    anew.fit(sentences, crowd.observations, tagset, warm_start=full)
+    assert anew.calibration_source_ == "answers" and anew.timings_["calibrate"] > 0
+
+
 def test_words_no_answer_covered_get_their_own_temperature(tmp_path):
     from learning.core import CountTagger, FeatureConfig, load_tagger
     from learning.experiments.simulate import simulate_crowd

@@ -39,6 +39,17 @@ def test_window_expectations_sum_the_token_probabilities(fitted):
         np.testing.assert_allclose(var[i], (p * (1 - p)).sum(axis=0))
 
 
+def test_taking_sentences_gives_what_reading_them_alone_gives(fitted):
+    sentences, _, _, _, tagger = fitted
+    every = TokenProbabilities.of(tagger, sentences)
+    picked = [9, 0, 3, 3, 250]
+    taken = every.take(picked)
+    alone = TokenProbabilities.of(tagger, [sentences[i] for i in picked])
+    np.testing.assert_array_equal(taken.offsets, alone.offsets)
+    np.testing.assert_allclose(taken.probs, alone.probs, rtol=1e-12, atol=1e-15)
+    assert every.take([]).probs.shape == (0, len(tagger.tagset_))
+
+
 def test_annotator_table_flags_the_spammers_with_a_reason(fitted):
     sentences, _, _, crowd, tagger = fitted
     probs = TokenProbabilities.of(tagger, sentences)
