@@ -85,6 +85,18 @@ class _Problem:
     fold_views: list | None = None  # of the cross-fitted folds (:func:`_fold_views`)
 
 
+@dataclass(frozen=True)
+class _LastMStep:
+    """How the served model was fitted, for its calibration: the beliefs of its M-step, the
+    L-BFGS budgets from its start, its L2 strength, and, after cross-fitting, the fold 0 model
+    it started from (None: it started from the node-only model or the warm start)."""
+
+    labels: np.ndarray
+    fit_iter: tuple[int, ...]
+    alpha: float | None
+    fold_start: object | None
+
+
 @dataclass
 class _SentenceTokens:
     """Every token of the sentences that hold a window, for the contextual model (which reads a
@@ -682,7 +694,15 @@ class CountTagger:
                 tagger = self._fit_beliefs(
                     problem, self._new_tagger(max_iter, kind, alpha), labels, start
                 )
-                self._last_m_step = (labels, fit_iter[: min(iteration + 1, 2)], alpha)
+                # How the served model was fitted, for its calibration: after cross-fitting,
+                # from fold 0's model, which never read fold 0's sentences.
+                crossed = folds is not None and iteration > 0
+                self._last_m_step = _LastMStep(
+                    labels=labels,
+                    fit_iter=(max_iter,) if crossed else fit_iter[: min(iteration + 1, 2)],
+                    alpha=alpha,
+                    fold_start=start if crossed else None,
+                )
                 probs = self._token_probs(problem, tagger)
                 fitted = [tagger]
             watch.stop("refine", tic)
@@ -764,7 +784,7 @@ class CountTagger:
         """The adversarial tagger for ``agm_cost`` on the last E-step's beliefs, over the
         features the served model reads."""
         tic = watch.start()
-        labels, _, _ = self._last_m_step
+        labels = self._last_m_step.labels
         context = problem.context
         model = AdversarialTagger(
             served, np.asarray(self.agm_cost, dtype=np.float64),
@@ -776,26 +796,32 @@ class CountTagger:
     # -------------------------------------------------------------- calibration
     def _temperature(self, problem: _Problem, served, holdout, weights, watch):
         """The temperature of the served model's probabilities, from answers it could not learn
-        by heart: a model of its kind is refitted as its M-steps were (from the node-only model,
-        not from a model that has seen them, with the same L-BFGS budgets) to the last E-step's
+        by heart: a model of its kind is refitted as its last M-step was, to the last E-step's
         beliefs of every sentence but those holding a held-out answer, and the temperature
         maximises those sentences' answers' likelihood under its marginals (:mod:`.calibration`):
         one for the words inside the refitted model's answered windows, one for the others (as
         words no answer covered are to the served model). Returns ``(temperature,
         unseen_temperature)``.
+        The refit starts where the served model's fit started when that model had not read the
+        held-out sentences: after cross-fitting, fold 0's model (the held-out sentences are then
+        those of fold 0); otherwise the node-only model, with the M-steps' L-BFGS budgets.
         1.0 with fewer than ``MIN_CALIBRATION_ANSWERS`` held-out answers (a temperature fitted
         to a handful of answers is noise) or none left to fit."""
         obs = problem.observations
-        held = np.isin(obs.sentence, obs.sentence[holdout]) & (weights > 0)
         last_m_step = self.__dict__.pop("_last_m_step", None)
+        held = np.isin(obs.sentence, obs.sentence[holdout]) & (weights > 0)
+        if last_m_step is not None and last_m_step.fold_start is not None:
+            held &= obs.sentence % self.schedule_.cross_fit == 0  # fold 0 (crossfit.py)
         if last_m_step is None or held.sum() < MIN_CALIBRATION_ANSWERS or held.all():
             return 1.0, None
         tic = watch.start()
-        labels, fit_iter, alpha = last_m_step
+        alpha = last_m_step.alpha
         sentence = np.searchsorted(problem.corpus.offsets, problem.tokens, side="right") - 1
-        labels = np.where(np.isin(sentence, obs.sentence[held])[:, None], 0.0, labels)
-        model = self.node_tagger_
-        for max_iter in fit_iter:
+        labels = np.where(np.isin(sentence, obs.sentence[held])[:, None], 0.0, last_m_step.labels)
+        model = last_m_step.fold_start
+        if model is None:
+            model = self.node_tagger_
+        for max_iter in last_m_step.fit_iter:
             model = self._fit_beliefs(
                 problem, self._new_tagger(max_iter, served.kind, alpha), labels, model
             )

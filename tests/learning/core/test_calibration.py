@@ -123,6 +123,40 @@ def test_count_tagger_serves_calibrated_probabilities_and_the_same_tags(tmp_path
     np.testing.assert_allclose(loaded.token_proba(test_sentences), test_probs, atol=1e-9)
 
 
+def _fresh_sentences(w_star, n_words, seed):
+    """New sentences of make_corpus's language and their tags drawn from ``w_star``."""
+    fresh = np.random.default_rng(seed)
+    frequency = 1.0 / np.arange(1, n_words + 1) ** 0.8
+    words = [fresh.choice(n_words, size=fresh.integers(3, 10), p=frequency / frequency.sum())
+             for _ in range(3000)]  # fmt: skip
+    flat = np.concatenate(words)
+    gold = (np.cumsum(w_star[flat], axis=1) < fresh.random((flat.size, 1))).sum(axis=1)
+    return [[f"w{a}" for a in s] for s in words], gold
+
+
+def test_after_cross_fitting_the_temperature_comes_from_sentences_the_refit_never_read():
+    from learning.core import CountTagger, FeatureConfig
+    from learning.core.schedule import EMSchedule
+    from learning.experiments.simulate import simulate_crowd
+    from tests.support.synthetic import make_corpus
+
+    rng = np.random.default_rng(11)
+    sentences, gold, w_star, tagset = make_corpus(rng, n_sentences=1500, n_words=60)
+    crowd = simulate_crowd(gold, 4, window=4, random_state=2)
+    schedule = EMSchedule(n_em_iter=4, n_context_iter=3, cross_fit=2)
+    params = {"features": FeatureConfig(2**12), "schedule": schedule, "random_state": 0}
+    model = CountTagger(**params).fit(sentences, crowd.observations, tagset)
+    raw = CountTagger(**params, calibrate=False).fit(sentences, crowd.observations, tagset)
+    assert model.history_[-2]["cross_fitted"] and model.calibration_source_ == "answers"
+    # Fold 0's model never read the held-out sentences: their answers show its over-confidence
+    # (a model that had read them would ask for no tempering).
+    test_sentences, test_gold = _fresh_sentences(w_star, 60, seed=5)
+    before = expected_calibration_error(raw.token_proba(test_sentences), test_gold)
+    after = expected_calibration_error(model.token_proba(test_sentences), test_gold)
+    # Measured: T 1.18, ECE 8.1 → 4.8 %; refitted from fold 1's sentences, T 0.80 and 11.8 %.
+    assert model.temperature_ > 1.05 and after < 0.75 * before
+
+
 def test_a_warm_retrain_serves_the_temperatures_it_went_on_from():
     from learning.core import CountTagger, FeatureConfig
     from learning.core.schedule import PRESETS
