@@ -180,6 +180,8 @@ def version_learn(*, project_id: int, current: ModelVersion | None) -> Learned:
         )
     estimator = CountTagger(
         word_classes=_reusable_word_classes(current, warm, data),
+        # Gold sentences, when there are enough, calibrate better than held-out answers.
+        calibrate=not report.gold_calibrates(data.evaluation_sentences),
         random_state=RANDOM_STATE,
     )
     estimator.fit(
@@ -194,7 +196,6 @@ def version_learn(*, project_id: int, current: ModelVersion | None) -> Learned:
     )
     timings.update(estimator.timings_)
     tagger = estimator.tagger_
-    # Gold sentences, when there are enough, calibrate better than held-out answers.
     calibration = report.gold_calibration(
         tagger, data.evaluation_sentences, data.evaluation_tags
     ) or {

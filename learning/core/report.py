@@ -28,6 +28,7 @@ __all__ = [
     "TokenProbabilities",
     "annotator_table",
     "cost_evaluation",
+    "gold_calibrates",
     "gold_calibration",
     "evaluation_report",
     "held_out_consistency",
@@ -111,6 +112,11 @@ def cost_evaluation(
 MIN_GOLD_TOKENS = 200
 
 
+def gold_calibrates(sentences: Sequence[Sequence[str]]) -> bool:
+    """Whether ``sentences`` hold enough gold tokens for :func:`gold_calibration`."""
+    return sum(len(sentence) for sentence in sentences) >= MIN_GOLD_TOKENS
+
+
 def gold_calibration(tagger, sentences: Sequence[Sequence[str]], tags: Sequence[Sequence[str]]):
     """Temperatures of ``tagger`` fitted to gold ``sentences`` (one for the words its answers
     covered, one for the others: the gold log-likelihood separates by token, so each is its own
@@ -118,9 +124,9 @@ def gold_calibration(tagger, sentences: Sequence[Sequence[str]], tags: Sequence[
     calibration error on those sentences at the tagger's own temperatures (``ece_before``) and
     at gold temperatures fitted on the other half of the sentences (``ece_after``: the report
     is then not scored on what was fitted to it)."""
-    flat = [form for sentence in sentences for form in sentence]
-    if len(flat) < MIN_GOLD_TOKENS:
+    if not gold_calibrates(sentences):
         return None
+    flat = [form for sentence in sentences for form in sentence]
     index = {tag: k for k, tag in enumerate(tagger.tagset_)}
     gold = np.array([index[t] for sentence in tags for t in sentence], dtype=np.int64)
     raw = tagger.token_proba(sentences, calibrated=False)

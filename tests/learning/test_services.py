@@ -14,7 +14,7 @@ from django.utils import timezone
 from annotation import scheduler
 from annotation import selectors as selectors_annotation
 from annotation import services as annotation_services
-from annotation.models import Observation, Project
+from annotation.models import Observation, Project, Sentence
 from common.exceptions import InvalidInput
 from learning import adapter, locks, selectors, services
 from learning.models import (
@@ -24,7 +24,7 @@ from learning.models import (
     RetrainRun,
     RetrainSchedule,
 )
-from tests.support.crowd import add_annotators, answer_tasks
+from tests.support.crowd import add_annotators, answer_tasks, import_corpus, toy_sentences
 
 pytestmark = pytest.mark.django_db
 
@@ -363,3 +363,22 @@ def test_a_retrain_after_many_more_answers_fits_afresh(project, crowd):
     second = retrain(project)
     assert second.version.number == 2 and second.version.warm_started_from is None
     assert second.version.hyperparameters["schedule"]["name"] != "warm"
+
+
+def test_gold_sentences_calibrate_and_spare_the_refit_for_answers(project, crowd):
+    def gold_tokens():
+        gold = Sentence.objects.filter(project=project, split=Sentence.Split.EVALUATION)
+        return sum(len(tokens) for tokens in gold.values_list("tokens", flat=True))
+
+    answer_tasks(project, crowd, 500)  # enough held-out answers to calibrate
+    assert gold_tokens() < 200  # too few: the held-out answers calibrate
+    version = retrain(project).version
+    assert version.hyperparameters["calibration"]["source"] == "answers"
+    assert version.timings["calibrate"] > 0
+    import_corpus(project, project.owner, toy_sentences(80, seed=9), evaluation_fraction=1.0)
+    assert gold_tokens() >= 200
+    ModelVersion.objects.filter(project=project).delete()  # the same answers, fitted afresh
+    version = retrain(project).version
+    assert version.warm_started_from is None
+    assert version.hyperparameters["calibration"]["source"] == "gold"
+    assert version.timings["calibrate"] == 0.0  # no model refitted for the answers' temperature
