@@ -90,7 +90,9 @@ def save_tagger(
         arrays["class_ids"] = np.ascontiguousarray(classes.classes, dtype=np.int32)
     if tagger.seen_forms_ is not None:
         arrays["seen_forms"], arrays["seen_form_ends"] = _pack_forms(sorted(tagger.seen_forms_))
-    np.savez_compressed(file, **arrays)
+    # Stored, not deflated: the weights are floats, which deflate by 8 % in 25 times the time
+    # (EWT's contextual model: 1.1 s against 0.04 s; np.load reads both).
+    np.savez(file, **arrays)
 
 
 def _pack_forms(forms) -> tuple[np.ndarray, np.ndarray]:
