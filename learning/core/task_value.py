@@ -289,11 +289,13 @@ def round_plan(
     values = np.zeros(0)
     tags = np.zeros((0, k), dtype=np.int64)
     if n_value and sentence.size:
-        window_probs = _window_tokens(token_probs, offsets, sentence, start, length, width)
-        if all_tags:
-            values = _tag_entropy(window_probs.reshape(-1, n_tags)).reshape(-1, width).sum(1)
+        if all_tags:  # each token's entropy once, summed over the windows holding it
+            entropy = _window_tokens(_tag_entropy(token_probs)[:, None], offsets, sentence,
+                                     start, length, width)  # fmt: skip
+            values = entropy[:, :, 0].sum(1)
             tags = np.broadcast_to(np.arange(n_tags), (sentence.shape[0], n_tags))
         else:
+            window_probs = _window_tokens(token_probs, offsets, sentence, start, length, width)
             values = np.empty(sentence.shape[0])
             tags = np.empty((sentence.shape[0], k), dtype=np.int64)
             step = max(1, _CHUNK // 8)
