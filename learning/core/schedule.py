@@ -119,7 +119,7 @@ class EMSchedule:
 
 
 INFORMATIVE = EMSchedule(name="informative")
-WEAK = EMSchedule(name="weak", n_em_iter=40, n_context_iter=10, cross_fit=2)
+WEAK = EMSchedule(name="weak", n_em_iter=40, n_context_iter=10, cross_fit=2, em_tol=5e-3)
 PRIVATE = EMSchedule(
     name="private", n_em_iter=30, n_context_iter=6, em_tol=None, context_alpha=10.0
 )
