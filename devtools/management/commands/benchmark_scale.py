@@ -42,17 +42,20 @@ import resource
 import secrets
 import statistics
 import subprocess
-import sys
 import time
 from pathlib import Path
 
 import psycopg
+import redis
 from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError
 
+from annotation.models import Observation
+from devtools import scale_steps
 from devtools.load import CpuMeter, cycle_measure, cycle_warm_up
 from devtools.phones import Connection
 from devtools.stack import BASE_DIR, Platform, StackError, free_port, production_env
+from learning.models import LiveModel
 
 ADMIN_URL_DEFAULT = "postgres://postgres@127.0.0.1:5432/postgres"
 EWT = Path(settings.BASE_DIR) / "data" / "ud-english-ewt"
@@ -101,8 +104,6 @@ class Command(BaseCommand):
 
     def handle(self, *args, **options):
         if options["step"]:
-            from devtools import scale_steps
-
             result = scale_steps.run(options["step"], options)
             result["peak_mb"] = round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1)
             self.stdout.write(json.dumps(result))
@@ -169,9 +170,12 @@ class _Run:
         self.log(f"seeding {options['sentences']} sentences and {small} answers…")
         seeded = self.step(
             "seed", "--sentences", str(options["sentences"]), "--answers", str(small),
-            "--clients", str(options["clients"]), "--annotators", str(options["annotators"]),
+            "--clients", str(options["clients"] + 1), "--annotators", str(options["annotators"]),
         )  # fmt: skip
         project = seeded["seed"]["project"]
+        # The last phone answers only in the freshness measurement, on tasks still open.
+        phones = seeded["seed"] | {"tokens": seeded["seed"]["tokens"][:-1]}
+        fresh_phone = seeded["seed"]["tokens"][-1]
         result = {
             "sentences": seeded["sentences"],
             "answers_small": seeded["answers_stored"],
@@ -184,12 +188,10 @@ class _Run:
         platform.start("web")
         platform.wait_healthy(path="/api/ping/")
         self.log("annotator cycle and dashboard, small size…")
-        result |= _suffixed(self.cycle_and_dashboard(seeded["seed"]), "10k")
+        result |= _suffixed(self.cycle_and_dashboard(phones), "10k")
 
         self.log(f"storing answers up to {large}…")
-        grown = self.step(
-            "grow", "--project", str(project), "--answers", str(large), "--seed", "1"
-        )
+        grown = self.step("grow", "--project", str(project), "--answers", str(large), "--seed", "1")
         result |= {
             "answers_large": grown["answers"],
             "seconds_seeding_large": grown["seconds_seeding"],
@@ -199,7 +201,7 @@ class _Run:
         self.log("online update, large size…")
         result |= _suffixed(self.online(project, seed=200), "1m")
         self.log("annotator cycle and dashboard, large size…")
-        result |= _suffixed(self.cycle_and_dashboard(seeded["seed"]), "1m")
+        result |= _suffixed(self.cycle_and_dashboard(phones), "1m")
 
         self.log("export of every answer…")
         export = self.measured("export", project, options["export_timeout"])
@@ -219,7 +221,7 @@ class _Run:
             "retrain_1m": retrain.get("retrain"),
         }
         self.log("freshness on the production stack…")
-        result |= self.freshness(seeded["seed"])
+        result |= self.freshness(project, fresh_phone)
         if options["pair_answers"]:
             self.log(f"{PAIR_PROJECTS} projects of {options['pair_answers']} answers…")
             result |= self.two_workers()
@@ -295,7 +297,7 @@ class _Run:
         return out | {"seconds": round(seconds, 1), "peak_mb": round(peak_mb, 1),
                       "finished": finished}  # fmt: skip
 
-    def freshness(self, seed: dict) -> dict:
+    def freshness(self, project: int, phone: str) -> dict:
         """Worker (production's concurrency) and beat join the running web server; once the
         live model has applied every stored answer, answers through the API and the seconds
         until the live model's watermark passes each."""
@@ -304,14 +306,13 @@ class _Run:
         platform.add_beat()
         platform.start("worker")
         platform.start("beat")
-        project = seed["project"]
         tic = time.perf_counter()
         caught_up = _live_caught_up(self.scratch_url, project, timeout=300)
         catch_up = round(time.perf_counter() - tic, 1)
         self.log(f"live model caught up: {caught_up} after {catch_up} s; answering…")
         samples = asyncio.run(
             _freshness_samples(
-                platform.port, seed, self.scratch_url, self.options["freshness_samples"],
+                platform.port, project, phone, self.scratch_url, self.options["freshness_samples"],
                 spacing=self.options["live_seconds"] / 3,
             )
         )  # fmt: skip
@@ -370,8 +371,6 @@ def _peak_kb(pid: int) -> int:
 
 
 def _redis_empty(url: str) -> None:
-    import redis
-
     redis.Redis.from_url(url).flushdb()
 
 
@@ -392,11 +391,12 @@ async def _dashboard(port: int, seed: dict) -> dict:
     try:
         each = {path: [] for path in DASHBOARD_PATHS}
         together = []
+        pairs = list(zip(connections, DASHBOARD_PATHS, strict=True))
         for _ in range(DASHBOARD_TRIES):
-            for connection, path in zip(connections, DASHBOARD_PATHS, strict=True):
+            for connection, path in pairs:
                 each[path].append(await timed(connection, path))
             tic = time.perf_counter()
-            await asyncio.gather(*(timed(c, p) for c, p in zip(connections, DASHBOARD_PATHS)))
+            await asyncio.gather(*(timed(connection, path) for connection, path in pairs))
             together.append((time.perf_counter() - tic) * 1000)
     finally:
         for connection in connections:
@@ -409,9 +409,6 @@ async def _dashboard(port: int, seed: dict) -> dict:
 
 def _live_state(scratch_url: str, project: int) -> tuple[int, int]:
     """(the live model's watermark, the newest answer's id) of ``project``."""
-    from annotation.models import Observation
-    from learning.models import LiveModel
-
     with psycopg.connect(scratch_url, autocommit=True) as scratch:
         (watermark,) = scratch.execute(
             f"SELECT coalesce(max(watermark), 0) FROM {LiveModel._meta.db_table} "  # noqa: S608
@@ -437,19 +434,18 @@ def _live_caught_up(scratch_url: str, project: int, *, timeout: float) -> bool:
 
 
 async def _freshness_samples(
-    port: int, seed: dict, scratch_url: str, samples: int, *, spacing: float
+    port: int, project: int, phone_token: str, scratch_url: str, samples: int, *, spacing: float
 ) -> list[float | None]:
-    """For each sample, one answer through the API by the first phone, and the seconds from
-    its 201 until the live model's watermark reaches its id (None: not within 5 minutes)."""
-    headers = f"Authorization: Token {seed['tokens'][0]}\r\nContent-Type: application/json\r\n"
+    """For each sample, one answer through the API by the phone of ``phone_token``, and the
+    seconds from its 201 until the live model's watermark reaches its id (None: not within 5
+    minutes)."""
+    headers = f"Authorization: Token {phone_token}\r\nContent-Type: application/json\r\n"
     headers += "X-Forwarded-Proto: https\r\n"
     phone = Connection(port, headers)
     out: list[float | None] = []
     try:
         for i in range(samples):
-            status, payload = await phone.request(
-                "POST", f"/api/projects/{seed['project']}/tasks/next/"
-            )
+            status, payload = await phone.request("POST", f"/api/projects/{project}/tasks/next/")
             if status != 200:
                 raise CommandError(f"no task for the freshness phone: {status}")
             task = json.loads(payload)
@@ -464,7 +460,7 @@ async def _freshness_samples(
             answer = json.loads(payload)["id"]
             seconds = None
             while time.perf_counter() - stored < 300:
-                watermark, _ = await asyncio.to_thread(_live_state, scratch_url, seed["project"])
+                watermark, _ = await asyncio.to_thread(_live_state, scratch_url, project)
                 if watermark >= answer:
                     seconds = round(time.perf_counter() - stored, 2)
                     break
