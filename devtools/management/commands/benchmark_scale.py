@@ -204,22 +204,14 @@ class _Run:
         result |= _suffixed(self.cycle_and_dashboard(phones), "1m")
 
         self.log("export of every answer…")
-        export = self.measured("export", project, options["export_timeout"])
-        result |= {
-            "export_seconds_1m": export["seconds"],
-            "export_peak_mb_1m": export["peak_mb"],
-            "export_finished": export["finished"],
+        figures, export = self.measured("export", project, options["export_timeout"])
+        result |= figures | {
             "export_rows": export.get("rows"),
             "export_megabytes": export.get("megabytes"),
         }
         self.log(f"full retrain (at most {options['retrain_timeout']:.0f} s)…")
-        retrain = self.measured("retrain", project, options["retrain_timeout"])
-        result |= {
-            "retrain_seconds_1m": retrain["seconds"],
-            "retrain_peak_mb_1m": retrain["peak_mb"],
-            "retrain_finished": retrain["finished"],
-            "retrain_1m": retrain.get("retrain"),
-        }
+        figures, retrain = self.measured("retrain", project, options["retrain_timeout"])
+        result |= figures | {"retrain_1m": retrain.get("retrain")}
         self.log("freshness on the production stack…")
         result |= self.freshness(project, fresh_phone)
         if options["pair_answers"]:
@@ -272,9 +264,10 @@ class _Run:
             "dashboard_endpoints_ms": dashboard["endpoints"],
         }
 
-    def measured(self, step: str, project: int, timeout: float) -> dict:
-        """The step in a child process, its wall time and peak resident memory (VmHWM, read
-        while it runs), stopped after ``timeout`` seconds (``finished`` False)."""
+    def measured(self, step: str, project: int, timeout: float) -> tuple[dict, dict]:
+        """The step in a child process: its figures (`<step>_seconds_1m`, wall time;
+        `<step>_peak_mb_1m`, peak resident memory, VmHWM read while it runs;
+        `<step>_finished`, False when stopped after ``timeout`` seconds) and its output."""
         command = [self.platform.python, "manage.py", "benchmark_scale", "--step", step,
                    "--project", str(project), "--data", self.options["data"]]  # fmt: skip
         with (self.platform.logs / f"{step}.log").open("ab") as log:
@@ -294,8 +287,9 @@ class _Run:
             raise CommandError(f"{step} failed:\n{self.platform.tail(step)}")
         out = json.loads(output.strip().splitlines()[-1]) if finished else {}
         peak_mb = max(peak_kb / 1024, out.get("peak_mb", 0.0))
-        return out | {"seconds": round(seconds, 1), "peak_mb": round(peak_mb, 1),
-                      "finished": finished}  # fmt: skip
+        figures = {f"{step}_seconds_1m": round(seconds, 1), f"{step}_peak_mb_1m": round(peak_mb, 1),
+                   f"{step}_finished": finished}  # fmt: skip
+        return figures, out
 
     def freshness(self, project: int, phone: str) -> dict:
         """Worker (production's concurrency) and beat join the running web server; once the
