@@ -102,7 +102,7 @@ def _seed(options: dict) -> dict:
         "seed": seeded,
         "sentences": sentences,
         "answers_stored": stored,
-        "seconds_seeding": round(seconds, 1),
+        "seconds_seeding": round(seconds, 2),
         "retrain": timed_retrain(project, _test_corpus(options)),
     }
 
@@ -120,7 +120,7 @@ def _grow(options: dict) -> dict:
     return {
         "answers": Observation.objects.filter(project=project).count(),
         "stored": stored,
-        "seconds_seeding": round(seconds, 1),
+        "seconds_seeding": round(seconds, 2),
         "answers_per_second": round(stored / seconds) if stored else None,
     }
 

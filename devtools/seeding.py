@@ -2,9 +2,9 @@
 the platform stores them (tasks, submitted assignments, observations), at benchmark speed.
 
 Runs in a Django process whose database is a scratch one. The answers are those
-`simulate_crowd` gives; `answers_store_simulated` writes them with PostgreSQL's COPY (a million
-answers in about a minute on 2 cores, where the ORM's bulk_create of three rows an answer took
-several) — a fast path for the benchmarks only: the platform stores each answer through
+`simulate_crowd` gives; `answers_store_simulated` writes their three rows each with PostgreSQL's
+COPY rather than as ORM objects (for a million answers, see the seeding time `benchmark_scale`
+prints) — a fast path for the benchmarks only: the platform stores each answer through
 `annotation.services.observation_submit`.
 """
 

@@ -197,6 +197,7 @@ class _Run:
             "seconds_seeding_large": grown["seconds_seeding"],
             "seeding_answers_per_second": grown["answers_per_second"],
             "seeding_peak_mb": grown["peak_mb"],
+            "database_mb_1m": _database_mb(self.admin_url, self.name),
         }
         self.log("online update, large size…")
         result |= _suffixed(self.online(project, seed=200), "1m")
@@ -326,13 +327,12 @@ class _Run:
         workers of one process each."""
         platform = self.platform
         platform.stop("web")
-        seeded = self.step("pair-seed", "--answers", str(self.options["pair_answers"]))
         _redis_empty(self.options["redis_url"])  # no queued job of the earlier phases
         for name in ("pair-a", "pair-b"):
             platform.add_worker(name, "--concurrency", "1")
-            platform.start(name)
+            platform.start(name)  # connected to the broker while the projects are seeded
+        seeded = self.step("pair-seed", "--answers", str(self.options["pair_answers"]))
         a, b, c, d = seeded["projects"]
-        time.sleep(5)  # both workers connected to the broker
         first = self.step("pair-retrain", "--projects", str(a))
         second = self.step("pair-retrain", "--projects", str(b))
         together = self.step("pair-retrain", "--projects", f"{c},{d}")
@@ -350,6 +350,12 @@ class _Run:
 
 def _suffixed(values: dict, suffix: str) -> dict:
     return {f"{key}_{suffix}": value for key, value in values.items()}
+
+
+def _database_mb(admin_url: str, name: str) -> float:
+    with psycopg.connect(admin_url, autocommit=True) as admin:
+        (size,) = admin.execute("SELECT pg_database_size(%s)", [name]).fetchone()
+    return round(size / 2**20, 1)
 
 
 def _peak_kb(pid: int) -> int:
