@@ -2,7 +2,6 @@
 retrain, simulate_crowd's path on the same answers) and prints its figures; a check that the
 command works, not a measurement."""
 
-import gzip
 import json
 import os
 import subprocess
@@ -12,7 +11,7 @@ from urllib.parse import urlsplit
 
 import pytest
 
-from tests.support.ewt import ewt_slice
+from tests.support.ewt import ewt_folder
 from tests.support.processes import child_env
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -22,10 +21,7 @@ pytestmark = [pytest.mark.postgres, pytest.mark.slow]
 
 def test_benchmark_retrain_seeds_simulate_crowds_answers_and_prints_both_accuracies(tmp_path):
     admin = urlsplit(os.environ["DATABASE_URL"])._replace(path="/postgres").geturl()
-    for split, n in (("train", 300), ("dev", 40), ("test", 60)):
-        (tmp_path / f"en_ewt-ud-{split}.conllu.gz").write_bytes(
-            gzip.compress(ewt_slice(n, split).encode("utf-8"))
-        )
+    ewt_folder(tmp_path, train=300, dev=40, test=60)
     command = [sys.executable, "manage.py", "benchmark_retrain", "--json", "--data", str(tmp_path)]
     command += ["--obs-per-sentence", "3", "--tags-per-task", "2", "--admin-database-url", admin]
     env = {**child_env(), "TALLY_DATA_DIR": str(tmp_path / "state")}

@@ -32,28 +32,32 @@ and stops everything it started. Only 127.0.0.1 is touched.
 from __future__ import annotations
 
 import asyncio
-import itertools
 import json
 import os
-import random
 import secrets
 import subprocess
 import sys
 import time
-from dataclasses import dataclass
 from pathlib import Path
 
 import psycopg
 from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError
 
+from devtools.load import (
+    CpuMeter,
+    Phase,
+    Stats,
+    cpu_in_window,
+    cycle_measure,
+    cycle_warm_up,
+    wait_until,
+)
 from devtools.phones import EWT_TRAIN as EWT
 from devtools.phones import Connection, percentile, seed_project
 from devtools.stack import (
     Platform,
     StackError,
-    children,
-    cpu_seconds,
     free_port,
     production_env,
 )
@@ -77,91 +81,8 @@ def _server_shape(python: str, environ: dict[str, str]) -> tuple[int, int]:
     return workers, threads
 
 
-class _CpuMeter:
-    """CPU seconds spent by the server (gunicorn master and workers), the scratch database's
-    PostgreSQL backends and this load generator: a cost per request that other load on the
-    machine does not change much, unlike the request rates."""
-
-    def __init__(self, server_pid: int, admin_url: str, database: str) -> None:
-        self.server_pid, self.admin_url, self.database = server_pid, admin_url, database
-        self.event_server_pid: int | None = None
-
-    def _pids(self) -> dict[int, str]:
-        with psycopg.connect(self.admin_url, autocommit=True) as admin:
-            backends = admin.execute(
-                "SELECT pid FROM pg_stat_activity WHERE datname = %s", [self.database]
-            ).fetchall()
-        pids = {pid: "server" for pid in [self.server_pid, *children(self.server_pid)]}
-        if self.event_server_pid is not None:
-            pids[self.event_server_pid] = "event_server"
-        return pids | {pid: "database" for (pid,) in backends}
-
-    def snapshot(self) -> dict[tuple[str, int], float]:
-        cpu = {(kind, pid): cpu_seconds(pid) for pid, kind in self._pids().items()}
-        return cpu | {("load_generator", -1): time.process_time()}
-
-    @staticmethod
-    def spent(before: dict, after: dict) -> dict[str, float]:
-        out = {"server": 0.0, "database": 0.0, "load_generator": 0.0}
-        for key, value in after.items():
-            out[key[0]] = out.get(key[0], 0.0) + value - before.get(key, 0.0)
-        return out
-
-
-class _Stats:
-    def __init__(self) -> None:
-        self.latencies: dict[str, list[float]] = {"next": [], "submit": [], "ping": []}
-        self.errors: dict[str, int] = {}
-        self.cycles = 0
-        self.no_task = 0
-
-    def error(self, what: str) -> None:
-        self.errors[what] = self.errors.get(what, 0) + 1
-
-
-@dataclass(frozen=True)
-class _Phase:
-    """When the clients of a phase connect, and when their requests count.
-
-    Client i opens its connection `i * ramp` seconds after the phase starts, as real clients do
-    not all connect in the same millisecond (a burst of connections lands most of them on
-    whichever server worker wakes first, and its clients then wait on one another). Requests
-    count from the moment every client is connected (the window) until `seconds` later.
-    """
-
-    started: float
-    clients: int
-    ramp: float
-    seconds: float
-
-    def start_of(self, client: int) -> float:
-        return self.started + client * self.ramp
-
-    @property
-    def window_start(self) -> float:
-        return self.started + self.clients * self.ramp + _SETTLE_SECONDS
-
-    @property
-    def deadline(self) -> float:
-        return self.window_start + self.seconds
-
-
-_SETTLE_SECONDS = 0.2
-
-
-async def _wait_until(moment: float) -> None:
-    await asyncio.sleep(max(0.0, moment - time.perf_counter()))
-
-
-async def _cpu_in_window(meter: _CpuMeter, phase: _Phase) -> dict[str, float]:
-    await _wait_until(phase.window_start)
-    before = await asyncio.to_thread(meter.snapshot)
-    await _wait_until(phase.deadline)
-    return meter.spent(before, await asyncio.to_thread(meter.snapshot))
-
-
-async def _ping_client(port: int, phase: _Phase, client: int, stats: _Stats) -> None:
-    await _wait_until(phase.start_of(client))
+async def _ping_client(port: int, phase: Phase, client: int, stats: Stats) -> None:
+    await wait_until(phase.start_of(client))
     connection = Connection(port, "")
     try:
         while time.perf_counter() < phase.deadline:
@@ -175,64 +96,6 @@ async def _ping_client(port: int, phase: _Phase, client: int, stats: _Stats) -> 
                 stats.latencies["ping"].append(time.perf_counter() - started)
             if status != 200:
                 stats.error(f"ping: {status}")
-    finally:
-        connection.close()
-
-
-async def _annotator(
-    port: int, token: str, project_id: int, phase: _Phase, client: int, stats: _Stats, seed: int
-) -> None:
-    await _wait_until(phase.start_of(client))
-    connection = Connection(
-        port, f"Authorization: Token {token}\r\nContent-Type: application/json\r\n"
-    )
-    next_path = f"/api/projects/{project_id}/tasks/next/"
-    keys = itertools.count()
-    rng = random.Random(seed)
-    task = None  # the task to answer: from tasks/next/ at first, then from each answer's reply
-    try:
-        while time.perf_counter() < phase.deadline:
-            if task is None:
-                started = time.perf_counter()
-                status, payload = await connection.request("POST", next_path)
-                if started >= phase.window_start:
-                    stats.latencies["next"].append(time.perf_counter() - started)
-                if status == 204:
-                    stats.no_task += 1
-                    await asyncio.sleep(0.05)
-                    continue
-                if status != 200:
-                    stats.error(f"next: {status}")
-                    continue
-                task = json.loads(payload)
-            budget = task["max_count"]
-            counts = {}
-            for tag in task["tags"]:
-                value = rng.randint(0, budget)
-                counts[tag["name"]] = value
-                budget -= value
-            # As the phone does: the answer asks for the next task, and its reply carries it.
-            body = json.dumps(
-                {
-                    "assignment": task["assignment"],
-                    "counts": counts,
-                    "seconds_on_device": 3.0,
-                    "idempotency_key": f"{seed}-{next(keys)}",
-                    "next": {"holding": []},
-                }
-            ).encode()
-            started = time.perf_counter()
-            status, payload = await connection.request("POST", "/api/observations/", body)
-            if started >= phase.window_start:
-                stats.latencies["submit"].append(time.perf_counter() - started)
-                stats.cycles += status == 201
-            if status != 201:
-                stats.error(f"submit: {status} {payload[:120]!r}")
-                task = None
-                continue
-            task = json.loads(payload)["next"]
-    except (OSError, asyncio.IncompleteReadError) as exc:
-        stats.error(f"connection: {type(exc).__name__}")
     finally:
         connection.close()
 
@@ -380,7 +243,7 @@ class Command(BaseCommand):
             platform.add_web("--preload")
             platform.start("web")
             platform.wait_healthy(path="/api/ping/")
-            meter = _CpuMeter(platform.pid("web"), admin_url, name)
+            meter = CpuMeter(platform.pid("web"), admin_url, name)
             events_port = None
             if options["streams"]:
                 events_port = free_port()
@@ -415,41 +278,31 @@ class Command(BaseCommand):
         seed: dict,
         options: dict,
         log,
-        meter: _CpuMeter,
+        meter: CpuMeter,
         scratch_url: str,
         events_port: int | None,
     ) -> dict:
         clients, seconds = options["clients"], options["seconds"]
         ping_seconds = options["ping_seconds"] or max(3.0, min(10.0, seconds / 2))
         ramp = options["ramp_ms"] / 1000.0
-        tokens = seed["tokens"]
 
-        def phase(length: float) -> _Phase:
-            return _Phase(time.perf_counter(), clients, ramp, length)
+        def phase(length: float) -> Phase:
+            return Phase(time.perf_counter(), clients, ramp, length)
 
-        # Warm up every worker's connections and caches.
-        warm, warm_phase = _Stats(), phase(1.0)
-        await asyncio.gather(
-            *(
-                _annotator(port, token, seed["project"], warm_phase, i, warm, 10_000 + i)
-                for i, token in enumerate(tokens)
-            )
-        )
-        with psycopg.connect(scratch_url, autocommit=True) as scratch:
-            scratch.execute("ANALYZE")  # what autovacuum does on a live platform
+        await cycle_warm_up(port, seed, clients=clients, ramp=ramp, scratch_url=scratch_url)
         log(f"trivial view: {clients} clients for {ping_seconds:.0f} s…")
-        ping, ping_phase = _Stats(), phase(ping_seconds)
+        ping, ping_phase = Stats(), phase(ping_seconds)
         ping_cpu_parts, *_ = await asyncio.gather(
-            _cpu_in_window(meter, ping_phase),
+            cpu_in_window(meter, ping_phase),
             *(_ping_client(port, ping_phase, i, ping) for i in range(clients)),
         )
         ping_elapsed = ping_seconds
         ping_cpu = sum(ping_cpu_parts.values())
         ping_rate = len(ping.latencies["ping"]) / ping_elapsed
         cpu_per_ping = ping_cpu / len(ping.latencies["ping"]) if ping.latencies["ping"] else None
-        self._seconds, self._round = seconds, 0
+        self._seconds, self._ramp, self._round = seconds, ramp, 0
         log(f"annotator cycle: {clients} clients for {seconds:.0f} s…")
-        result = await self._cycle_phase(port, seed, phase, meter)
+        result = await self._cycle_phase(port, seed, meter)
         result |= {
             "trivial_view_requests_per_second": round(ping_rate, 1),
             "trivial_view_p99_ms": round(percentile(ping.latencies["ping"], 0.99) * 1000, 1),
@@ -493,7 +346,7 @@ class Command(BaseCommand):
             await asyncio.sleep(0.1)
         hello = stream_stats.hello
         log(f"{hello} streams open; annotator cycle again…")
-        result = await self._cycle_phase(port, seed, phase, meter)
+        result = await self._cycle_phase(port, seed, meter)
         result.pop("_cpu_per_cycle")
         stop.set()
         await asyncio.gather(*streams)
@@ -505,48 +358,13 @@ class Command(BaseCommand):
         }
         return result
 
-    async def _cycle_phase(self, port, seed, phase, meter) -> dict:
-        tokens, project = seed["tokens"], seed["project"]
-        stats, cycle_phase = _Stats(), phase(self._seconds)
-        cycle_cpu_parts, *_ = await asyncio.gather(
-            _cpu_in_window(meter, cycle_phase),
-            *(
-                _annotator(port, token, project, cycle_phase, i, stats, i + self._round * 100_000)
-                for i, token in enumerate(tokens)
-            ),
-        )
+    async def _cycle_phase(self, port, seed, meter) -> dict:
+        result = await cycle_measure(
+            port, seed, seconds=self._seconds, ramp=self._ramp, meter=meter,
+            round_number=self._round,
+        )  # fmt: skip
         self._round += 1
-        elapsed = self._seconds
-        cycle_cpu = sum(cycle_cpu_parts.values())
-        both = stats.latencies["next"] + stats.latencies["submit"]
-        ms = 1000.0
-        cpus = os.cpu_count() or 1
-        cpu_per_cycle = cycle_cpu / stats.cycles if stats.cycles else None
-        return {
-            "cycles_per_second": round(stats.cycles / elapsed, 1),
-            "requests_per_second": round(len(both) / elapsed, 1),
-            # 1 once the clients are going: each answer brings the next task.
-            "requests_per_cycle": round(len(both) / stats.cycles, 2) if stats.cycles else None,
-            "p99_ms": round(percentile(both, 0.99) * ms, 1),
-            "p50_ms": round(percentile(both, 0.50) * ms, 1),
-            "next_p99_ms": round(percentile(stats.latencies["next"], 0.99) * ms, 1),
-            "submit_p99_ms": round(percentile(stats.latencies["submit"], 0.99) * ms, 1),
-            "cycles": stats.cycles,
-            "no_task_answers": stats.no_task,
-            # CPU cost (server + its database backends + load generator), and what it implies
-            # for a machine whose cores do nothing else.
-            "cpu_ms_per_cycle": round(cpu_per_cycle * ms, 2) if cpu_per_cycle else None,
-            "cpu_ms_per_cycle_by_part": {
-                part: round(value / max(stats.cycles, 1) * ms, 2)
-                for part, value in cycle_cpu_parts.items()
-            },
-            "cpu_share_used": round((cycle_cpu / elapsed) / cpus, 2),
-            "idle_machine_cycles_per_second_estimate": (
-                round(cpus / cpu_per_cycle, 1) if cpu_per_cycle else None
-            ),
-            "_cpu_per_cycle": cpu_per_cycle,
-            "errors": dict(stats.errors),
-        }
+        return result
 
     # The seeding child process (runs with DATABASE_URL = the scratch database) ----------------
 

@@ -9,8 +9,8 @@ It creates a scratch PostgreSQL database (dropped at the end), migrates it, and 
 1. seeds a project with the 17 UPOS tags: the EWT train split (12,544 sentences) as training
    sentences and the EWT dev split as the evaluation set, imported through the annotation service;
 2. stores the answers ``simulate_crowd --seed 0`` gives for the setting (window 5, exact
-   annotators; 1 all-tag task per sentence by default) — bulk-created here, a fast path for the
-   benchmark only;
+   annotators; 1 all-tag task per sentence by default) — in bulk (`devtools.seeding`), a fast
+   path for the benchmark only;
 3. times a full retrain as the worker runs it (read, learn, write, push: `retrain_and_push`);
 4. stores 10 % more answers (simulated with seed 1) and times a warm-started retrain;
 5. fits the same answers through simulate_crowd's own path (`simulation_report`, same run).
@@ -31,29 +31,20 @@ import sys
 import time
 from pathlib import Path
 
-import numpy as np
 import psycopg
 from django.conf import settings
-from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand, CommandError
-from django.db import connection, transaction
-from django.utils import timezone
+from django.db import connection
 
-from annotation import services
-from annotation.models import (
-    Assignment,
-    Membership,
-    Observation,
-    Project,
-    Sentence,
-    Tag,
-    Task,
-    TaskKind,
+from devtools.retrains import timed_retrain
+from devtools.seeding import (
+    annotators_create,
+    answers_store_simulated,
+    seed_corpus,
+    tag_columns,
+    train_sentence_ids,
 )
-from learning import adapter, tasks
-from learning.core.evaluate import accuracy
 from learning.experiments.crowd_report import gold_indices, simulation_report
-from learning.experiments.simulate import simulate_crowd
 from learning.management.commands.simulate_crowd import parse_tags_per_task, read_corpus
 
 ADMIN_URL_DEFAULT = "postgres://postgres@127.0.0.1:5432/postgres"
@@ -139,21 +130,22 @@ class Command(BaseCommand):
         train = read_corpus(str(data / "en_ewt-ud-train.conllu.gz"), "train")
         test = read_corpus(str(data / "en_ewt-ud-test.conllu.gz"), "test")
         tic = time.perf_counter()
-        project, train_ids = _seed_corpus(data)
-        annotators = _annotators(project, N_ANNOTATORS)
+        project = seed_corpus(data)
+        train_ids = train_sentence_ids(project)
+        annotators = annotators_create(project, N_ANNOTATORS)
         setting = {"window": 5, "tags_per_task": tags_per_task, "n_annotators": N_ANNOTATORS}
-        stored, skipped = _store_simulated(
-            project, annotators, train_ids, train, obs_per_sentence=per_sentence, seed=0,
-            **setting,
-        )  # fmt: skip
+        tagset, gold = gold_indices(train)
+        simulated_on = (project, annotators, train_ids, gold, tag_columns(project, tagset))
+        stored, skipped = answers_store_simulated(
+            *simulated_on, obs_per_sentence=per_sentence, seed=0, **setting
+        )
         seed_seconds = time.perf_counter() - tic
 
-        full = _timed_retrain(project, test)
-        more, more_skipped = _store_simulated(
-            project, annotators, train_ids, train, obs_per_sentence=per_sentence * WARM_SHARE,
-            seed=1, **setting,
-        )  # fmt: skip
-        warm = _timed_retrain(project, test)
+        full = timed_retrain(project, test)
+        more, more_skipped = answers_store_simulated(
+            *simulated_on, obs_per_sentence=per_sentence * WARM_SHARE, seed=1, **setting
+        )
+        warm = timed_retrain(project, test)
         if warm["warm_started_from"] != full["version"]:
             raise CommandError("the second retrain was not warm-started")
         tic = time.perf_counter()
@@ -187,148 +179,3 @@ class Command(BaseCommand):
             "push": "redis" if settings.REDIS_URL else "database polling",
         }
         self.stdout.write(json.dumps(result))
-
-
-def _seed_corpus(data: Path) -> tuple[Project, list[int]]:
-    """The project: EWT train as training sentences, EWT dev as the evaluation set."""
-    manager = get_user_model().objects.create_user(username="bench-manager")
-    project = services.project_create(
-        owner=manager,
-        name="EWT retrain benchmark",
-        tag_preset="ud_upos",
-        window_size=5,
-        tags_per_task=None,
-        redundancy=1,
-    )
-    for split, evaluation_fraction in (("train", 0.0), ("dev", 1.0)):
-        path = data / f"en_ewt-ud-{split}.conllu.gz"
-        with path.open("rb") as corpus:  # the released gzipped CoNLL-U, as a manager uploads it
-            services.corpus_import(
-                project=project,
-                user=manager,
-                file=corpus,
-                filename=path.name,
-                format="conllu",
-                evaluation_fraction=evaluation_fraction,
-                max_bytes=10**9,
-                seed=0,
-            )
-    Task.objects.filter(project=project).delete()  # the benchmark stores its own regions
-    train_ids = list(
-        Sentence.objects.filter(project=project, split=Sentence.Split.TRAIN)
-        .order_by("position")
-        .values_list("id", flat=True)
-    )
-    return project, train_ids
-
-
-def _annotators(project: Project, n: int) -> list[int]:
-    users = get_user_model().objects.bulk_create(
-        get_user_model()(username=f"bench-annotator-{i}") for i in range(n)
-    )
-    Membership.objects.bulk_create(
-        Membership(project=project, user=user, role=Membership.Role.ANNOTATOR) for user in users
-    )
-    return [user.pk for user in users]
-
-
-def _store_simulated(
-    project, annotators, train_ids, train, *, obs_per_sentence: float, seed: int, **setting
-) -> tuple[int, int]:
-    """Store the answers simulate_crowd gives with ``seed`` (its own tag columns mapped to the
-    project's) as tasks, submitted assignments and observations, in bulk. An answer whose
-    annotator already answered the same region (one assignment per task and annotator) is not
-    stored. Returns (stored, not stored)."""
-    tagset, gold = gold_indices(train)
-    crowd = simulate_crowd(
-        gold, len(tagset), obs_per_sentence=obs_per_sentence, random_state=seed, **setting
-    )
-    obs = crowd.observations
-    position = dict(Tag.objects.filter(project=project).values_list("name", "position"))
-    column = np.array([position[name] for name in tagset])
-    tasks = {
-        (t.sentence_id, t.start, t.length, tuple(t.tags)): t
-        for t in Task.objects.filter(project=project, kind=TaskKind.COUNT)
-    }
-    answered = set(
-        Assignment.objects.filter(project=project).values_list("task_id", "annotator_id")
-    )
-    new_tasks, rows = {}, []
-    for i in range(len(obs)):
-        asked = np.flatnonzero(obs.tag_mask[i])
-        order = np.argsort(column[asked])
-        tags = tuple(int(t) for t in column[asked][order])
-        counts = [int(c) for c in obs.counts[i, asked][order]]
-        region = (train_ids[obs.sentence[i]], int(obs.start[i]), int(obs.length[i]), tags)
-        if region not in tasks and region not in new_tasks:
-            new_tasks[region] = Task(
-                project=project, sentence_id=region[0], start=region[1], length=region[2],
-                tags=list(tags), open_slots=0, round=seed + 1,
-            )  # fmt: skip
-        rows.append((region, counts, annotators[obs.annotator[i]]))
-    now = timezone.now()
-    rng = np.random.default_rng(seed)
-    with transaction.atomic():
-        Task.objects.bulk_create(new_tasks.values(), batch_size=2000)
-        tasks.update(new_tasks)
-        kept = []
-        for region, counts, annotator in rows:
-            key = (tasks[region].pk, annotator)
-            if key not in answered:
-                answered.add(key)
-                kept.append((region, counts, annotator))
-        assignments = Assignment.objects.bulk_create(
-            (
-                Assignment(project=project, task=tasks[region], annotator_id=annotator,
-                           status=Assignment.Status.SUBMITTED, leased_at=now, expires_at=now,
-                           submitted_at=now)
-                for region, _, annotator in kept
-            ),
-            batch_size=2000,
-        )  # fmt: skip
-        Observation.objects.bulk_create(
-            (
-                Observation(project=project, annotator_id=annotator, assignment=assignment,
-                            sentence_id=region[0], start=region[1], length=region[2],
-                            tags=list(region[3]), counts=counts,
-                            seconds_on_device=float(rng.uniform(2, 8)),
-                            idempotency_key=secrets.token_hex(16), submitted_at=now)
-                for assignment, (region, counts, annotator) in zip(assignments, kept, strict=True)
-            ),
-            batch_size=2000,
-        )  # fmt: skip
-    with connection.cursor() as cursor:
-        cursor.execute("ANALYZE")
-    return len(kept), len(rows) - len(kept)
-
-
-def _timed_retrain(project: Project, test) -> dict:
-    tic = time.perf_counter()
-    outcome = tasks.retrain_and_push(project_id=project.pk, trigger="manual")
-    seconds = time.perf_counter() - tic
-    if outcome.version is None:
-        raise CommandError(f"no version: {outcome.status} {outcome.message}")
-    version = outcome.version
-    timings = {k: round(v, 3) for k, v in version.timings.items() if not k.startswith("cpu_")}
-    timings["commit_and_push"] = round(seconds - version.timings["total"], 3)
-    return {
-        "seconds": round(seconds, 3),
-        "version": version.number,
-        "warm_started_from": version.warm_started_from,
-        "observations": version.observations_count,
-        "fitted_observations": version.hyperparameters["fitted_observations"],
-        "em_iterations": version.hyperparameters["em_iterations"],
-        "accuracy_ewt_dev": version.report.accuracy,
-        "accuracy_ewt_test": accuracy(
-            [s.tags("upos") for s in test],
-            adapter.model_load(version.file.name).predict([s.tokens for s in test]),
-        ),
-        "schedule": version.hyperparameters["schedule"]["name"],
-        "count_consistency": version.report.count_consistency,
-        "breakdown": timings,
-        "cpu_seconds": {
-            k.removeprefix("cpu_"): round(v, 3)
-            for k, v in version.timings.items()
-            if k.startswith("cpu_")
-        },
-    }

@@ -1,0 +1,54 @@
+"""`benchmark_scale` runs end to end at a tiny size (a slice of EWT, a few hundred answers, a second
+of load, a tiny freshness and two-worker phase) and prints every figure issue 27 asks for; a check
+that the command works, not a measurement."""
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+from urllib.parse import urlsplit
+
+import pytest
+
+from tests.support.ewt import ewt_folder
+from tests.support.processes import child_env
+
+ROOT = Path(__file__).resolve().parents[2]
+
+pytestmark = [pytest.mark.postgres, pytest.mark.redis, pytest.mark.slow]
+
+FIGURES = [
+    "cycles_per_second_10k", "cycles_per_second_1m", "p99_ms_1m", "online_update_seconds_10k",
+    "online_update_seconds_1m", "retrain_seconds_1m", "retrain_peak_mb_1m", "export_seconds_1m",
+    "export_peak_mb_1m", "freshness_seconds", "seconds_seeding_large", "dashboard_ms_1m",
+    "pair_one_at_a_time_seconds", "pair_two_workers_seconds",
+]  # fmt: skip
+
+
+def test_benchmark_scale_prints_the_figures_of_issue_27(tmp_path):
+    admin = urlsplit(os.environ["DATABASE_URL"])._replace(path="/postgres").geturl()
+    ewt_folder(tmp_path, train=200, dev=20, test=40)
+    command = [sys.executable, "manage.py", "benchmark_scale", "--json", "--data", str(tmp_path)]
+    command += ["--sentences", "400", "--small-answers", "200", "--answers", "2000"]
+    command += ["--annotators", "10", "--clients", "2", "--seconds", "1", "--online-answers", "50"]
+    command += ["--online-repeats", "1", "--live-seconds", "1", "--freshness-samples", "1"]
+    command += ["--pair-answers", "100", "--admin-database-url", admin]
+    command += ["--redis-url", os.environ["REDIS_URL"]]
+    env = {**child_env(), "TALLY_DATA_DIR": str(tmp_path / "state")}
+    done = subprocess.run(
+        command, cwd=ROOT, env=env, capture_output=True, text=True, timeout=300, check=True
+    )
+    result = json.loads(done.stdout)
+    assert {key: result[key] for key in FIGURES if not result[key] > 0} == {}
+    # The corpus was repeated past the slice, and the answers stored in bulk reached the size.
+    assert result["sentences"] == 400
+    assert 150 <= result["answers_small"] <= 220 < result["answers_large"]
+    assert result["answers_large"] >= 1900
+    assert result["cycle_errors_10k"] == result["cycle_errors_1m"] == {}
+    assert result["p50_ms_1m"] <= result["p99_ms_1m"]
+    # Every answer is exported, the phones' included; the retrain fitted them all.
+    assert result["export_finished"] and result["retrain_finished"]
+    assert result["export_rows"] == result["retrain_1m"]["observations"] >= result["answers_large"]
+    assert result["freshness_caught_up"] and result["freshness_seconds"] < 60
+    assert result["pair_answers_per_project"] > 0
