@@ -370,11 +370,18 @@ def _already_asked(asked, sentence, start, length, tags, n_tags) -> np.ndarray:
     asked = np.asarray(asked, dtype=np.int64)
     mask = np.zeros((sentence.shape[0], n_tags), dtype=bool)
     np.put_along_axis(mask, tags, True, axis=1)
-    existing = {tuple(row) for row in asked[:, : 3 + n_tags].tolist()}
-    candidates = np.concatenate([sentence[:, None], start[:, None], length[:, None], mask], axis=1)
-    return np.fromiter(
-        (tuple(row) in existing for row in candidates.tolist()), dtype=bool, count=len(mask)
+    existing = _row_bytes(asked[:, 0], asked[:, 1], asked[:, 2], asked[:, 3 : 3 + n_tags] != 0)
+    return np.isin(_row_bytes(sentence, start, length, mask), existing)
+
+
+def _row_bytes(sentence, start, length, mask) -> np.ndarray:
+    """One byte string per region (its window and its tag mask's bits), compared as a whole by
+    ``np.isin``: no Python object per candidate window."""
+    head = np.stack([sentence, start, length], axis=1).astype(np.int64)
+    rows = np.concatenate(
+        [head.view(np.uint8).reshape(head.shape[0], -1), np.packbits(mask, axis=1)], axis=1
     )
+    return np.ascontiguousarray(rows).view(np.dtype((np.void, rows.shape[1]))).ravel()
 
 
 def _disjoint_best(sentence, start, length, values, n: int) -> np.ndarray:
