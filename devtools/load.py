@@ -17,7 +17,7 @@ from dataclasses import dataclass
 
 import psycopg
 
-from devtools.phones import Connection, percentile
+from devtools.phones import Connection, gold_key, percentile
 from devtools.stack import children, cpu_seconds
 
 
@@ -105,8 +105,17 @@ async def cpu_in_window(meter: CpuMeter, phase: Phase) -> dict[str, float]:
 
 
 async def annotator(
-    port: int, token: str, project_id: int, phase: Phase, client: int, stats: Stats, seed: int
+    port: int,
+    token: str,
+    project_id: int,
+    phase: Phase,
+    client: int,
+    stats: Stats,
+    seed: int,
+    gold: dict[str, list[str]] | None = None,
 ) -> None:
+    """One phone's cycle over keep-alive HTTP; it counts from ``gold`` (tags by
+    :func:`devtools.phones.gold_key`) as an exact annotator would, or at random without it."""
     await wait_until(phase.start_of(client))
     connection = Connection(
         port, f"Authorization: Token {token}\r\nContent-Type: application/json\r\n"
@@ -130,12 +139,7 @@ async def annotator(
                     stats.error(f"next: {status}")
                     continue
                 task = json.loads(payload)
-            budget = task["max_count"]
-            counts = {}
-            for tag in task["tags"]:
-                value = rng.randint(0, budget)
-                counts[tag["name"]] = value
-                budget -= value
+            counts = _counts(task, gold, rng)
             # As the phone does: the answer asks for the next task, and its reply carries it.
             body = json.dumps(
                 {
@@ -162,6 +166,21 @@ async def annotator(
         connection.close()
 
 
+def _counts(task: dict, gold: dict[str, list[str]] | None, rng: random.Random) -> dict:
+    """The phone's answer: the window's true counts when its gold tags are known, else random
+    counts that fit in the window."""
+    window = (gold or {}).get(gold_key(task["tokens"]))
+    if window is not None:
+        start, length = task["window"]["start"], task["window"]["length"]
+        window = window[start : start + length]
+        return {tag["name"]: window.count(tag["name"]) for tag in task["tags"]}
+    budget, counts = task["max_count"], {}
+    for tag in task["tags"]:
+        counts[tag["name"]] = value = rng.randint(0, budget)
+        budget -= value
+    return counts
+
+
 async def cycle_warm_up(
     port: int, seed: dict, *, clients: int, ramp: float, scratch_url: str
 ) -> None:
@@ -171,7 +190,9 @@ async def cycle_warm_up(
     warm, warm_phase = Stats(), Phase(time.perf_counter(), clients, ramp, 1.0)
     await asyncio.gather(
         *(
-            annotator(port, token, seed["project"], warm_phase, i, warm, 10_000 + i)
+            annotator(
+                port, token, seed["project"], warm_phase, i, warm, 10_000 + i, seed.get("gold")
+            )
             for i, token in enumerate(seed["tokens"])
         )
     )
@@ -190,7 +211,16 @@ async def cycle_measure(
     cycle_cpu_parts, *_ = await asyncio.gather(
         cpu_in_window(meter, cycle_phase),
         *(
-            annotator(port, token, project, cycle_phase, i, stats, i + round_number * 100_000)
+            annotator(
+                port,
+                token,
+                project,
+                cycle_phase,
+                i,
+                stats,
+                i + round_number * 100_000,
+                seed.get("gold"),
+            )  # fmt: skip
             for i, token in enumerate(tokens)
         ),
     )

@@ -33,7 +33,7 @@ def test_benchmark_prints_its_figures_and_leaves_no_database_behind(tmp_path):
     env = {**child_env(), "TALLY_DATA_DIR": str(tmp_path)}
     command = [sys.executable, "manage.py", "benchmark_api", "--json", "--clients", "4"]
     command += ["--seconds", "1.5", "--ping-seconds", "1", "--sentences", "120", "--workers", "2"]
-    command += ["--admin-database-url", admin, "--streams", "12"]
+    command += ["--admin-database-url", admin, "--streams", "12", "--adaptive"]
     command += ["--redis-url", os.environ["REDIS_URL"]]
     done = subprocess.run(
         command, cwd=ROOT, env=env, capture_output=True, text=True, timeout=180, check=True
@@ -65,4 +65,11 @@ def test_benchmark_prints_its_figures_and_leaves_no_database_behind(tmp_path):
     assert streams["streams"] == streams["streams_open_before_measuring"] == 12
     assert streams["errors"] == {} and streams["stream_errors"] == {}
     assert streams["cycles"] > 0 and streams["p99_ms"] > 0
+    # Then a retrain's value round (issue 25) in place of the unleased tasks, and the cycle on it.
+    adaptive = result["adaptive"]
+    assert adaptive["errors"] == {} and adaptive["cycles"] > 0
+    assert adaptive["open_count_tasks_by_origin"].get("value", 0) > 0
+    assert adaptive["ratio_to_uniform"] == pytest.approx(
+        adaptive["cycles_per_second"] / result["cycles_per_second"], abs=0.002
+    )
     assert _scratch_databases(admin) - before == set()

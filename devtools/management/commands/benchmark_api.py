@@ -190,6 +190,13 @@ class Command(BaseCommand):
             default=os.environ.get("BENCHMARK_ADMIN_DATABASE_URL", ADMIN_URL_DEFAULT),
             help="PostgreSQL URL of a database to connect to while creating the scratch one",
         )
+        parser.add_argument(
+            "--adaptive",
+            action="store_true",
+            help="then retrain (a first model, whose value round replaces the uniform tasks "
+            "nobody leased) and measure the cycle again on the tasks it chose; the phones "
+            "answer exactly, from the gold tags",
+        )
         parser.add_argument("--corpus", default=str(EWT))
         parser.add_argument("--json", action="store_true", help="print only the JSON result")
         parser.add_argument(
@@ -235,6 +242,8 @@ class Command(BaseCommand):
             seed_args = ["--seed-only", "--clients", str(options["clients"]), "--sentences",
                          str(options["sentences"]), "--streams", str(options["streams"]),
                          "--corpus", options["corpus"]]  # fmt: skip
+            if options["adaptive"]:
+                seed_args.append("--adaptive")
             seeded = platform.manage("benchmark_api", *seed_args).stdout
             seed = json.loads(seeded.strip().splitlines()[-1])
             workers, threads = _server_shape(sys.executable, env)
@@ -256,6 +265,10 @@ class Command(BaseCommand):
             result = asyncio.run(
                 self._drive(port, seed, options, log, meter, scratch_url, events_port)
             )
+            if options["adaptive"]:
+                result["adaptive"] = self._adaptive(
+                    platform, port, seed, log, meter, scratch_url, result
+                )
             result |= {
                 "clients": options["clients"],
                 "seconds": options["seconds"],
@@ -358,6 +371,38 @@ class Command(BaseCommand):
         }
         return result
 
+    def _adaptive(self, platform, port, seed, log, meter, scratch_url, uniform: dict) -> dict:
+        """Retrain (the Celery job's code, in a child process): the first version's value round
+        replaces the count tasks nobody leased, in the order of their value; then the cycle
+        again, on those tasks (issue 25: at least 0.95 × the uniform cycles/s of this run)."""
+        log("adaptive: retraining, which replaces the unleased tasks by a value round…")
+        tic = time.perf_counter()
+        retrained = platform.manage("retrain", str(seed["project"])).stdout
+        outcome = json.loads(retrained.strip().splitlines()[-1])
+        if outcome["status"] != "succeeded":
+            raise CommandError(f"the retrain before the adaptive phase failed: {outcome}")
+        retrain_seconds = time.perf_counter() - tic
+        with psycopg.connect(scratch_url) as scratch:
+            rows = scratch.execute(
+                "SELECT origin, count(*) FROM annotation_task WHERE project_id = %s "
+                "AND kind = 'count' AND open_slots > 0 GROUP BY origin",
+                [seed["project"]],
+            ).fetchall()
+        open_tasks = dict(rows)
+        log(f"adaptive: {open_tasks} open count tasks; the annotator cycle again…")
+        result = asyncio.run(self._cycle_phase(port, seed, meter))
+        result.pop("_cpu_per_cycle")
+        result |= {
+            "ratio_to_uniform": (
+                round(result["cycles_per_second"] / uniform["cycles_per_second"], 3)
+                if uniform["cycles_per_second"]
+                else None
+            ),
+            "retrain_seconds": round(retrain_seconds, 1),
+            "open_count_tasks_by_origin": open_tasks,
+        }
+        return result
+
     async def _cycle_phase(self, port, seed, meter) -> dict:
         result = await cycle_measure(
             port, seed, seconds=self._seconds, ramp=self._ramp, meter=meter,
@@ -374,5 +419,6 @@ class Command(BaseCommand):
             sentences=options["sentences"],
             corpus=options["corpus"],
             dashboards=options["streams"],
+            with_gold=options["adaptive"],  # the phones then answer exactly
         )
         self.stdout.write(json.dumps(seeded))
