@@ -273,6 +273,7 @@ class OnlineCountTagger:
             ).reshape(-1, 3),
             **{"sum_" + key: values for key, values in self._sums.items()},
             **{"answer_" + f.name: getattr(self._answers, f.name) for f in _FIELDS},
+            "fitted_at": np.array(getattr(self, "_fitted_at", -1), dtype=np.int64),
         }
 
     def restore(self, state: dict, tagger, sentences) -> OnlineCountTagger:
@@ -301,6 +302,8 @@ class OnlineCountTagger:
                 **{f.name: np.array(state["answer_" + f.name]) for f in _FIELDS}
             )
         self.stored_answers_ = len(self._answers)
+        if int(state.get("fitted_at", -1)) >= 0:
+            self._fitted_at = int(state["fitted_at"])
         if len(self._sentence):
             self._x = self._tagger_like().featurize([sentences[s] for s in self._sentence])
         self.stored_tokens_ = int(self._lengths.sum())
@@ -396,7 +399,9 @@ class OnlineCountTagger:
             (per_sentence > 0) & ~np.isin(self._sentence, block["sentences"])
         )
         budget = self.refresh * len(new)
-        if np.isfinite(budget):
+        if budget <= 0:
+            candidates = candidates[:0]
+        elif np.isfinite(budget):
             cumulative = np.cumsum(per_sentence[candidates])
             candidates = candidates[: int(np.searchsorted(cumulative, budget)) + 1]
         wanted = np.concatenate([block["sentences"], self._sentence[candidates]])
@@ -530,12 +535,16 @@ class OnlineCountTagger:
         fresh = labelled if block["new_tokens"] is None else labelled & block["new_tokens"]
         block_mass = np.where(fresh, eta / max(int(fresh.sum()), 1), 0.0)
         keep = ~np.isin(self._sentence, block["sentences"])
+        answers = block["observations"]
         if self.refresh is not None and not keep.all():
             block_mass += np.where(labelled, self._mass_of(block), 0.0)
+        elif not keep.all():  # the labels are replaced, the earlier answers kept for a refit
+            earlier = self._answers.subset(np.isin(self._answers.sentence, block["sentences"]))
+            answers = _concat(earlier, answers)
         if not keep.all():
             rows = np.repeat(keep, self._lengths)
             self._drop(rows, keep)
-        self._answers = _concat(self._answers, block["observations"])
+        self._answers = _concat(self._answers, answers)
         self._x = sp.vstack([self._x, block["x"]], format="csr")
         self._labels = np.vstack([self._labels, labels])
         self._token_mass = np.concatenate([self._token_mass, block_mass])
