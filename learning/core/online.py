@@ -78,17 +78,18 @@ class OnlineCountTagger:
     replay : None (default) for M-steps on every stored token, or ``r``: on the block's tokens
         and a uniform sample of ``r`` times as many stored ones (a cost per update that follows
         the block, not the store).
-    refresh : None (default) to keep each token's belief as its block's E-step made it, or
-        ``r``: each update also E-steps again, under the current model, the stored answers of
+    refresh : None to keep each token's belief as its block's E-step made it, or ``r``
+        (default 2): each update also E-steps again, under the current model, the stored answers of
         the least recently E-stepped sentences, about ``r`` times the block's answers (``inf``:
         all), and their new beliefs replace their old ones in the statistics, at the same mass
         (incremental EM, Neal & Hinton). The answers are stored with the sentences.
-    refit_growth, refit_until : None (default) never refits, or a batch
-        :class:`.pipeline.CountTagger` fit of every stored answer restarts the learner (its
-        counters, curve and annotator table kept) whenever the answers have grown ``refit_growth``
-        times since the last fit, as long as they are at most ``refit_until`` (None: always): a
-        small stream starts from as good a model as its answers allow, at a cost per answer
-        that the geometric growth keeps bounded.
+    refit_growth, refit_until : a batch :class:`.pipeline.CountTagger` fit of every stored
+        answer restarts the learner (its counters, curve and annotator table kept) whenever the
+        answers have grown ``refit_growth`` times (default 2; None: never) since the learner's
+        last fit, as long as they are at most ``refit_until`` (default None: always): a small
+        stream starts from as good a model as its answers allow, at a cost per answer that the
+        geometric growth keeps bounded. A learner started by :meth:`seed` or ``warm_start``
+        (the batch retrain's model) leaves refits to the batch retrain.
     n_slots : rows of the hashed annotator table (default 2**16).
     schedule : the :class:`.schedule.EMSchedule` whose ``context_alpha`` and
         ``posterior_floor`` the online steps use (default the ``warm`` preset).
@@ -117,8 +118,8 @@ class OnlineCountTagger:
         block_fit_iter: int = 3,
         max_tokens: int = 200_000,
         replay: float | None = None,
-        refresh: float | None = None,
-        refit_growth: float | None = None,
+        refresh: float | None = 2.0,
+        refit_growth: float | None = 2.0,
         refit_until: int | None = None,
         n_slots: int = 2**16,
         schedule: EMSchedule = WARM,
@@ -178,9 +179,6 @@ class OnlineCountTagger:
             raise ValueError("n_slots, block_fit_iter and max_tokens must be at least 1")
         if warm_start is not None:
             self._start(warm_start, tagset)
-        elif hasattr(self, "tagger_") and self._refit_due(len(observations)):
-            self._refit(sentences, observations, tagset, verifications, mechanism)
-            fitted_on_block = True
         elif not hasattr(self, "tagger_"):
             fit = CountTagger(
                 model="context",
@@ -197,11 +195,16 @@ class OnlineCountTagger:
         probs = self._token_probs(block)
         weights = self._weights(observations)
         self._validate(block, probs, fitted_on_block)
+        before = probs  # the annotators' residuals are taken under the model before the update
+        if not fitted_on_block and self._refit_due(len(observations)):
+            # Validated above under the model before the update; the refit is the update's start.
+            self._refit(sentences, observations, tagset, verifications, mechanism)
+            probs = self._token_probs(block)
         if self.refresh is None:
             e_step = self.e_step(block, probs, weights)
-            self._learn_reliability(block, probs)
+            self._learn_reliability(block, before)
         else:
-            self._learn_reliability(block, probs)
+            self._learn_reliability(block, before)
             block, probs, weights = self._with_replayed(
                 sentences, block, probs, weights, verifications, mechanism
             )
@@ -338,6 +341,7 @@ class OnlineCountTagger:
         self._lengths = np.zeros(0, dtype=np.int64)
         self._answers = _no_answers(len(tagset))  # the stored sentences' answers
         self.stored_answers_ = 0
+        self.__dict__.pop("_fitted_at", None)  # the answers of the learner's last batch fit
         if not hasattr(self, "slot_owner_"):
             self._new_table()
 
@@ -355,16 +359,19 @@ class OnlineCountTagger:
         self._flagged_slots = np.zeros(n, dtype=bool)
         self._slot_weight = np.ones(n)
 
-    def _block(self, sentences, observations, verifications, mechanism) -> dict:
-        """The block's sentences featurized (each whole), and its answers' windows as rows of
-        them."""
-        used = [observations.sentence]
-        if verifications is not None:
-            used.append(verifications.sentence)
-        ids = np.unique(np.concatenate(used))
-        lengths = np.array([len(sentences[s]) for s in ids], dtype=np.int64)
+    def _block(self, sentences, observations, verifications, mechanism, featurized=None) -> dict:
+        """The block's sentences featurized (each whole), or ``featurized`` = (ids, lengths,
+        features) of them sorted by id, and its answers' windows as rows of them."""
+        if featurized is None:
+            used = [observations.sentence]
+            if verifications is not None:
+                used.append(verifications.sentence)
+            ids = np.unique(np.concatenate(used))
+            lengths = np.array([len(sentences[s]) for s in ids], dtype=np.int64)
+            x = self._tagger_like().featurize([sentences[s] for s in ids])
+        else:
+            ids, lengths, x = featurized
         starts = np.concatenate([[0], np.cumsum(lengths)[:-1]])
-        x = self._tagger_like().featurize([sentences[s] for s in ids])
 
         def windows(sentence, start, length):
             first = starts[np.searchsorted(ids, sentence)] + start
@@ -409,7 +416,19 @@ class OnlineCountTagger:
         if old_rows.size == 0:
             return block, probs, weights
         answers = _concat(new, stored.subset(old_rows))
-        wide = self._block(sentences, answers, verifications, mechanism)
+        # The replayed sentences' features are the stored ones: no tokens needed, none computed.
+        ids = np.concatenate([block["sentences"], self._sentence[candidates]])
+        lengths = np.concatenate([block["lengths"], self._lengths[candidates]])
+        store_starts = np.concatenate([[0], np.cumsum(self._lengths)[:-1]])
+        x = sp.vstack(
+            [block["x"], self._x[_ranges(store_starts[candidates], self._lengths[candidates])]],
+            format="csr",
+        )
+        order = np.argsort(ids)
+        x_starts = np.concatenate([[0], np.cumsum(lengths)[:-1]])
+        x = x[_ranges(x_starts[order], lengths[order])]
+        featurized = (ids[order], lengths[order], x)
+        wide = self._block(sentences, answers, verifications, mechanism, featurized)
         new_tokens = np.zeros(wide["x"].shape[0], dtype=bool)
         for k, evidence in enumerate(wide["evidence"]):
             windows = evidence.windows[: len(new)] if k == 0 else evidence.windows
@@ -644,6 +663,12 @@ def _concat(first: Observations, second: Observations) -> Observations:
             for f in _FIELDS
         }
     )
+
+
+def _ranges(starts: np.ndarray, lengths: np.ndarray) -> np.ndarray:
+    """``start, start + 1, …, start + length − 1`` of each (start, length), concatenated."""
+    before = np.cumsum(lengths) - lengths
+    return np.repeat(starts - before, lengths) + np.arange(int(lengths.sum()))
 
 
 def _positions(keys: np.ndarray, values: np.ndarray) -> np.ndarray:
