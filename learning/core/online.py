@@ -23,9 +23,15 @@ Liang & Klein's stepwise EM. Block ``t`` of new answers is used once:
    :func:`.crowd.reliability_from_sums`. A row that two annotators hash to is marked shared and
    falls back to the population's parameters (weight 1, never flagged).
 
+5. **Refresh** (incremental EM, Neal & Hinton): the store keeps its sentences' answers; each
+   update E-steps again, under the current model, those of the least recently E-stepped
+   sentences (``refresh`` times the block's answers), whose new beliefs replace their old ones.
+
 The learner starts, on its first block, from a batch :class:`.pipeline.CountTagger` fit of that
-block (the moments, the node-only EM, then the contextual EM), or from a fitted model given as
-``warm_start`` (the batch retrain's result). Why the defaults: docs/learning-notes.md.
+block (the moments, the node-only EM, then the contextual EM), and restarts from a batch fit of
+every stored answer whenever they have doubled (``refit_growth``); or it starts from a fitted model
+given as ``warm_start`` or to :meth:`seed` (the batch retrain's result), which then does the
+refitting. Why the defaults: docs/learning-notes.md, "Online EM".
 """
 
 from __future__ import annotations
