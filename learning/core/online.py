@@ -23,13 +23,20 @@ Liang & Klein's stepwise EM. Block ``t`` of new answers is used once:
    :func:`.crowd.reliability_from_sums`. A row that two annotators hash to is marked shared and
    falls back to the population's parameters (weight 1, never flagged).
 
+5. **Refresh** (incremental EM, Neal & Hinton): the store keeps its sentences' answers; each
+   update E-steps again, under the current model, those of the least recently E-stepped
+   sentences (``refresh`` times the block's answers), whose new beliefs replace their old ones.
+
 The learner starts, on its first block, from a batch :class:`.pipeline.CountTagger` fit of that
-block (the moments, the node-only EM, then the contextual EM), or from a fitted model given as
-``warm_start`` (the batch retrain's result). Why the defaults: docs/learning-notes.md.
+block (the moments, the node-only EM, then the contextual EM), and restarts from a batch fit of
+every stored answer whenever they have doubled (``refit_growth``); or it starts from a fitted model
+given as ``warm_start`` or to :meth:`seed` (the batch retrain's result), which then does the
+refitting. Why the defaults: docs/learning-notes.md, "Online EM".
 """
 
 from __future__ import annotations
 
+import dataclasses
 import time
 from collections.abc import Sequence
 
@@ -77,6 +84,18 @@ class OnlineCountTagger:
     replay : None (default) for M-steps on every stored token, or ``r``: on the block's tokens
         and a uniform sample of ``r`` times as many stored ones (a cost per update that follows
         the block, not the store).
+    refresh : None to keep each token's belief as its block's E-step made it, or ``r``
+        (default 2): each update also E-steps again, under the current model, the stored answers of
+        the least recently E-stepped sentences, about ``r`` times the block's answers (``inf``:
+        all), and their new beliefs replace their old ones in the statistics, at the same mass
+        (incremental EM, Neal & Hinton). The answers are stored with the sentences.
+    refit_growth, refit_until : a batch :class:`.pipeline.CountTagger` fit of every stored
+        answer restarts the learner (its counters, curve and annotator table kept) whenever the
+        answers have grown ``refit_growth`` times (default 2; None: never) since the learner's
+        last fit, as long as they are at most ``refit_until`` (default None: always): a small
+        stream starts from as good a model as its answers allow, at a cost per answer that the
+        geometric growth keeps bounded. A learner started by :meth:`seed` or ``warm_start``
+        (the batch retrain's model) leaves refits to the batch retrain.
     n_slots : rows of the hashed annotator table (default 2**16).
     schedule : the :class:`.schedule.EMSchedule` whose ``context_alpha`` and
         ``posterior_floor`` the online steps use (default the ``warm`` preset).
@@ -92,7 +111,7 @@ class OnlineCountTagger:
     progressive_ (one dict per block: block, answers, log_likelihood, count_error, eta,
     seconds), reliability_ (:class:`.crowd.Reliability` of the table's used rows, ids = slots),
     slot_owner_ (first annotator id hashed to each row, −1 if none), slot_shared_ (bool),
-    flagged_annotators_ (ids seen whose row is flagged), stored_tokens_.
+    flagged_annotators_ (ids seen whose row is flagged), stored_tokens_, stored_answers_.
     """
 
     def __init__(
@@ -105,6 +124,9 @@ class OnlineCountTagger:
         block_fit_iter: int = 3,
         max_tokens: int = 200_000,
         replay: float | None = None,
+        refresh: float | None = 2.0,
+        refit_growth: float | None = 2.0,
+        refit_until: int | None = None,
         n_slots: int = 2**16,
         schedule: EMSchedule = WARM,
         reliability: bool = True,
@@ -122,6 +144,9 @@ class OnlineCountTagger:
         self.block_fit_iter = block_fit_iter
         self.max_tokens = max_tokens
         self.replay = replay
+        self.refresh = refresh
+        self.refit_growth = refit_growth
+        self.refit_until = refit_until
         self.n_slots = n_slots
         self.schedule = schedule
         self.reliability = reliability
@@ -170,13 +195,26 @@ class OnlineCountTagger:
             ).fit(sentences, observations, tagset, verifications=verifications,
                   mechanism=mechanism)  # fmt: skip
             self._start(fit, tagset)
+            self._fitted_at = len(observations)
             fitted_on_block = True
         block = self._block(sentences, observations, verifications, mechanism)
         probs = self._token_probs(block)
         weights = self._weights(observations)
         self._validate(block, probs, fitted_on_block)
-        e_step = self.e_step(block, probs, weights)
-        self._learn_reliability(block, probs)
+        before = probs  # the annotators' residuals are taken under the model before the update
+        if not fitted_on_block and self._refit_due(len(observations)):
+            # Validated above under the model before the update; the refit is the update's start.
+            self._refit(sentences, observations, tagset, verifications, mechanism)
+            probs = self._token_probs(block)
+        if self.refresh is None:
+            e_step = self.e_step(block, probs, weights)
+            self._learn_reliability(block, before)
+        else:
+            self._learn_reliability(block, before)
+            block, probs, weights = self._with_replayed(
+                sentences, block, probs, weights, verifications, mechanism
+            )
+            e_step = self.e_step(block, probs, weights)
         self.n_blocks_ += 1
         eta = self._eta(len(observations))
         self._store(block, e_step.beliefs * e_step.token_weight[:, None], eta)
@@ -184,6 +222,31 @@ class OnlineCountTagger:
         self.n_answers_ += len(observations) + (0 if verifications is None else len(verifications))
         self.progressive_[-1].update(eta=eta, seconds=time.perf_counter() - tic)
         return self
+
+    def _refit_due(self, answers: int) -> bool:
+        if self.refit_growth is None:
+            return False
+        total = self._answers_counted + answers
+        small = self.refit_until is None or total <= self.refit_until
+        return small and total >= self.refit_growth * getattr(self, "_fitted_at", np.inf)
+
+    def _refit(self, sentences, observations, tagset, verifications, mechanism) -> None:
+        """Restart from a batch fit of the stored answers and the block's, the stored answers'
+        E-step labels as the whole store; counters, curve and annotator table go on."""
+        stored = self._answers
+        fit = CountTagger(
+            model="context", features=self.features, context=self.context,
+            random_state=self.random_state, **(self.first_fit or {}),
+        ).fit(sentences, _concat(stored, observations), tagset, verifications=verifications,
+              mechanism=mechanism)  # fmt: skip
+        kept = (self.n_blocks_, self.n_answers_, self._answers_counted, self.progressive_)
+        self._start(fit, tagset)
+        self.n_blocks_, self.n_answers_, self._answers_counted, self.progressive_ = kept
+        self._fitted_at = self._answers_counted + len(observations)
+        if len(stored):
+            block = self._block(sentences, stored, None, mechanism)
+            e_step = self.e_step(block, self._token_probs(block), self._weights(stored))
+            self._store(block, e_step.beliefs * e_step.token_weight[:, None], 1.0)
 
     def e_step(self, block: dict, probs: np.ndarray, weights: np.ndarray):
         """The block's exact E-step (:func:`.em.expected_labels`) under token priors ``probs``
@@ -218,6 +281,8 @@ class OnlineCountTagger:
                 [[r["answers"], _nan(r["log_likelihood"]), _nan(r["count_error"])] for r in curve]
             ).reshape(-1, 3),
             **{"sum_" + key: values for key, values in self._sums.items()},
+            **{"answer_" + f.name: getattr(self._answers, f.name) for f in _FIELDS},
+            "fitted_at": np.array(getattr(self, "_fitted_at", -1), dtype=np.int64),
         }
 
     def restore(self, state: dict, tagger, sentences) -> OnlineCountTagger:
@@ -241,6 +306,13 @@ class OnlineCountTagger:
         self._lengths = np.array(state["lengths"], dtype=np.int64)
         self._labels = np.array(state["labels"], dtype=np.float64)
         self._token_mass = np.array(state["token_mass"], dtype=np.float64)
+        if "answer_sentence" in state:  # a state saved before answers were stored has none
+            self._answers = Observations(
+                **{f.name: np.array(state["answer_" + f.name]) for f in _FIELDS}
+            )
+        self.stored_answers_ = len(self._answers)
+        if int(state.get("fitted_at", -1)) >= 0:
+            self._fitted_at = int(state["fitted_at"])
         if len(self._sentence):
             self._x = self._tagger_like().featurize([sentences[s] for s in self._sentence])
         self.stored_tokens_ = int(self._lengths.sum())
@@ -273,6 +345,9 @@ class OnlineCountTagger:
         self._token_mass = np.zeros(0)  # the running-statistics weight of each stored token
         self._sentence = np.zeros(0, dtype=np.int64)  # stored sentences, oldest first
         self._lengths = np.zeros(0, dtype=np.int64)
+        self._answers = _no_answers(len(tagset))  # the stored sentences' answers
+        self.stored_answers_ = 0
+        self.__dict__.pop("_fitted_at", None)  # the answers of the learner's last batch fit
         if not hasattr(self, "slot_owner_"):
             self._new_table()
 
@@ -290,16 +365,19 @@ class OnlineCountTagger:
         self._flagged_slots = np.zeros(n, dtype=bool)
         self._slot_weight = np.ones(n)
 
-    def _block(self, sentences, observations, verifications, mechanism) -> dict:
-        """The block's sentences featurized (each whole), and its answers' windows as rows of
-        them."""
-        used = [observations.sentence]
-        if verifications is not None:
-            used.append(verifications.sentence)
-        ids = np.unique(np.concatenate(used))
-        lengths = np.array([len(sentences[s]) for s in ids], dtype=np.int64)
+    def _block(self, sentences, observations, verifications, mechanism, featurized=None) -> dict:
+        """The block's sentences featurized (each whole), or ``featurized`` = (ids, lengths,
+        features) of them sorted by id, and its answers' windows as rows of them."""
+        if featurized is None:
+            used = [observations.sentence]
+            if verifications is not None:
+                used.append(verifications.sentence)
+            ids = np.unique(np.concatenate(used))
+            lengths = np.array([len(sentences[s]) for s in ids], dtype=np.int64)
+            x = self._tagger_like().featurize([sentences[s] for s in ids])
+        else:
+            ids, lengths, x = featurized
         starts = np.concatenate([[0], np.cumsum(lengths)[:-1]])
-        x = self._tagger_like().featurize([sentences[s] for s in ids])
 
         def windows(sentence, start, length):
             first = starts[np.searchsorted(ids, sentence)] + start
@@ -318,8 +396,53 @@ class OnlineCountTagger:
             evidence.append(VerificationEvidence(v, windows(v.sentence, v.start, v.length)))
         return {
             "sentences": ids, "lengths": lengths, "x": x, "observations": observations,
-            "evidence": evidence, "mechanism": mechanism,
+            "evidence": evidence, "mechanism": mechanism, "new_tokens": None,
         }  # fmt: skip
+
+    def _with_replayed(self, sentences, block, probs, weights, verifications, mechanism):
+        """The block widened to its sentences' stored answers and to those of the least
+        recently E-stepped stored sentences (about ``refresh`` times the block's answers), with
+        the priors and weights of all its answers; ``new_tokens`` marks the tokens the block's
+        own answers cover (the only ones that bring new mass)."""
+        new = block["observations"]
+        stored = self._answers
+        position = _positions(self._sentence, stored.sentence)
+        per_sentence = np.bincount(position, minlength=self._sentence.shape[0])
+        candidates = np.flatnonzero(
+            (per_sentence > 0) & ~np.isin(self._sentence, block["sentences"])
+        )
+        budget = self.refresh * len(new)
+        if budget <= 0:
+            candidates = candidates[:0]
+        elif np.isfinite(budget):
+            cumulative = np.cumsum(per_sentence[candidates])
+            candidates = candidates[: int(np.searchsorted(cumulative, budget)) + 1]
+        wanted = np.concatenate([block["sentences"], self._sentence[candidates]])
+        old_rows = np.flatnonzero(np.isin(stored.sentence, wanted))
+        if old_rows.size == 0:
+            return block, probs, weights
+        answers = _concat(new, stored.subset(old_rows))
+        # The replayed sentences' features are the stored ones: no tokens needed, none computed.
+        ids = np.concatenate([block["sentences"], self._sentence[candidates]])
+        lengths = np.concatenate([block["lengths"], self._lengths[candidates]])
+        store_starts = np.concatenate([[0], np.cumsum(self._lengths)[:-1]])
+        x = sp.vstack(
+            [block["x"], self._x[_ranges(store_starts[candidates], self._lengths[candidates])]],
+            format="csr",
+        )
+        order = np.argsort(ids)
+        x_starts = np.concatenate([[0], np.cumsum(lengths)[:-1]])
+        x = x[_ranges(x_starts[order], lengths[order])]
+        featurized = (ids[order], lengths[order], x)
+        wide = self._block(sentences, answers, verifications, mechanism, featurized)
+        new_tokens = np.zeros(wide["x"].shape[0], dtype=bool)
+        for k, evidence in enumerate(wide["evidence"]):
+            windows = evidence.windows[: len(new)] if k == 0 else evidence.windows
+            new_tokens[windows[windows >= 0]] = True
+        wide["new_tokens"] = new_tokens
+        replayed = answers.subset(np.arange(len(new), len(answers)))
+        wide_weights = np.concatenate([weights, self._weights(replayed)])
+        return wide, self._token_probs(wide), wide_weights
 
     def _token_probs(self, block: dict) -> np.ndarray:
         return self.tagger_.token_proba(None, features=block["x"], lengths=block["lengths"])
@@ -428,15 +551,25 @@ class OnlineCountTagger:
         return self
 
     def _store(self, block: dict, labels: np.ndarray, eta: float) -> None:
-        """Running soft-label statistics: old mass × (1 − η), the block's tokens mass η (their
-        sentences replace any stored copy), the oldest sentences dropped past ``max_tokens``."""
+        """Running soft-label statistics: old mass × (1 − η), the tokens of the block's new
+        answers mass η (their sentences replace any stored copy), the oldest sentences dropped
+        past ``max_tokens``. With ``refresh``, a stored token keeps its mass and takes its new
+        label: its old contribution is replaced, not added to."""
         self._token_mass *= 1.0 - eta
         labelled = labels.sum(axis=1) > 0
-        block_mass = np.where(labelled, eta / max(int(labelled.sum()), 1), 0.0)
+        fresh = labelled if block["new_tokens"] is None else labelled & block["new_tokens"]
+        block_mass = np.where(fresh, eta / max(int(fresh.sum()), 1), 0.0)
         keep = ~np.isin(self._sentence, block["sentences"])
+        answers = block["observations"]
+        if self.refresh is not None and not keep.all():
+            block_mass += np.where(labelled, self._mass_of(block), 0.0)
+        elif not keep.all():  # the labels are replaced, the earlier answers kept for a refit
+            earlier = self._answers.subset(np.isin(self._answers.sentence, block["sentences"]))
+            answers = _concat(earlier, answers)
         if not keep.all():
             rows = np.repeat(keep, self._lengths)
             self._drop(rows, keep)
+        self._answers = _concat(self._answers, answers)
         self._x = sp.vstack([self._x, block["x"]], format="csr")
         self._labels = np.vstack([self._labels, labels])
         self._token_mass = np.concatenate([self._token_mass, block_mass])
@@ -448,8 +581,25 @@ class OnlineCountTagger:
             keep = np.arange(self._lengths.shape[0]) > cut
             self._drop(np.repeat(keep, self._lengths), keep)
         self.stored_tokens_ = int(self._lengths.sum())
+        self.stored_answers_ = len(self._answers)
+
+    def _mass_of(self, block: dict) -> np.ndarray:
+        """The stored (already decayed) mass of each token of the block, 0 where its sentence
+        is not stored."""
+        mass = np.zeros(block["x"].shape[0])
+        starts = np.concatenate([[0], np.cumsum(self._lengths)[:-1]])
+        block_starts = np.concatenate([[0], np.cumsum(block["lengths"])[:-1]])
+        where = {int(s): k for k, s in enumerate(self._sentence)}
+        for k, sentence in enumerate(block["sentences"]):
+            j = where.get(int(sentence))
+            if j is not None:
+                n = int(self._lengths[j])
+                stored = self._token_mass[starts[j] : starts[j] + n]
+                mass[block_starts[k] : block_starts[k] + n] = stored
+        return mass
 
     def _drop(self, rows: np.ndarray, keep: np.ndarray) -> None:
+        self._answers = self._answers.subset(np.isin(self._answers.sentence, self._sentence[keep]))
         self._x = self._x[rows]
         self._labels = self._labels[rows]
         self._token_mass = self._token_mass[rows]
@@ -499,6 +649,38 @@ class OnlineCountTagger:
             max_iter=max_iter,
             tag_max_iter=max_iter,
         )
+
+
+_FIELDS = dataclasses.fields(Observations)
+
+
+def _no_answers(n_tags: int) -> Observations:
+    empty = np.zeros(0, dtype=np.int64)
+    return Observations(
+        sentence=empty, start=empty, length=empty, tag_mask=np.zeros((0, n_tags), dtype=bool),
+        counts=np.zeros((0, n_tags), dtype=np.int64), annotator=empty,
+    )  # fmt: skip
+
+
+def _concat(first: Observations, second: Observations) -> Observations:
+    return Observations(
+        **{
+            f.name: np.concatenate([getattr(first, f.name), getattr(second, f.name)])
+            for f in _FIELDS
+        }
+    )
+
+
+def _ranges(starts: np.ndarray, lengths: np.ndarray) -> np.ndarray:
+    """``start, start + 1, …, start + length − 1`` of each (start, length), concatenated."""
+    before = np.cumsum(lengths) - lengths
+    return np.repeat(starts - before, lengths) + np.arange(int(lengths.sum()))
+
+
+def _positions(keys: np.ndarray, values: np.ndarray) -> np.ndarray:
+    """Index in ``keys`` (distinct) of each of ``values`` (all in ``keys``)."""
+    order = np.argsort(keys, kind="stable")
+    return order[np.searchsorted(keys[order], values)]
 
 
 def _nan(value: float | None) -> float:

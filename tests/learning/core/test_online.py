@@ -9,6 +9,7 @@ from learning.core.design import encode_corpus
 from learning.core.em import expected_labels, window_token_index
 from learning.core.features import ContextConfig
 from learning.core.online import OnlineCountTagger, annotator_slot
+from learning.core.pipeline import CountTagger
 from learning.experiments.simulate import simulate_crowd
 from tests.support.synthetic import make_corpus
 
@@ -219,3 +220,125 @@ def test_replayed_m_steps_sample_the_store_and_still_learn(data):
         learner.partial_fit(sentences, block, tagset)
         scores.append(accuracy(names, learner.predict(sentences)))
     assert scores[-1] > scores[0] + 0.04  # about 5 points over 20 blocks (71.6 → 76.6 %)
+
+
+def _stream(learner, sentences, blocks, tagset):
+    for block in blocks:
+        learner.partial_fit(sentences, block, tagset)
+    return learner
+
+
+def test_with_every_answer_refreshed_an_update_is_a_batch_em_iteration(data):
+    sentences, gold, _, tagset = data
+    # Windows of 4 tokens everywhere: each answer's tokens then weigh the same in the stream.
+    long = [k for k in range(600) if len(gold[k]) >= 4]
+    sentences, gold = [sentences[k] for k in long], [gold[k] for k in long]
+    crowd = simulate_crowd(gold, len(tagset), window=4, obs_per_sentence=1, random_state=3)
+    blocks = _blocks(crowd.observations, 3)
+    learner = _stream(_learner(refresh=np.inf, reliability=False), sentences, blocks[:2], tagset)
+    before = copy.deepcopy(learner.tagger_)
+    # The batch iteration: every answer's E-step under the model before, then the M-step.
+    everything = learner._block(sentences, crowd.observations, None, None)
+    probs = before.token_proba(None, features=everything["x"], lengths=everything["lengths"])
+    e_step = learner.e_step(everything, probs, np.ones(len(crowd.observations)))
+    labels = e_step.beliefs * e_step.token_weight[:, None]
+    batch = learner._tagger_like(learner.block_fit_iter).fit(
+        None, labels, tagset, warm_start=before, features=everything["x"],
+        lengths=everything["lengths"],
+    )  # fmt: skip
+    learner.partial_fit(sentences, blocks[2], tagset)
+    mass = learner._token_mass[learner._token_mass > 0]
+    assert np.allclose(mass, mass[0])  # every answer's tokens weigh the same, as in the batch
+    assert np.array_equal(learner._sentence, everything["sentences"])
+    assert np.allclose(learner._labels, labels)
+    assert np.allclose(learner.tagger_.coef_, batch.coef_, atol=1e-5)
+
+
+@pytest.mark.parametrize("refresh", [1.0, np.inf])
+def test_a_refreshed_answer_replaces_its_old_contribution_once(data, refresh):
+    sentences, gold, _, tagset = data
+    crowd = simulate_crowd(
+        gold[:400], len(tagset), window=4, tags_per_task=2, obs_per_sentence=3, random_state=4
+    )
+    learner = _learner(refresh=refresh)
+    for block in _blocks(crowd.observations, 6):
+        stored_before = learner._sentence.copy() if hasattr(learner, "_sentence") else []
+        learner.partial_fit(sentences, block, tagset)
+        # Running average: old mass × (1 − η) + η. An old contribution kept beside its
+        # replacement would push the total past 1; a sentence is stored once.
+        assert learner._token_mass.sum() == pytest.approx(1.0)
+        assert np.unique(learner._sentence).shape == learner._sentence.shape
+        assert learner.stored_answers_ == learner.n_answers_  # no answer lost or doubled
+        assert set(stored_before) <= set(learner._sentence)
+
+    def rows(answers):
+        table = np.column_stack(
+            [answers.sentence, answers.start, answers.length, answers.annotator,
+             answers.tag_mask, answers.counts]
+        )  # fmt: skip
+        return table[np.lexsort(table.T[::-1])]
+
+    assert np.array_equal(rows(learner._answers), rows(crowd.observations))
+
+
+def test_a_bounded_refresh_replays_the_least_recently_e_stepped_sentences(data):
+    sentences, gold, _, tagset = data
+    crowd = simulate_crowd(gold[:500], len(tagset), window=4, obs_per_sentence=1, random_state=5)
+    blocks = _blocks(crowd.observations, 5)
+    learner = _stream(_learner(refresh=1.0), sentences, blocks[:2], tagset)
+    oldest = learner._sentence[: len(blocks[2])].copy()
+    learner.partial_fit(sentences, blocks[2], tagset)
+    # The oldest stored sentences (one block's worth) moved to the newest end, re-E-stepped.
+    tail = learner._sentence[-(len(blocks[2]) + len(oldest) + 1) :]
+    assert set(oldest) <= set(tail)
+    assert learner._sentence.shape[0] == len(blocks[0]) + len(blocks[1]) + len(blocks[2])
+
+
+def test_refits_restart_from_a_batch_fit_as_the_stream_doubles(data):
+    sentences, gold, _, tagset = data
+    crowd = simulate_crowd(gold[:800], len(tagset), window=4, obs_per_sentence=1, random_state=6)
+    blocks = _blocks(crowd.observations, 8)
+    learner = _learner(refit_growth=2.0, refresh=1.0)
+    fitted_at = []
+    for block in blocks:
+        learner.partial_fit(sentences, block, tagset)
+        fitted_at.append(learner._fitted_at)
+    sizes = np.cumsum([len(b) for b in blocks])
+    assert fitted_at == [sizes[0], sizes[1], sizes[1], sizes[3], sizes[3], sizes[3], sizes[3],
+                         sizes[7]]  # fmt: skip
+    assert [row["block"] for row in learner.progressive_] == list(range(1, 9))
+    assert learner.n_answers_ == learner.stored_answers_ == len(crowd.observations)
+    restored = _learner(refit_growth=2.0, refresh=1.0).restore(
+        learner.state(), learner.tagger_, sentences
+    )
+    assert restored._fitted_at == sizes[7] and restored.stored_answers_ == len(crowd.observations)
+
+
+def test_a_state_saved_before_answers_were_stored_is_still_read(data):
+    sentences, gold, _, tagset = data
+    crowd = simulate_crowd(gold[:300], len(tagset), window=4, obs_per_sentence=1, random_state=2)
+    first, second = _blocks(crowd.observations, 2)
+    learner = _learner(refresh=1.0).partial_fit(sentences, first, tagset)
+    state = {k: v for k, v in learner.state().items() if not k.startswith("answer_")}
+    del state["fitted_at"]
+    restored = _learner(refresh=1.0).restore(state, learner.tagger_, sentences)
+    assert restored.stored_answers_ == 0 and restored.stored_tokens_ == learner.stored_tokens_
+    restored.partial_fit(sentences, second, tagset)  # old sentences have no answers to replay
+    assert restored.stored_answers_ == len(second)
+
+
+def test_refresh_and_refits_follow_a_batch_fit_on_synthetic_data(data):
+    sentences, gold, _, tagset = data
+    crowd = simulate_crowd(
+        gold, len(tagset), window=4, tags_per_task=2, obs_per_sentence=2, random_state=0
+    )
+    names = [[tagset[t] for t in g] for g in gold]
+    learner = _learner(refresh=2.0, refit_growth=2.0)
+    scores = []
+    for block in _blocks(crowd.observations, 20):
+        learner.partial_fit(sentences, block, tagset)
+        scores.append(accuracy(names, learner.predict(sentences)))
+    batch = CountTagger(model="context", features=CONFIG, context=CONTEXT, random_state=0)
+    batch.fit(sentences, crowd.observations, tagset)
+    assert scores[-1] > scores[0] + 0.04
+    assert scores[-1] > accuracy(names, batch.predict(sentences)) - 0.01
