@@ -17,17 +17,17 @@ from django.utils import timezone
 
 from annotation import selectors, services
 from annotation.services.uploads import JOB_STALE
-from common.queue import enqueue
+from common.queue import enqueue, task_options
 
 logger = logging.getLogger(__name__)
 
 
 @shared_task(
-    name="annotation.import_run",
-    acks_late=True,
-    reject_on_worker_lost=True,
-    time_limit=settings.CELERY_TASK_TIME_LIMIT,
-    soft_time_limit=settings.CELERY_TASK_SOFT_TIME_LIMIT,
+    **task_options(
+        name="annotation.import_run",
+        seconds=settings.CELERY_TASK_TIME_LIMIT,
+        reject_on_worker_lost=True,
+    )
 )
 def import_run(job_id: int) -> str:
     return services.import_job_run(job_id=job_id)
@@ -43,7 +43,7 @@ def import_enqueue(*, job_id: int) -> bool:
 QUEUED_GRACE = timedelta(minutes=1)
 
 
-@shared_task(name="annotation.import_sweep", acks_late=True, time_limit=60, soft_time_limit=50)
+@shared_task(**task_options(name="annotation.import_sweep", seconds=60))
 def import_sweep() -> list[int]:
     """Queue again the jobs whose message was lost or whose worker died (see
     `selectors.import_jobs_due`); a job sent twice runs once (its claim)."""

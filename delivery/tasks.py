@@ -4,18 +4,15 @@ from __future__ import annotations
 
 from celery import shared_task
 
-from common.queue import enqueue
+from common.queue import enqueue, task_options
 from delivery.webhooks import outbox
 
 
 # The task keeps the name it had in the learning app: deliveries queued before the split run.
 @shared_task(
-    bind=True,
-    name="learning.webhook_deliver",
-    acks_late=True,
-    max_retries=outbox.MAX_ATTEMPTS,
-    time_limit=60,
-    soft_time_limit=50,
+    **task_options(
+        name="learning.webhook_deliver", seconds=60, bind=True, max_retries=outbox.MAX_ATTEMPTS
+    )
 )
 def webhook_deliver(self, delivery_id: int) -> str:
     outcome = outbox.delivery_attempt(delivery_id=delivery_id)

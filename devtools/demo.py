@@ -7,7 +7,6 @@ retrain). Running it again reuses what is there. It refuses to run in production
 
 from __future__ import annotations
 
-import io
 import json
 import secrets
 import uuid
@@ -23,8 +22,8 @@ from django.core.exceptions import ImproperlyConfigured
 from accounts import services as account_services
 from annotation import scheduler, services
 from annotation.models import Project, Sentence
+from devtools.seeding import conllu_import
 from learning import selectors
-from learning.core.conllu import conllu_head
 from learning.experiments.simulate import simulated_answer
 from learning.models import RetrainRun
 from learning.tasks import retrain_and_push
@@ -133,17 +132,10 @@ def demo_seed(
             redundancy=1,
             gold_fraction=0.05,
         )
-        services.corpus_import(
-            project=project,
-            user=manager,
-            file=io.BytesIO(conllu_head(CORPUS, n_sentences).encode()),
-            filename="en_ewt-ud-train.conllu",
-            format="conllu",
-            evaluation_fraction=0.1,
-            gold_check_fraction=0.05,
-            seed=seed,
-            max_bytes=settings.TALLY_MAX_UPLOAD_BYTES,
-        )
+        conllu_import(
+            project, manager, CORPUS, sentences=n_sentences, evaluation_fraction=0.1,
+            gold_check_fraction=0.05, seed=seed,
+        )  # fmt: skip
         services.membership_join(user=annotator, code=project.invite_code)
     if selectors.current_version(project_id=project.pk) is None:
         # A first run stopped (Ctrl-C) while the crowd answered resumes here, not with a demo of

@@ -12,8 +12,6 @@ spends more CPU on than the server spends answering them.
 from __future__ import annotations
 
 import asyncio
-import gzip
-import os
 import secrets
 import time
 from pathlib import Path
@@ -141,6 +139,7 @@ def seed_project(
 
     from annotation import services
     from annotation.models import Membership, Sentence
+    from devtools.seeding import conllu_import
 
     User = get_user_model()
     manager = User.objects.create_user("bench-manager", password=secrets.token_urlsafe(16))
@@ -157,7 +156,7 @@ def seed_project(
         verification_share=0.0,
         lease_seconds=lease_seconds,
     )
-    _import_slice(project=project, user=manager, corpus=corpus, sentences=sentences)
+    conllu_import(project, manager, Path(corpus), sentences=sentences)
     managers = []
     for i in range(-(-dashboards // settings.TALLY_SSE_STREAMS_PER_USER)):
         user = User.objects.create_user(f"bench-dashboard-{i}")
@@ -192,36 +191,6 @@ def seed_project(
     return seeded
 
 
-def _import_slice(*, project, user, corpus, sentences: int) -> None:
-    """The first `sentences` sentences of `corpus` (gzipped CoNLL-U) into `project`."""
-    from django.conf import settings
-
-    from annotation import services
-
-    tmp = Path(settings.DATA_DIR) / f"bench-{os.getpid()}-{project.pk}.conllu"
-    with gzip.open(corpus, "rt", encoding="utf-8") as source, tmp.open("w") as out:
-        count = 0
-        for line in source:
-            out.write(line)
-            if not line.strip():
-                count += 1
-                if count >= sentences:
-                    break
-    try:
-        with tmp.open("rb") as handle:
-            services.corpus_import(
-                project=project,
-                user=user,
-                file=handle,
-                filename=tmp.name,
-                format="conllu",
-                max_bytes=settings.TALLY_MAX_UPLOAD_BYTES,
-                seed=0,
-            )
-    finally:
-        tmp.unlink(missing_ok=True)
-
-
 def _retrain_target(*, manager, corpus, sentences: int, answers: int) -> dict:
     import uuid
 
@@ -230,13 +199,14 @@ def _retrain_target(*, manager, corpus, sentences: int, answers: int) -> dict:
 
     from annotation import scheduler, services
     from annotation.models import Membership, Sentence
+    from devtools.seeding import conllu_import
     from learning import services as learning_services
 
     project = services.project_create(
         owner=manager, name="Retrain target", tag_preset="ud_upos", window_size=5,
         tags_per_task=2, redundancy=3, gold_fraction=0.0, verification_share=0.0,
     )  # fmt: skip
-    _import_slice(project=project, user=manager, corpus=corpus, sentences=sentences)
+    conllu_import(project, manager, Path(corpus), sentences=sentences)
     user = get_user_model().objects.create_user("bench-target")
     Membership.objects.create(project=project, user=user, role="annotator")
     names = [tag.name for tag in project.tags.order_by("position")]

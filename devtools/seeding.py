@@ -31,10 +31,37 @@ from annotation.models import (
     Task,
     TaskKind,
 )
+from learning.core.conllu import conllu_head
 from learning.experiments.simulate import simulate_crowd
 
 # Rows per statement when reading the tasks and assignments of the answered sentences.
 _READ_CHUNK = 10_000
+
+
+def conllu_import(
+    project: Project,
+    user,
+    path: Path,
+    *,
+    sentences: int | None = None,
+    evaluation_fraction: float = 0.0,
+    gold_check_fraction: float = 0.0,
+    seed: int = 0,
+):
+    """The CoNLL-U file `path` (plain or gzipped; its first `sentences` only, when given) into
+    `project` through the annotation service, as a manager's upload; its `CorpusImport`."""
+    data = path.read_bytes() if sentences is None else conllu_head(path, sentences).encode()
+    return services.corpus_import(
+        project=project,
+        user=user,
+        file=io.BytesIO(data),
+        filename=path.name,
+        format="conllu",
+        evaluation_fraction=evaluation_fraction,
+        gold_check_fraction=gold_check_fraction,
+        max_bytes=max(len(data), 1),
+        seed=seed,
+    )
 
 
 def seed_corpus(data: Path, *, owner=None, name: str = "EWT retrain benchmark") -> Project:
@@ -52,18 +79,8 @@ def seed_corpus(data: Path, *, owner=None, name: str = "EWT retrain benchmark") 
         redundancy=1,
     )
     for split, evaluation_fraction in (("train", 0.0), ("dev", 1.0)):
-        path = data / f"en_ewt-ud-{split}.conllu.gz"
-        with path.open("rb") as corpus:  # the released gzipped CoNLL-U, as a manager uploads it
-            services.corpus_import(
-                project=project,
-                user=manager,
-                file=corpus,
-                filename=path.name,
-                format="conllu",
-                evaluation_fraction=evaluation_fraction,
-                max_bytes=10**9,
-                seed=0,
-            )
+        path = data / f"en_ewt-ud-{split}.conllu.gz"  # the released file, as a manager uploads it
+        conllu_import(project, manager, path, evaluation_fraction=evaluation_fraction)
     Task.objects.filter(project=project).delete()
     return project
 

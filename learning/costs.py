@@ -77,19 +77,13 @@ def decide(probs: np.ndarray, setting: CostSetting, tagset) -> np.ndarray:
     return bayes_decision(probs, setting.matrix)
 
 
+COST_REPORT_FIELDS = ("revision", "cost_per_token", "expected_cost_per_token", "accuracy",
+                      "calibration_error", "cost_confusion", "cost_share")  # fmt: skip
+
+
 def cost_report_of(*, version: ModelVersion) -> dict | None:
-    row = CostReport.objects.filter(version=version).first()
-    if row is None:
-        return None
-    return {
-        "revision": row.revision,
-        "cost_per_token": row.cost_per_token,
-        "expected_cost_per_token": row.expected_cost_per_token,
-        "accuracy": row.accuracy,
-        "calibration_error": row.calibration_error,
-        "cost_confusion": row.cost_confusion,
-        "cost_share": row.cost_share,
-    }
+    """The version's cost report as the API gives it, or None before its matrix existed."""
+    return CostReport.objects.filter(version=version).values(*COST_REPORT_FIELDS).first()
 
 
 # Writes ---------------------------------------------------------------------------------------

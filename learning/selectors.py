@@ -232,17 +232,9 @@ def served_tagger(*, version: ModelVersion):
 def live_model_summary(*, project_id: int) -> dict | None:
     """The live model as the dashboard shows it: which batch version it follows, its updates,
     the answers applied and the progressive-validation curve (None before the first update)."""
-    live = LiveModel.objects.filter(project_id=project_id).first()
-    if live is None:
-        return None
-    return {
-        "base_version": live.base_version,
-        "number": live.number,
-        "answers_applied": live.answers_applied,
-        "watermark": live.watermark,
-        "published_at": live.published_at,
-        "progressive": live.progressive,
-    }
+    fields = ("base_version", "number", "answers_applied", "watermark", "published_at",
+              "progressive")  # fmt: skip
+    return LiveModel.objects.filter(project_id=project_id).values(*fields).first()
 
 
 def predict_tokens(*, version: ModelVersion, tokens: list[str]):

@@ -24,10 +24,9 @@ from datetime import timedelta
 
 from celery import shared_task
 from django.conf import settings
-from django.db import DatabaseError
 from django.utils import timezone
 
-from common.queue import enqueue
+from common.queue import enqueue, task_options
 from delivery import push
 from delivery.tasks import webhook_enqueue
 from delivery.webhooks import selectors as webhook_selectors
@@ -51,17 +50,15 @@ def retrain_and_push(
 
 
 @shared_task(
-    bind=True,
-    name="learning.retrain_project",
-    acks_late=True,
-    reject_on_worker_lost=True,
-    autoretry_for=(DatabaseError,),
-    retry_backoff=5,
-    retry_backoff_max=300,
-    retry_jitter=True,
-    max_retries=3,
-    time_limit=settings.TALLY_RETRAIN_TIME_LIMIT,
-    soft_time_limit=max(settings.TALLY_RETRAIN_TIME_LIMIT - 10, 5),
+    **task_options(
+        name="learning.retrain_project",
+        seconds=settings.TALLY_RETRAIN_TIME_LIMIT,
+        database_backoff=5,
+        bind=True,
+        reject_on_worker_lost=True,
+        retry_backoff_max=300,
+        retry_jitter=True,
+    )
 )
 def retrain_project(self, project_id: int, trigger: str = "schedule") -> dict:
     outcome = retrain_and_push(
@@ -85,15 +82,7 @@ def retrain_enqueue(*, project_id: int, trigger: str) -> bool:
     )
 
 
-@shared_task(
-    name="learning.cost_reports_rescore",
-    acks_late=True,
-    autoretry_for=(DatabaseError,),
-    retry_backoff=5,
-    max_retries=3,
-    time_limit=600,
-    soft_time_limit=590,
-)
+@shared_task(**task_options(name="learning.cost_reports_rescore", seconds=600, database_backoff=5))
 def cost_reports_rescore(project_id: int) -> dict:
     """Re-score every version of the project in its cost matrix's currency (no retrain)."""
     return {"written": costs.cost_reports_rescore(project_id=project_id)}
@@ -106,7 +95,7 @@ def cost_reports_rescore_enqueue(*, project_id: int) -> bool:
     )
 
 
-@shared_task(name="learning.retrain_sweep", acks_late=True, time_limit=120, soft_time_limit=110)
+@shared_task(**task_options(name="learning.retrain_sweep", seconds=120))
 def retrain_sweep() -> dict:
     """Queue every due project (and re-queue webhook deliveries whose task was lost)."""
     now = timezone.now()
@@ -127,14 +116,9 @@ def retrain_sweep() -> dict:
 
 
 @shared_task(
-    name="learning.live_update",
-    acks_late=True,
-    reject_on_worker_lost=True,
-    autoretry_for=(DatabaseError,),
-    retry_backoff=2,
-    max_retries=3,
-    time_limit=300,
-    soft_time_limit=290,
+    **task_options(
+        name="learning.live_update", seconds=300, database_backoff=2, reject_on_worker_lost=True
+    )
 )
 def live_update(project_id: int) -> dict:
     """One update of the project's live model (`learning.live`): killed anywhere, it applies
@@ -142,7 +126,7 @@ def live_update(project_id: int) -> dict:
     return live.live_model_update(project_id=project_id)
 
 
-@shared_task(name="learning.live_sweep", acks_late=True, time_limit=60, soft_time_limit=50)
+@shared_task(**task_options(name="learning.live_sweep", seconds=60))
 def live_sweep() -> dict:
     """Queue a live update of every project with answers after its live model's watermark."""
     queued = []

@@ -16,6 +16,7 @@ import pytest
 
 from annotation import scheduler, services
 from annotation.models import Membership, Project
+from devtools.seeding import conllu_import
 from tests.frontend.conftest import DESKTOP, PHONE
 from tests.frontend.test_dashboard_browser import answer_tasks, ewt_slice, retrain
 from tests.support.factories import UserFactory
@@ -67,17 +68,7 @@ def crowd_project(manager, corpus: Path, *, name: str, crowd: list, rounds) -> P
     project = services.project_create(
         owner=manager, name=name, tag_preset="ud_upos", tags_per_task=None, redundancy=1
     )
-    with corpus.open("rb") as file:
-        services.corpus_import(
-            project=project,
-            user=manager,
-            file=file,
-            filename=corpus.name,
-            format="conllu",
-            evaluation_fraction=0.2,
-            max_bytes=10**7,
-            seed=1,
-        )
+    conllu_import(project, manager, corpus, evaluation_fraction=0.2, seed=1)
     careless = UserFactory(username="zed")
     for user in [*crowd, careless]:
         Membership.objects.create(project=project, user=user, role=Membership.Role.ANNOTATOR)
@@ -111,15 +102,7 @@ def test_screenshots(new_context, tmp_path, manager):
     two_tags = services.project_create(
         owner=manager, name="EWT part of speech · 2 tags", tag_preset="ud_upos", tags_per_task=2
     )
-    with corpus.open("rb") as file:
-        services.corpus_import(
-            project=two_tags,
-            user=manager,
-            file=file,
-            format="conllu",
-            max_bytes=10**7,
-            seed=5,
-        )
+    conllu_import(two_tags, manager, corpus, seed=5)
     annotator = crowd[0]
     Membership.objects.create(project=two_tags, user=annotator, role=Membership.Role.ANNOTATOR)
     answer_tasks(two_tags, [annotator], per_annotator=12)

@@ -29,3 +29,11 @@ def make_corpus(
     gold = [t.tolist() for t in np.split(tags, bounds)]
     tagset = [f"T{k}" for k in range(n_tags)]
     return sentences, gold, w_star, tagset
+
+
+def random_cost(rng: np.random.Generator, k: int) -> np.ndarray:
+    """A random K × K cost matrix of the kind a manager sets: non-negative, zero diagonal, at a
+    random scale."""
+    cost = rng.random((k, k)) * rng.uniform(0.5, 3)
+    np.fill_diagonal(cost, 0.0)
+    return cost

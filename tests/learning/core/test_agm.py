@@ -8,12 +8,7 @@ from learning.core.agm import (
     fit_adversarial,
     game_value_lp,
 )
-
-
-def random_cost(rng, k):
-    cost = rng.random((k, k)) * rng.uniform(0.5, 3)
-    np.fill_diagonal(cost, 0.0)
-    return cost
+from tests.support.synthetic import random_cost
 
 
 @pytest.mark.parametrize("seed", range(4))

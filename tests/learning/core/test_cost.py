@@ -17,6 +17,7 @@ from learning.core.cost import (
     realised_cost,
     write_cost_csv,
 )
+from tests.support.synthetic import random_cost
 
 UPOS = sorted(
     [
@@ -44,12 +45,6 @@ UPOS = sorted(
 def random_probs(rng, n, k):
     p = rng.gamma(0.3, size=(n, k))
     return p / p.sum(axis=1, keepdims=True)
-
-
-def random_cost(rng, k):
-    cost = rng.random((k, k)) * rng.integers(1, 4)
-    np.fill_diagonal(cost, 0.0)
-    return cost
 
 
 @pytest.mark.parametrize("seed", range(5))
