@@ -53,6 +53,7 @@ from django.db.models import F, OuterRef, Q, QuerySet, Subquery
 from django.utils import timezone
 
 from annotation.models import Assignment, Membership, Project, Sentence, Task, TaskKind
+from annotation.task_rows import tasks_insert
 from common.exceptions import LeaseLimit, ProjectNotActive
 
 RECLAIM_INTERVAL = timedelta(seconds=30)
@@ -124,14 +125,12 @@ def tasks_generate(
     Returns the number of tasks created.
     """
     created = 0
-    batch: list[Task] = []
+    batch: list[dict] = []
 
     def flush() -> int:
-        before = Task.objects.filter(project=project).count() if batch else 0
-        Task.objects.bulk_create(batch, ignore_conflicts=True)
-        after = Task.objects.filter(project=project).count() if batch else 0
+        inserted = tasks_insert(batch)
         batch.clear()
-        return after - before
+        return inserted
 
     for sentence_id, length in sentences:
         start, width, tags = draw_region(
@@ -142,15 +141,15 @@ def tasks_generate(
             rng=rng,
         )
         batch.append(
-            Task(
-                project=project,
-                sentence_id=sentence_id,
-                start=start,
-                length=width,
-                tags=tags,
-                open_slots=project.redundancy,
-                round=round,
-            )
+            {
+                "project_id": project.pk,
+                "sentence_id": sentence_id,
+                "start": start,
+                "length": width,
+                "tags": tags,
+                "open_slots": project.redundancy,
+                "round": round,
+            }
         )
         if len(batch) >= _BATCH:
             created += flush()

@@ -175,10 +175,12 @@ def cost_report_store(*, version: ModelVersion, setting: CostSetting, figures: d
     )
 
 
-def cost_figures(*, tagger, setting: CostSetting, sentences, tags) -> dict:
-    """`learning.core.report.cost_evaluation` of `tagger` with the matrix in its tags' order."""
+def cost_figures(*, tagger, setting: CostSetting, sentences, tags, probs=None) -> dict:
+    """`learning.core.report.cost_evaluation` of `tagger` with the matrix in its tags' order
+    (``probs``: the served probabilities of the sentences' tokens, when already computed)."""
     order = [setting.tags.index(tag) for tag in tagger.tagset_]
-    return report.cost_evaluation(tagger, sentences, tags, setting.matrix[np.ix_(order, order)])
+    matrix = setting.matrix[np.ix_(order, order)]
+    return report.cost_evaluation(tagger, sentences, tags, matrix, probs=probs)
 
 
 def cost_reports_rescore(*, project_id: int) -> int:

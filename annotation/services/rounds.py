@@ -33,6 +33,7 @@ from django.db import transaction
 from django.db.models import Exists, F, OuterRef
 
 from annotation.models import Assignment, Project, Task, TaskKind, TaskOrigin
+from annotation.task_rows import tasks_insert
 
 __all__ = ["PlannedTask", "stale_tasks_withdraw", "value_round_create"]
 
@@ -96,23 +97,17 @@ def value_round_create(
             Project.objects.filter(pk=project_id).values_list("task_rounds", "redundancy").get()
         )
         withdrawn = stale_tasks_withdraw(project_id=project_id)
-        before = Task.objects.filter(project_id=project_id).count()
-        Task.objects.bulk_create(
-            (
-                Task(
-                    project_id=project_id,
-                    sentence_id=task.sentence_id,
-                    start=task.start,
-                    length=task.length,
-                    tags=sorted(int(tag) for tag in task.tags),
-                    open_slots=redundancy,
-                    round=number,
-                    origin=task.origin,
-                )
-                for task in tasks
-            ),
-            batch_size=_BATCH,
-            ignore_conflicts=True,
+        created = tasks_insert(
+            {
+                "project_id": project_id,
+                "sentence_id": task.sentence_id,
+                "start": task.start,
+                "length": task.length,
+                "tags": sorted(int(tag) for tag in task.tags),
+                "open_slots": redundancy,
+                "round": number,
+                "origin": task.origin,
+            }
+            for task in tasks
         )
-        created = Task.objects.filter(project_id=project_id).count() - before
     return withdrawn, created

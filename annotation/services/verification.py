@@ -14,11 +14,10 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 
 from annotation.kinds.verify import verification_check
-from annotation.models import Project, Task, TaskKind
+from annotation.models import Project, TaskKind
+from annotation.task_rows import tasks_insert
 
 __all__ = ["VerificationWindow", "verification_check", "verification_round_create"]
-
-_BATCH = 2000
 
 
 @dataclass(frozen=True, slots=True)
@@ -40,21 +39,21 @@ def verification_round_create(
     slot-limited, as count gold checks. Returns the number of tasks created."""
     redundancy = Project.objects.filter(pk=project_id).values_list("redundancy", flat=True).get()
     tasks = [
-        Task(
-            project_id=project_id,
-            sentence_id=window.sentence_id,
-            kind=TaskKind.VERIFY,
-            start=window.start,
-            length=len(window.shown_tags),
-            tags=[],
-            shown_tags=[int(tag) for tag in window.shown_tags],
-            model_version=version_number,
-            is_gold=window.is_gold,
-            open_slots=0 if window.is_gold else redundancy,
-        )
+        {
+            "project_id": project_id,
+            "sentence_id": window.sentence_id,
+            "kind": TaskKind.VERIFY,
+            "start": window.start,
+            "length": len(window.shown_tags),
+            "tags": [],
+            "shown_tags": [int(tag) for tag in window.shown_tags],
+            "model_version": version_number,
+            "is_gold": window.is_gold,
+            "open_slots": 0 if window.is_gold else redundancy,
+        }
         for window in windows
     ]
-    Task.objects.bulk_create(tasks, batch_size=_BATCH, ignore_conflicts=True)
+    tasks_insert(tasks)
     # No window (no training sentence): no verification task is served until a version has one.
     served = version_number if tasks else None
     Project.objects.filter(pk=project_id).update(verification_version=served)

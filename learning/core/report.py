@@ -70,13 +70,19 @@ class TokenProbabilities:
 
 
 def evaluation_report(
-    tagger, sentences: Sequence[Sequence[str]], tags: Sequence[Sequence[str]]
+    tagger,
+    sentences: Sequence[Sequence[str]],
+    tags: Sequence[Sequence[str]],
+    probs: np.ndarray | None = None,
 ) -> dict:
-    """Accuracy, per-tag precision/recall/F1 and the confusion matrix on gold ``sentences``."""
+    """Accuracy, per-tag precision/recall/F1 and the confusion matrix on gold ``sentences``
+    (``probs``: their tokens' served probabilities, when already computed)."""
     tagset = tagger.tagset_
     if not sentences:
         return {"accuracy": None, "evaluation": None, "per_tag": [], "confusion": None}
-    predicted = tagger.predict(sentences)
+    best = (tagger.token_proba(sentences) if probs is None else probs).argmax(axis=1)
+    ends = np.cumsum([len(sentence) for sentence in sentences])
+    predicted = [[tagset[k] for k in row] for row in np.split(best, ends[:-1])]
     scores = per_tag_scores(tags, predicted, tagset)
     return {
         "accuracy": accuracy(tags, predicted),
@@ -90,18 +96,24 @@ def evaluation_report(
 
 
 def cost_evaluation(
-    tagger, sentences: Sequence[Sequence[str]], tags: Sequence[Sequence[str]], cost: np.ndarray
+    tagger,
+    sentences: Sequence[Sequence[str]],
+    tags: Sequence[Sequence[str]],
+    cost: np.ndarray,
+    probs: np.ndarray | None = None,
 ) -> dict:
     """The loss-aware decisions of ``tagger`` on gold ``sentences`` in the currency of ``cost``
     (K × K over ``tagger.tagset_``): cost and expected cost per token, accuracy, expected
     calibration error of its probabilities, the cost-weighted confusion and each gold tag's
-    share of the cost (:func:`.cost.cost_report`); every figure None without gold."""
+    share of the cost (:func:`.cost.cost_report`); every figure None without gold. ``probs``:
+    the tokens' served probabilities, when already computed."""
     keys = ("cost_per_token", "expected_cost_per_token", "accuracy", "calibration_error")
     if not sentences:
         return {**dict.fromkeys(keys), "cost_confusion": None, "cost_share": None}
     index = {tag: k for k, tag in enumerate(tagger.tagset_)}
     gold = np.array([index[t] for sentence in tags for t in sentence], dtype=np.int64)
-    probs = tagger.token_proba(sentences)
+    if probs is None:
+        probs = tagger.token_proba(sentences)
     decided = bayes_decision(probs, cost)
     report = cost_report(gold, decided, cost, tagger.tagset_, probs)
     report["accuracy"] = float(np.mean(decided == gold))
@@ -117,19 +129,26 @@ def gold_calibrates(sentences: Sequence[Sequence[str]]) -> bool:
     return sum(len(sentence) for sentence in sentences) >= MIN_GOLD_TOKENS
 
 
-def gold_calibration(tagger, sentences: Sequence[Sequence[str]], tags: Sequence[Sequence[str]]):
+def gold_calibration(
+    tagger,
+    sentences: Sequence[Sequence[str]],
+    tags: Sequence[Sequence[str]],
+    raw: np.ndarray | None = None,
+):
     """Temperatures of ``tagger`` fitted to gold ``sentences`` (one for the words its answers
     covered, one for the others: the gold log-likelihood separates by token, so each is its own
     one-dimensional fit), or None with fewer than ``MIN_GOLD_TOKENS`` tokens. Also the expected
     calibration error on those sentences at the tagger's own temperatures (``ece_before``) and
     at gold temperatures fitted on the other half of the sentences (``ece_after``: the report
-    is then not scored on what was fitted to it)."""
+    is then not scored on what was fitted to it). ``raw``: the tokens' uncalibrated
+    probabilities, when already computed."""
     if not gold_calibrates(sentences):
         return None
     flat = [form for sentence in sentences for form in sentence]
     index = {tag: k for k, tag in enumerate(tagger.tagset_)}
     gold = np.array([index[t] for sentence in tags for t in sentence], dtype=np.int64)
-    raw = tagger.token_proba(sentences, calibrated=False)
+    if raw is None:
+        raw = tagger.token_proba(sentences, calibrated=False)
     groups = (~tagger.seen(flat)).astype(np.int64)
     half = np.repeat(np.arange(len(sentences)) % 2, [len(s) for s in sentences])
 
@@ -151,7 +170,7 @@ def gold_calibration(tagger, sentences: Sequence[Sequence[str]], tags: Sequence[
         "source": "gold",
         "temperature": temperature,
         "unseen_temperature": unseen,
-        "ece_before": expected_calibration_error(tagger.token_proba(sentences), gold),
+        "ece_before": expected_calibration_error(tagger.calibrated(raw, flat), gold),
         "ece_after": expected_calibration_error(crossed, gold),
         "tokens": int(gold.size),
     }

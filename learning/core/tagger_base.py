@@ -13,7 +13,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from .features import FeatureConfig
-from .softmax import compact_columns, fit_soft_labels, softmax_rows
+from .softmax import compact_columns, fit_soft_labels, safe_log, softmax_rows
 
 __all__ = ["LinearTagger", "check_soft_labels", "prior_intercept", "warm_start_params"]
 
@@ -40,6 +40,12 @@ class LinearTagger:
         if self.unseen_temperature_ is not None and forms is not None:
             temperature[~self.seen(forms)] = self.unseen_temperature_
         return softmax_rows(scores / temperature)
+
+    def calibrated(self, raw: np.ndarray, forms: Sequence[str]) -> np.ndarray:
+        """The served probabilities of the tokens ``forms`` from their uncalibrated ones
+        (``token_proba(..., calibrated=False)``), without reading the sentences again: a log
+        probability differs from its score by a constant per row, which the softmax drops."""
+        return self.served_proba(safe_log(raw), True, forms)
 
     def seen(self, forms: Sequence[str]) -> np.ndarray:
         """Whether each word form (in lower case) was inside an answered window of the fit

@@ -200,6 +200,8 @@ def test_words_no_answer_covered_get_their_own_temperature(tmp_path):
     raw = tagger.token_proba([["w0", "never-seen"]], calibrated=False)
     np.testing.assert_allclose(probs[0], tempered(raw[:1], tagger.temperature_)[0])
     np.testing.assert_allclose(probs[1], tempered(raw[1:], tagger.unseen_temperature_)[0])
+    # The served probabilities from the raw ones, without reading the sentence again.
+    np.testing.assert_allclose(tagger.calibrated(raw, ["w0", "never-seen"]), probs, atol=1e-12)
     model.save(tmp_path / "m.npz")
     loaded, _ = load_tagger(tmp_path / "m.npz")
     assert loaded.seen_forms_ == tagger.seen_forms_
