@@ -15,6 +15,10 @@ calibration error** measures the gap: tokens binned by the confidence of their t
   their windows' tokens, by the count dynamic program (:mod:`.posterior`). Its derivative is
   exact too: ``∂ log P_T(N | x) / ∂β = Σ_j Σ_k (γ_jk − q_jk) log p_jk`` with ``γ`` the posterior
   marginals of the window given its counts.
+- **from the answers' posterior tags** (:func:`fit_temperatures_posterior`, what a fit
+  serves): the gold fit to the soft tags ``γ`` of the held-out windows given their counts under
+  the untempered marginals, one EM step of the likelihood from ``T = 1``, which keeps ``T`` at 1
+  where the counts cannot tell a token's tag.
 """
 
 from __future__ import annotations
@@ -33,6 +37,7 @@ __all__ = [
     "fit_temperature_answers",
     "fit_temperature_gold",
     "fit_temperatures_answers",
+    "fit_temperatures_posterior",
     "tempered",
     "tempered_groups",
 ]
@@ -162,6 +167,59 @@ def fit_temperatures_answers(
     result = minimize(loss, start, method="Nelder-Mead",
                       options={"xatol": 1e-3, "fatol": 1e-6, "maxiter": 200})  # fmt: skip
     return tuple(float(np.exp(np.clip(v, low, high))) for v in result.x)
+
+
+def fit_temperatures_posterior(
+    window_probs: np.ndarray,
+    window_groups: np.ndarray,
+    posteriors: Callable[[np.ndarray], WindowPosteriors],
+    weights: np.ndarray | None = None,
+    n_groups: int = 2,
+) -> tuple[float, ...]:
+    """One temperature per group of tokens (``window_groups``: (n, w_max) group of each window
+    position) fitted to the answers' posterior tags instead of their likelihood: with ``γ`` the
+    exact posterior marginals of each window given its counts under the untempered marginals
+    ``p`` (one call of ``posteriors``), each group's ``T`` maximises
+    ``Σ_i ω_i Σ_j Σ_k γ_ijk log q_T,ijk``, a gold fit (:func:`fit_temperature_gold`) to soft tags.
+
+    Where the counts pin a token's tag, ``γ`` is its gold tag; where they cannot tell (a tag
+    outside the asked subset among the others, two tokens whose tags could swap), ``γ`` is the
+    prior ``p`` itself, whose cross-entropy is least at ``T = 1``: the fit leaves the
+    probabilities alone in proportion to what the answers do not say. It is the first EM step
+    of :func:`fit_temperatures_answers` from ``T = 1``; the likelihood's own optimum would
+    calibrate the events the answers see (is this token one of the asked tags?), which with
+    tag subsets are far easier than the top tag, and sharpens too much
+    (docs/learning-notes.md, "Calibration from the answers' posterior"). A group absent from
+    the windows keeps the others' joint temperature."""
+    window_probs = np.asarray(window_probs, dtype=np.float64)
+    if window_probs.shape[0] == 0:
+        raise ValueError("no answers to calibrate on")
+    weights = np.ones(window_probs.shape[0]) if weights is None else np.asarray(weights)
+    result = posteriors(window_probs)
+    used = result.feasible & (weights > 0) & np.isfinite(result.log_z)
+    soft = result.marginals * np.where(used, weights, 0.0)[:, None, None]
+    inside = window_probs.sum(axis=2) > 0
+    with np.errstate(divide="ignore"):
+        log_p = np.maximum(np.log(window_probs), _LOG_P_FLOOR)
+
+    def fit(mine: np.ndarray) -> float:
+        targets, scores = soft[mine], log_p[mine]
+        keep = targets.sum(axis=1) > 0
+        targets, scores = targets[keep], scores[keep]
+
+        def loss(log_t: float) -> float:
+            scaled = scores / np.exp(log_t)
+            scaled -= scaled.max(axis=1, keepdims=True)
+            log_q = scaled - np.log(np.exp(scaled).sum(axis=1, keepdims=True))
+            return -float((targets * log_q).sum())
+
+        return _minimise_log_temperature(loss) if targets.size else 1.0
+
+    joint = fit(inside)
+    return tuple(
+        fit(inside & (window_groups == g)) if (inside & (window_groups == g)).any() else joint
+        for g in range(n_groups)
+    )
 
 
 def _minimise_log_temperature(loss: Callable[[float], float]) -> float:

@@ -27,7 +27,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from .agm import AdversarialTagger
-from .calibration import fit_temperatures_answers
+from .calibration import fit_temperatures_posterior
 from .context_tagger import ContextTagger
 from .counts import CountEvidence, expected_counts
 from .crossfit import cross_fitted_priors, sentence_folds
@@ -168,8 +168,9 @@ class CountTagger:
         served contextual model reads (an experiment: the served model does not use it).
     calibrate : fit a temperature to the served model's probabilities (default True): a model
         like the served one is refitted without the held-out sentences, and the temperature
-        that maximises their answers' exact likelihood under its tempered marginals is given to
-        the served model (:mod:`.calibration`); the argmax does not change. A schedule with
+        that best fits their answers' exact posterior tags under its marginals is given to the
+        served model (:func:`.calibration.fit_temperatures_posterior`); the argmax does not
+        change. A schedule with
         ``keep_temperature`` serves the warm start's temperatures instead.
     random_state : seed or ``np.random.Generator`` (the hold-out split and the word classes).
 
@@ -797,8 +798,9 @@ class CountTagger:
     def _temperature(self, problem: _Problem, served, holdout, weights, watch):
         """The temperature of the served model's probabilities, from answers it could not learn
         by heart: a model of its kind is refitted as its last M-step was, to the last E-step's
-        beliefs of every sentence but those holding a held-out answer, and the temperature
-        maximises those sentences' answers' likelihood under its marginals (:mod:`.calibration`):
+        beliefs of every sentence but those holding a held-out answer, and the temperatures are
+        fitted to those answers' posterior tags under its marginals, which leave a temperature
+        at 1 where the answers cannot tell (:func:`.calibration.fit_temperatures_posterior`):
         one for the words inside the refitted model's answered windows, one for the others (as
         words no answer covered are to the served model). Returns ``(temperature,
         unseen_temperature)``.
@@ -836,7 +838,7 @@ class CountTagger:
         groups = np.where(
             (windows >= 0) & ~np.isin(covered_lower[np.maximum(windows, 0)], list(seen)), 1, 0
         )
-        seen_t, unseen_t = fit_temperatures_answers(
+        seen_t, unseen_t = fit_temperatures_posterior(
             window_probs,
             groups,
             lambda q: problem.evidence.posteriors(q, rows, 0.0),
