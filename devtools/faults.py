@@ -38,6 +38,7 @@ from pathlib import Path
 
 import psycopg
 
+from devtools.live_check import live_model_check
 from devtools.phones import Connection, gold_key, percentile
 from devtools.stack import PROXY_HEADERS, Platform, Postgres, Redis, children, cpu_seconds
 
@@ -389,6 +390,7 @@ class FaultInjector:
             version_after = await run.db_value_when_up(run.CURRENT_VERSION, [run.target_project])
             await asyncio.sleep(1.0)  # a restart policy's delay
             run.platform.start(victim)
+            await run.check_live_models(after="celery_worker_kill")
             if status == "running":
                 break
             missed += 1  # the retrain ended before the kill: once more
@@ -502,6 +504,7 @@ class Run:
         behaviour: Behaviour,
         seed: int,
         log,
+        media_root: Path,
     ) -> None:
         self.platform, self.postgres, self.redis = platform, postgres, redis
         self.database_url = database_url
@@ -512,6 +515,11 @@ class Run:
         self.behaviour = behaviour
         self.seed = seed
         self.log = log
+        self.media_root = media_root
+        # The live models (when on): checked after every Celery kill and at the end, and
+        # followed meanwhile: the highest update seen of each (project, batch version).
+        self.live_checks: list[dict] = []
+        self.live_updates_seen: dict[tuple[int, int], int] = {}
         self.history = History()
         self.stop_at = float("inf")  # the phones stop then (set once every fault is over)
         self.next_path = f"/api/projects/{seeded['project']}/tasks/next/"
@@ -542,6 +550,41 @@ class Run:
             if value is not None or now() > deadline:
                 return value
             await asyncio.sleep(0.2)
+
+    async def check_live_models(self, *, after: str, timeout: float = 60.0) -> None:
+        """`live_model_check` once the database answers, recorded in `live_checks`."""
+        deadline = now() + timeout
+        while True:
+            try:
+                models = await asyncio.to_thread(
+                    live_model_check, self.database_url, self.media_root
+                )
+                break
+            except psycopg.OperationalError as exc:
+                if now() > deadline:
+                    models = [{"violations": [f"not checked: the database is away ({exc})"]}]
+                    break
+                await asyncio.sleep(0.5)
+        self.live_checks.append(
+            {"after": after, "at_s": round(now() - self.history.started, 1), "models": models}
+        )
+
+    async def follow_live_models(self, every: float = 1.0) -> None:
+        while now() < self.stop_at:
+            await asyncio.to_thread(self._note_live_updates)
+            await asyncio.sleep(every)
+
+    def _note_live_updates(self) -> None:
+        try:
+            with psycopg.connect(self.database_url, connect_timeout=2) as conn:
+                rows = conn.execute(
+                    "SELECT project_id, base_version, number FROM learning_livemodel"
+                ).fetchall()
+        except psycopg.OperationalError:
+            return  # the database is being restarted: the next look
+        for project, base, number in rows:
+            key = (project, base)
+            self.live_updates_seen[key] = max(number, self.live_updates_seen.get(key, 0))
 
     def retraining_worker(self) -> str:
         """The Celery worker whose process holds the project's retrain lock (the lock's owner
@@ -631,6 +674,7 @@ class Run:
             *(phone.live(planned) for phone in phones),
             faults(),
             self.retrain_now_and_then(every=max(5.0, seconds / 20)),
+            self.follow_live_models(),
         )
         self.history.ended = now()
         self.log("load stopped; phones send what they still hold")
@@ -739,6 +783,53 @@ def check_history(run: Run, media_root: Path) -> dict:
             "stored_but_never_sent": [list(k) for k in phantom[:5]],
             "over_redundancy": list(over.items())[:5],
         },
+    }
+
+
+def live_figures(run: Run, update_seconds: int) -> dict:
+    """The live models' publications seen and their checks (`devtools.live_check`)."""
+    run._note_live_updates()
+    violations = [
+        {"after": check["after"], "at_s": check["at_s"], **model}
+        for check in run.live_checks
+        for model in check["models"]
+        if model["violations"]
+    ]
+    kills = sum(
+        1 + f.detail["kills_after_the_retrain_had_ended"]
+        for f in run.history.faults
+        if f.kind == "celery_worker_kill" and "worker" in f.detail
+    )
+    return {
+        "update_seconds": update_seconds,
+        "celery_kills": kills,
+        "publications_seen": sum(run.live_updates_seen.values()),
+        "batch_versions_followed": len(run.live_updates_seen),
+        "checks": len(run.live_checks),
+        "checks_after_celery_kills": sum(
+            1 for check in run.live_checks if check["after"] == "celery_worker_kill"
+        ),
+        "live_models_checked": sum(len(check["models"]) for check in run.live_checks),
+        "publications_checked": sum(
+            model.get("publications", 0) for check in run.live_checks for model in check["models"]
+        ),
+        "most_late_commits_in_a_check": max(
+            (m.get("late_commits", 0) for check in run.live_checks for m in check["models"]),
+            default=0,
+        ),
+        "violations": len(violations),
+        "violation_examples": violations[:5],
+        "checked": [
+            {
+                "after": check["after"],
+                "at_s": check["at_s"],
+                **{
+                    str(m.get("project")): [m.get("publications"), m.get("answers_applied")]
+                    for m in check["models"]
+                },
+            }
+            for check in run.live_checks
+        ],
     }
 
 
