@@ -9,12 +9,14 @@ with the tasks it holds, answers them, and comes back with a queue. Every answer
 the server acknowledges it (201, or 200 for a replay), and resent after any failure; every
 failure is recorded (no silent resend below the phone).
 
-Meanwhile `FaultInjector` breaks the stack on two tracks. The web tier's, one fault at a time, in
-turn: `kill -9` of a gunicorn worker, Redis stopped and started, PostgreSQL stopped as in a
-crash (`-m immediate`) and started (crash recovery). The workers': `kill -9` of the Celery
+Meanwhile `FaultInjector` breaks the stack on three tracks. The web tier's, one fault at a time,
+in turn: `kill -9` of a gunicorn worker, Redis stopped and started, PostgreSQL stopped as in a
+crash (`-m immediate`) and started (crash recovery). The retrains': `kill -9` of the Celery
 worker that is retraining, in the middle of the retrain (it is started again a second later, as
-a restart policy does), then the wait for the next retrain to succeed. A manager asks for a
-retrain now and then.
+a restart policy does), then the wait for the next retrain to succeed. The live updates': `kill
+-9` of a Celery worker in the middle of a live update, started again a second later. After every
+Celery kill the live models are checked (`devtools.live_check`). A manager asks for a retrain
+now and then.
 
 At the end the history is checked, not just counters (`check_history`): every answer a phone saw
 acknowledged is stored exactly once and as sent; nothing is stored that no phone sent; no answer
@@ -31,6 +33,7 @@ import itertools
 import json
 import os
 import random
+import re
 import time
 from collections import Counter, defaultdict
 from dataclasses import dataclass, field
@@ -42,8 +45,11 @@ from devtools.live_check import live_model_check
 from devtools.phones import Connection, gold_key, percentile
 from devtools.stack import PROXY_HEADERS, Platform, Postgres, Redis, children, cpu_seconds
 
-KINDS = ("gunicorn_worker_kill", "celery_worker_kill", "redis_restart", "postgres_restart")
-WORKER_KINDS = ("celery_worker_kill",)
+KINDS = (
+    "gunicorn_worker_kill", "celery_worker_kill", "live_update_kill", "redis_restart",
+    "postgres_restart",
+)  # fmt: skip
+WORKER_KINDS = ("celery_worker_kill", "live_update_kill")
 REQUEST_TIMEOUT = 15.0
 # A fault's window lasts this long after what it broke is back; the next fault waits for it.
 GRACE_SECONDS = {"postgres_restart": 5.0}
@@ -333,8 +339,8 @@ class FaultInjector:
         and the workers' (Celery kills). On a track a fault waits until the previous one's
         window is over, so each refusal has one cause, even if that makes the run longer."""
         web = [kind for _ in range(self.per_kind) for kind in KINDS if kind not in WORKER_KINDS]
-        workers = [kind for _ in range(self.per_kind) for kind in WORKER_KINDS]
-        await asyncio.gather(self.track(web, start, until), self.track(workers, start, until))
+        tracks = [web] + [[kind] * self.per_kind for kind in WORKER_KINDS]
+        await asyncio.gather(*(self.track(kinds, start, until) for kinds in tracks))
 
     async def track(self, schedule: list[str], start: float, until: float) -> None:
         interval = (until - start) / max(len(schedule), 1)
@@ -422,6 +428,39 @@ class FaultInjector:
             ),
         }
 
+    async def live_update_kill(self, fault: Fault) -> None:
+        """`kill -9` of a Celery worker in the middle of a live update (its log shows the update
+        received and not ended; `TaskLog`), started again a second later, then the live models
+        checked. A kill that came after the update had ended is tried again (twice)."""
+        run = self.run
+        missed = 0
+        for _ in range(3):
+            deadline, underway = now() + 60, None
+            while underway is None and now() < deadline:
+                underway = await asyncio.to_thread(run.live_update_underway)
+                await asyncio.sleep(0.05)
+            if underway is None:
+                fault.detail = {"mid_update": False, "why": "no live update started within 60 s"}
+                fault.reference = fault.back = now()
+                return
+            victim, task = underway
+            await asyncio.sleep(self.rng.uniform(0.1, 1.0))  # somewhere into the update
+            run.platform.kill(victim)
+            fault.reference = now()
+            ended = task not in run.task_logs[victim].running()
+            run.task_logs[victim].forget()  # its update is redelivered, under the same id
+            await asyncio.sleep(1.0)  # a restart policy's delay
+            run.platform.start(victim)
+            fault.back = now()
+            await run.check_live_models(after="live_update_kill")
+            if not ended:
+                break
+            missed += 1
+        fault.detail = {
+            "worker": victim, "task": task, "mid_update": not ended,
+            "kills_after_the_update_had_ended": missed,
+        }  # fmt: skip
+
     async def retrain_underway(self) -> int | None:
         """Ask for a retrain (again every 10 s: a request finding the project locked is
         skipped) until one is running; its id, or None after 90 s."""
@@ -468,6 +507,33 @@ class FaultInjector:
         await asyncio.to_thread(postgres.start)
         fault.back = fault.reference = now()  # pg_ctl -w: accepting connections again
         fault.detail = {"down_s": round(fault.back - stopped, 2)}
+
+
+class TaskLog:
+    """The live updates a Celery worker is running, read from its log as it grows (Celery logs
+    each task received and ended; with one process and a prefetch of one, received is
+    started)."""
+
+    LINE = re.compile(r"Task learning\.live_update\[([0-9a-f-]+)\] (\w+)")
+
+    def __init__(self, path: Path) -> None:
+        self.path, self.offset, self.open = path, 0, set()
+
+    def running(self) -> set[str]:
+        if self.path.exists():
+            with self.path.open("rb") as log:
+                log.seek(self.offset)
+                chunk = log.read()
+            whole = chunk.rfind(b"\n") + 1  # a line being written is read next time
+            self.offset += whole
+            for task, what in self.LINE.findall(chunk[:whole].decode("utf-8", "replace")):
+                (self.open.add if what == "received" else self.open.discard)(task)
+        return set(self.open)
+
+    def forget(self) -> None:
+        """The worker was killed: nothing runs in it any more."""
+        self.running()
+        self.open.clear()
 
 
 # The run -----------------------------------------------------------------------------------------
@@ -520,6 +586,11 @@ class Run:
         # followed meanwhile: the highest update seen of each (project, batch version).
         self.live_checks: list[dict] = []
         self.live_updates_seen: dict[tuple[int, int], int] = {}
+        self.task_logs = {
+            name: TaskLog(platform.logs / f"{name}.log")
+            for name in platform.services
+            if name.startswith("worker")
+        }
         self.history = History()
         self.stop_at = float("inf")  # the phones stop then (set once every fault is over)
         self.next_path = f"/api/projects/{seeded['project']}/tasks/next/"
@@ -585,6 +656,14 @@ class Run:
         for project, base, number in rows:
             key = (project, base)
             self.live_updates_seen[key] = max(number, self.live_updates_seen.get(key, 0))
+
+    def live_update_underway(self) -> tuple[str, str] | None:
+        """(worker, task id) of a live update running now, if any."""
+        for name, log in self.task_logs.items():
+            running = log.running()
+            if running and self.platform.running(name):
+                return name, min(running)
+        return None
 
     def retraining_worker(self) -> str:
         """The Celery worker whose process holds the project's retrain lock (the lock's owner
@@ -795,19 +874,17 @@ def live_figures(run: Run, update_seconds: int) -> dict:
         for model in check["models"]
         if model["violations"]
     ]
-    kills = sum(
-        1 + f.detail["kills_after_the_retrain_had_ended"]
-        for f in run.history.faults
-        if f.kind == "celery_worker_kill" and "worker" in f.detail
-    )
+    kills = [f for f in run.history.faults if f.kind in WORKER_KINDS and "worker" in f.detail]
+    missed = ("kills_after_the_retrain_had_ended", "kills_after_the_update_had_ended")
     return {
         "update_seconds": update_seconds,
-        "celery_kills": kills,
+        "celery_kills": sum(1 + sum(f.detail.get(key, 0) for key in missed) for f in kills),
+        "kills_mid_update": sum(1 for f in kills if f.detail.get("mid_update")),
         "publications_seen": sum(run.live_updates_seen.values()),
         "batch_versions_followed": len(run.live_updates_seen),
         "checks": len(run.live_checks),
         "checks_after_celery_kills": sum(
-            1 for check in run.live_checks if check["after"] == "celery_worker_kill"
+            1 for check in run.live_checks if check["after"] in WORKER_KINDS
         ),
         "live_models_checked": sum(len(check["models"]) for check in run.live_checks),
         "publications_checked": sum(

@@ -251,6 +251,9 @@ class Command(BaseCommand):
                 and live["checks_after_celery_kills"] == live["celery_kills"] > 0
                 and live["violations"] == 0
             )
+            bounds[f"at least {per_kind} Celery workers killed mid-live-update"] = (
+                live["kills_mid_update"] >= per_kind
+            )
         return {
             "acknowledged": checked["acknowledged"],
             "stored": checked["stored"],
