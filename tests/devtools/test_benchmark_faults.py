@@ -71,7 +71,10 @@ def test_short_form_loses_nothing_and_stores_nothing_twice(tmp_path):
     assert all(n >= 2 for n in result["faults_injected"].values()), result["faults_injected"]
     live = result["live_model"]
     assert live["violations"] == 0, live["violation_examples"]
-    assert live["checks_after_celery_kills"] >= 2 and live["publications_checked"] > 0, live
+    # Each kill checked; a publication seen (retrains every few seconds reset the live models, so
+    # a check often finds one that has published nothing since).
+    assert live["checks_after_celery_kills"] == live["celery_kills"] >= 4, json.dumps(live)
+    assert live["kills_mid_update"] >= 2 and live["publications_seen"] > 0, json.dumps(live)
     failed = [bound for bound in CORRECTNESS if not result["bounds_checked"][bound]]
     assert not failed, json.dumps(result, indent=1)[:4000]
     print(json.dumps({k: result[k] for k in ("seconds_run", "acknowledged", "faults_injected",
