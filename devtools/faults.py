@@ -338,8 +338,9 @@ class FaultInjector:
         `until` on two tracks at once: the web tier's (gunicorn, Redis, PostgreSQL, in turn)
         and the workers' (Celery kills). On a track a fault waits until the previous one's
         window is over, so each refusal has one cause, even if that makes the run longer."""
-        web = [kind for _ in range(self.per_kind) for kind in KINDS if kind not in WORKER_KINDS]
-        tracks = [web] + [[kind] * self.per_kind for kind in WORKER_KINDS]
+        kinds = self.run.kinds
+        web = [kind for _ in range(self.per_kind) for kind in kinds if kind not in WORKER_KINDS]
+        tracks = [web] + [[kind] * self.per_kind for kind in WORKER_KINDS if kind in kinds]
         await asyncio.gather(*(self.track(kinds, start, until) for kinds in tracks))
 
     async def track(self, schedule: list[str], start: float, until: float) -> None:
@@ -571,6 +572,7 @@ class Run:
         seed: int,
         log,
         media_root: Path,
+        live_on: bool,
     ) -> None:
         self.platform, self.postgres, self.redis = platform, postgres, redis
         self.database_url = database_url
@@ -582,6 +584,7 @@ class Run:
         self.seed = seed
         self.log = log
         self.media_root = media_root
+        self.kinds = KINDS if live_on else tuple(k for k in KINDS if k != "live_update_kill")
         # The live models (when on): checked after every Celery kill and at the end, and
         # followed meanwhile: the highest update seen of each (project, batch version).
         self.live_checks: list[dict] = []
@@ -642,10 +645,10 @@ class Run:
 
     async def follow_live_models(self, every: float = 1.0) -> None:
         while now() < self.stop_at:
-            await asyncio.to_thread(self._note_live_updates)
+            await asyncio.to_thread(self.note_live_updates)
             await asyncio.sleep(every)
 
-    def _note_live_updates(self) -> None:
+    def note_live_updates(self) -> None:
         try:
             with psycopg.connect(self.database_url, connect_timeout=2) as conn:
                 rows = conn.execute(
@@ -867,7 +870,7 @@ def check_history(run: Run, media_root: Path) -> dict:
 
 def live_figures(run: Run, update_seconds: int) -> dict:
     """The live models' publications seen and their checks (`devtools.live_check`)."""
-    run._note_live_updates()
+    run.note_live_updates()
     violations = [
         {"after": check["after"], "at_s": check["at_s"], **model}
         for check in run.live_checks

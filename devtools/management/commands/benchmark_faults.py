@@ -31,7 +31,6 @@ from pathlib import Path
 from django.core.management.base import BaseCommand, CommandError
 
 from devtools.faults import (
-    KINDS,
     Behaviour,
     Run,
     check_history,
@@ -140,6 +139,7 @@ class Command(BaseCommand):
                 seed=options["seed"],
                 log=log,
                 media_root=root / "data" / "media",
+                live_on=options["live_seconds"] > 0,
             )
             asyncio.run(
                 run.main(
@@ -150,14 +150,13 @@ class Command(BaseCommand):
                 )
             )
             self._everything_up(platform, postgres, redis)
-            live_on = options["live_seconds"] > 0
-            if live_on:
+            if options["live_seconds"]:
                 asyncio.run(run.check_live_models(after="the load"))
             log("waiting for a retrain after the last fault…")
             last_run = run.db_value(Run.LAST_RUN) or 0
             asyncio.run(run.manager_retrain())
             final_retrain = run.wait_for_retrain(last_run, options["retrain_timeout"])
-            if live_on:
+            if options["live_seconds"]:
                 asyncio.run(run.check_live_models(after="the final retrain"))
             log("checking the history…")
             result = self._figures(run, root, per_kind, final_retrain, options["live_seconds"])
@@ -205,7 +204,7 @@ class Command(BaseCommand):
         checked = check_history(run, root / "data" / "media")
         windows = window_figures(history)
         retraining = retrain_figures(run)
-        faults = {kind: sum(1 for f in history.faults if f.kind == kind) for kind in KINDS}
+        faults = {kind: sum(1 for f in history.faults if f.kind == kind) for kind in run.kinds}
         live = live_figures(run, live_seconds) if live_seconds else None
         bounds = {
             "every acknowledged answer stored exactly once, as sent": checked["lost"] == 0
