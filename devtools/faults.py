@@ -335,13 +335,14 @@ class FaultInjector:
 
     async def inject(self, start: float, until: float) -> None:
         """Every fault of the schedule, `per_kind` of each kind, spread evenly from `start` to
-        `until` on two tracks at once: the web tier's (gunicorn, Redis, PostgreSQL, in turn)
-        and the workers' (Celery kills). On a track a fault waits until the previous one's
-        window is over, so each refusal has one cause, even if that makes the run longer."""
+        `until` on tracks at once: the web tier's (gunicorn, Redis, PostgreSQL, in turn) and
+        one per kind of Celery kill (mid-retrain, mid-live-update). On a track a fault waits
+        until the previous one's window is over, so each refusal has one cause, even if that
+        makes the run longer."""
         kinds = self.run.kinds
         web = [kind for _ in range(self.per_kind) for kind in kinds if kind not in WORKER_KINDS]
         tracks = [web] + [[kind] * self.per_kind for kind in WORKER_KINDS if kind in kinds]
-        await asyncio.gather(*(self.track(kinds, start, until) for kinds in tracks))
+        await asyncio.gather(*(self.track(schedule, start, until) for schedule in tracks))
 
     async def track(self, schedule: list[str], start: float, until: float) -> None:
         interval = (until - start) / max(len(schedule), 1)
@@ -397,7 +398,8 @@ class FaultInjector:
             version_after = await run.db_value_when_up(run.CURRENT_VERSION, [run.target_project])
             await asyncio.sleep(1.0)  # a restart policy's delay
             run.platform.start(victim)
-            await run.check_live_models(after="celery_worker_kill")
+            if run.live_on:
+                await run.check_live_models(after="celery_worker_kill")
             if status == "running":
                 break
             missed += 1  # the retrain ended before the kill: once more
@@ -584,6 +586,7 @@ class Run:
         self.seed = seed
         self.log = log
         self.media_root = media_root
+        self.live_on = live_on
         self.kinds = KINDS if live_on else tuple(k for k in KINDS if k != "live_update_kill")
         # The live models (when on): checked after every Celery kill and at the end, and
         # followed meanwhile: the highest update seen of each (project, batch version).
