@@ -9,12 +9,14 @@ with the tasks it holds, answers them, and comes back with a queue. Every answer
 the server acknowledges it (201, or 200 for a replay), and resent after any failure; every
 failure is recorded (no silent resend below the phone).
 
-Meanwhile `FaultInjector` breaks the stack on two tracks. The web tier's, one fault at a time, in
-turn: `kill -9` of a gunicorn worker, Redis stopped and started, PostgreSQL stopped as in a
-crash (`-m immediate`) and started (crash recovery). The workers': `kill -9` of the Celery
+Meanwhile `FaultInjector` breaks the stack on three tracks. The web tier's, one fault at a time,
+in turn: `kill -9` of a gunicorn worker, Redis stopped and started, PostgreSQL stopped as in a
+crash (`-m immediate`) and started (crash recovery). The retrains': `kill -9` of the Celery
 worker that is retraining, in the middle of the retrain (it is started again a second later, as
-a restart policy does), then the wait for the next retrain to succeed. A manager asks for a
-retrain now and then.
+a restart policy does), then the wait for the next retrain to succeed. The live updates': `kill
+-9` of a Celery worker in the middle of a live update, started again a second later. After every
+Celery kill the live models are checked (`devtools.live_check`). A manager asks for a retrain
+now and then.
 
 At the end the history is checked, not just counters (`check_history`): every answer a phone saw
 acknowledged is stored exactly once and as sent; nothing is stored that no phone sent; no answer
@@ -31,6 +33,7 @@ import itertools
 import json
 import os
 import random
+import re
 import time
 from collections import Counter, defaultdict
 from dataclasses import dataclass, field
@@ -38,11 +41,15 @@ from pathlib import Path
 
 import psycopg
 
+from devtools.live_check import live_model_check
 from devtools.phones import Connection, gold_key, percentile
 from devtools.stack import PROXY_HEADERS, Platform, Postgres, Redis, children, cpu_seconds
 
-KINDS = ("gunicorn_worker_kill", "celery_worker_kill", "redis_restart", "postgres_restart")
-WORKER_KINDS = ("celery_worker_kill",)
+KINDS = (
+    "gunicorn_worker_kill", "celery_worker_kill", "live_update_kill", "redis_restart",
+    "postgres_restart",
+)  # fmt: skip
+WORKER_KINDS = ("celery_worker_kill", "live_update_kill")
 REQUEST_TIMEOUT = 15.0
 # A fault's window lasts this long after what it broke is back; the next fault waits for it.
 GRACE_SECONDS = {"postgres_restart": 5.0}
@@ -328,12 +335,14 @@ class FaultInjector:
 
     async def inject(self, start: float, until: float) -> None:
         """Every fault of the schedule, `per_kind` of each kind, spread evenly from `start` to
-        `until` on two tracks at once: the web tier's (gunicorn, Redis, PostgreSQL, in turn)
-        and the workers' (Celery kills). On a track a fault waits until the previous one's
-        window is over, so each refusal has one cause, even if that makes the run longer."""
-        web = [kind for _ in range(self.per_kind) for kind in KINDS if kind not in WORKER_KINDS]
-        workers = [kind for _ in range(self.per_kind) for kind in WORKER_KINDS]
-        await asyncio.gather(self.track(web, start, until), self.track(workers, start, until))
+        `until` on tracks at once: the web tier's (gunicorn, Redis, PostgreSQL, in turn) and
+        one per kind of Celery kill (mid-retrain, mid-live-update). On a track a fault waits
+        until the previous one's window is over, so each refusal has one cause, even if that
+        makes the run longer."""
+        kinds = self.run.kinds
+        web = [kind for _ in range(self.per_kind) for kind in kinds if kind not in WORKER_KINDS]
+        tracks = [web] + [[kind] * self.per_kind for kind in WORKER_KINDS if kind in kinds]
+        await asyncio.gather(*(self.track(schedule, start, until) for schedule in tracks))
 
     async def track(self, schedule: list[str], start: float, until: float) -> None:
         interval = (until - start) / max(len(schedule), 1)
@@ -389,6 +398,8 @@ class FaultInjector:
             version_after = await run.db_value_when_up(run.CURRENT_VERSION, [run.target_project])
             await asyncio.sleep(1.0)  # a restart policy's delay
             run.platform.start(victim)
+            if run.live_on:
+                await run.check_live_models(after="celery_worker_kill")
             if status == "running":
                 break
             missed += 1  # the retrain ended before the kill: once more
@@ -419,6 +430,39 @@ class FaultInjector:
                 None if succeeded is None else round(succeeded - killed_at, 1)
             ),
         }
+
+    async def live_update_kill(self, fault: Fault) -> None:
+        """`kill -9` of a Celery worker in the middle of a live update (its log shows the update
+        received and not ended; `TaskLog`), started again a second later, then the live models
+        checked. A kill that came after the update had ended is tried again (twice)."""
+        run = self.run
+        missed = 0
+        for _ in range(3):
+            deadline, underway = now() + 60, None
+            while underway is None and now() < deadline:
+                underway = await asyncio.to_thread(run.live_update_underway)
+                await asyncio.sleep(0.05)
+            if underway is None:
+                fault.detail = {"mid_update": False, "why": "no live update started within 60 s"}
+                fault.reference = fault.back = now()
+                return
+            victim, task = underway
+            await asyncio.sleep(self.rng.uniform(0.1, 1.0))  # somewhere into the update
+            run.platform.kill(victim)
+            fault.reference = now()
+            ended = task not in run.task_logs[victim].running()
+            run.task_logs[victim].forget()  # its update is redelivered, under the same id
+            await asyncio.sleep(1.0)  # a restart policy's delay
+            run.platform.start(victim)
+            fault.back = now()
+            await run.check_live_models(after="live_update_kill")
+            if not ended:
+                break
+            missed += 1
+        fault.detail = {
+            "worker": victim, "task": task, "mid_update": not ended,
+            "kills_after_the_update_had_ended": missed,
+        }  # fmt: skip
 
     async def retrain_underway(self) -> int | None:
         """Ask for a retrain (again every 10 s: a request finding the project locked is
@@ -468,6 +512,33 @@ class FaultInjector:
         fault.detail = {"down_s": round(fault.back - stopped, 2)}
 
 
+class TaskLog:
+    """The live updates a Celery worker is running, read from its log as it grows (Celery logs
+    each task received and ended; with one process and a prefetch of one, received is
+    started)."""
+
+    LINE = re.compile(r"Task learning\.live_update\[([0-9a-f-]+)\] (\w+)")
+
+    def __init__(self, path: Path) -> None:
+        self.path, self.offset, self.open = path, 0, set()
+
+    def running(self) -> set[str]:
+        if self.path.exists():
+            with self.path.open("rb") as log:
+                log.seek(self.offset)
+                chunk = log.read()
+            whole = chunk.rfind(b"\n") + 1  # a line being written is read next time
+            self.offset += whole
+            for task, what in self.LINE.findall(chunk[:whole].decode("utf-8", "replace")):
+                (self.open.add if what == "received" else self.open.discard)(task)
+        return set(self.open)
+
+    def forget(self) -> None:
+        """The worker was killed: nothing runs in it any more."""
+        self.running()
+        self.open.clear()
+
+
 # The run -----------------------------------------------------------------------------------------
 
 
@@ -502,6 +573,8 @@ class Run:
         behaviour: Behaviour,
         seed: int,
         log,
+        media_root: Path,
+        live_on: bool,
     ) -> None:
         self.platform, self.postgres, self.redis = platform, postgres, redis
         self.database_url = database_url
@@ -512,6 +585,18 @@ class Run:
         self.behaviour = behaviour
         self.seed = seed
         self.log = log
+        self.media_root = media_root
+        self.live_on = live_on
+        self.kinds = KINDS if live_on else tuple(k for k in KINDS if k != "live_update_kill")
+        # The live models (when on): checked after every Celery kill and at the end, and
+        # followed meanwhile: the highest update seen of each (project, batch version).
+        self.live_checks: list[dict] = []
+        self.live_updates_seen: dict[tuple[int, int], int] = {}
+        self.task_logs = {
+            name: TaskLog(platform.logs / f"{name}.log")
+            for name in platform.services
+            if name.startswith("worker")
+        }
         self.history = History()
         self.stop_at = float("inf")  # the phones stop then (set once every fault is over)
         self.next_path = f"/api/projects/{seeded['project']}/tasks/next/"
@@ -542,6 +627,49 @@ class Run:
             if value is not None or now() > deadline:
                 return value
             await asyncio.sleep(0.2)
+
+    async def check_live_models(self, *, after: str, timeout: float = 60.0) -> None:
+        """`live_model_check` once the database answers, recorded in `live_checks`."""
+        deadline = now() + timeout
+        while True:
+            try:
+                models = await asyncio.to_thread(
+                    live_model_check, self.database_url, self.media_root
+                )
+                break
+            except psycopg.OperationalError as exc:
+                if now() > deadline:
+                    models = [{"violations": [f"not checked: the database is away ({exc})"]}]
+                    break
+                await asyncio.sleep(0.5)
+        self.live_checks.append(
+            {"after": after, "at_s": round(now() - self.history.started, 1), "models": models}
+        )
+
+    async def follow_live_models(self, every: float = 1.0) -> None:
+        while now() < self.stop_at:
+            await asyncio.to_thread(self.note_live_updates)
+            await asyncio.sleep(every)
+
+    def note_live_updates(self) -> None:
+        try:
+            with psycopg.connect(self.database_url, connect_timeout=2) as conn:
+                rows = conn.execute(
+                    "SELECT project_id, base_version, number FROM learning_livemodel"
+                ).fetchall()
+        except psycopg.OperationalError:
+            return  # the database is being restarted: the next look
+        for project, base, number in rows:
+            key = (project, base)
+            self.live_updates_seen[key] = max(number, self.live_updates_seen.get(key, 0))
+
+    def live_update_underway(self) -> tuple[str, str] | None:
+        """(worker, task id) of a live update running now, if any."""
+        for name, log in self.task_logs.items():
+            running = log.running()
+            if running and self.platform.running(name):
+                return name, min(running)
+        return None
 
     def retraining_worker(self) -> str:
         """The Celery worker whose process holds the project's retrain lock (the lock's owner
@@ -631,6 +759,7 @@ class Run:
             *(phone.live(planned) for phone in phones),
             faults(),
             self.retrain_now_and_then(every=max(5.0, seconds / 20)),
+            self.follow_live_models(),
         )
         self.history.ended = now()
         self.log("load stopped; phones send what they still hold")
@@ -739,6 +868,51 @@ def check_history(run: Run, media_root: Path) -> dict:
             "stored_but_never_sent": [list(k) for k in phantom[:5]],
             "over_redundancy": list(over.items())[:5],
         },
+    }
+
+
+def live_figures(run: Run, update_seconds: int) -> dict:
+    """The live models' publications seen and their checks (`devtools.live_check`)."""
+    run.note_live_updates()
+    violations = [
+        {"after": check["after"], "at_s": check["at_s"], **model}
+        for check in run.live_checks
+        for model in check["models"]
+        if model["violations"]
+    ]
+    kills = [f for f in run.history.faults if f.kind in WORKER_KINDS and "worker" in f.detail]
+    missed = ("kills_after_the_retrain_had_ended", "kills_after_the_update_had_ended")
+    return {
+        "update_seconds": update_seconds,
+        "celery_kills": sum(1 + sum(f.detail.get(key, 0) for key in missed) for f in kills),
+        "kills_mid_update": sum(1 for f in kills if f.detail.get("mid_update")),
+        "publications_seen": sum(run.live_updates_seen.values()),
+        "batch_versions_followed": len(run.live_updates_seen),
+        "checks": len(run.live_checks),
+        "checks_after_celery_kills": sum(
+            1 for check in run.live_checks if check["after"] in WORKER_KINDS
+        ),
+        "live_models_checked": sum(len(check["models"]) for check in run.live_checks),
+        "publications_checked": sum(
+            model.get("publications", 0) for check in run.live_checks for model in check["models"]
+        ),
+        "most_late_commits_in_a_check": max(
+            (m.get("late_commits", 0) for check in run.live_checks for m in check["models"]),
+            default=0,
+        ),
+        "violations": len(violations),
+        "violation_examples": violations[:5],
+        "checked": [
+            {
+                "after": check["after"],
+                "at_s": check["at_s"],
+                **{
+                    str(m.get("project")): [m.get("publications"), m.get("answers_applied")]
+                    for m in check["models"]
+                },
+            }
+            for check in run.live_checks
+        ],
     }
 
 

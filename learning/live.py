@@ -13,7 +13,9 @@ row stale; the next update starts again from that version, its newest answers' l
 (`OnlineCountTagger.seed`), and the watermark at the version's newest observation.
 
 Verification answers are not consumed here (the batch retrain learns from them). An answer whose
-transaction commits after a later id was read is left to the next batch retrain.
+transaction commits after a later id was read is left to the next batch retrain; each point of
+the row's curve keeps its update's watermark and, on PostgreSQL, the snapshot its answers were
+read in, so that a check can tell those answers from answers skipped (`devtools.faults`).
 """
 
 from __future__ import annotations
@@ -27,7 +29,7 @@ import numpy as np
 from django.conf import settings
 from django.core.files.base import ContentFile
 from django.core.files.storage import default_storage
-from django.db import transaction
+from django.db import connection, transaction
 from django.utils import timezone
 
 from learning import adapter, selectors
@@ -80,9 +82,7 @@ def live_model_update(*, project_id: int, force: bool = False) -> dict:
         age = (timezone.now() - live.published_at).total_seconds()
         if age < settings.TALLY_LIVE_MODEL_SECONDS:
             return {"status": "recent", "seconds": age}
-    block, tokens, newest = adapter.count_answers(
-        project_id=project_id, after=live.watermark, limit=settings.TALLY_LIVE_BLOCK_ANSWERS
-    )
+    block, tokens, newest, snapshot = _answers_after(project_id=project_id, after=live.watermark)
     if len(block) == 0:
         return {"status": "up_to_date", "number": live.number}
     tagset = adapter.project_tagset(project_id=project_id)
@@ -91,11 +91,33 @@ def live_model_update(*, project_id: int, force: bool = False) -> dict:
     try:
         learner.partial_fit(tokens, block, tagset, mechanism=mechanism)
         return _publish(project_id=project_id, live=live, learner=learner, newest=newest,
-                        answers=len(block))  # fmt: skip
+                        answers=len(block), snapshot=snapshot)  # fmt: skip
     except BaseException:
         with _learners_lock:
             _learners.pop(project_id, None)
         raise
+
+
+def _answers_after(*, project_id: int, after: int):
+    """`adapter.count_answers` after ``after``, plus the snapshot it read them in
+    (``pg_current_snapshot()`` as text; "" off PostgreSQL): one REPEATABLE READ transaction, so
+    that the snapshot is the one every read of the block saw."""
+    if connection.vendor != "postgresql":
+        return *_read_block(project_id, after), ""
+    outermost = not connection.in_atomic_block  # else the caller's transaction (tests) sets it
+    with transaction.atomic():
+        with connection.cursor() as cursor:
+            if outermost:
+                cursor.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ")
+            cursor.execute("SELECT pg_current_snapshot()::text")
+            snapshot = cursor.fetchone()[0]
+        return *_read_block(project_id, after), snapshot
+
+
+def _read_block(project_id: int, after: int):
+    return adapter.count_answers(
+        project_id=project_id, after=after, limit=settings.TALLY_LIVE_BLOCK_ANSWERS
+    )
 
 
 def _learner_for(*, project_id: int, live: LiveModel, current: ModelVersion, tagset):
@@ -124,7 +146,9 @@ def _learner_for(*, project_id: int, live: LiveModel, current: ModelVersion, tag
     return _new_learner().restore(state, tagger, tokens)
 
 
-def _publish(*, project_id: int, live: LiveModel, learner, newest: int, answers: int) -> dict:
+def _publish(
+    *, project_id: int, live: LiveModel, learner, newest: int, answers: int, snapshot: str
+) -> dict:
     number = live.number + 1
     stem = f"live/project-{project_id}/v{live.base_version}-{number}-{uuid.uuid4().hex[:8]}"
     model_name = default_storage.save(
@@ -142,7 +166,7 @@ def _publish(*, project_id: int, live: LiveModel, learner, newest: int, answers:
     point = {
         key: learner.progressive_[-1][key] for key in ("answers", "log_likelihood", "count_error")
     }
-    point["answers"] = live.answers_applied + answers
+    point |= {"answers": live.answers_applied + answers, "watermark": newest, "snapshot": snapshot}
     with transaction.atomic():
         published = LiveModel.objects.filter(
             project_id=project_id, base_version=live.base_version, number=live.number

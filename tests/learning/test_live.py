@@ -1,14 +1,18 @@
-"""The live model: updates after the watermark, predictions, the retrain's reset, and a worker
-killed mid-update (a real Celery worker, the row held locked from another connection)."""
+"""The live model: updates after the watermark, predictions, the retrain's reset, an update that
+fails after its learner stepped, and a worker killed mid-update (a real Celery worker, the row
+held locked from another connection); each checked by `devtools.live_check` too."""
 
 import io
+from pathlib import Path
 
 import numpy as np
 import pytest
-from django.core.files.storage import default_storage
+from django.conf import settings as django_settings
+from django.core.files.storage import FileSystemStorage, default_storage
 from django.db import connection
 
 from annotation.models import Observation, TaskKind
+from devtools.live_check import live_model_check
 from learning import live, predictions, selectors, services, tasks
 from learning.models import LiveModel
 from tests.support.crowd import answer_tasks
@@ -32,6 +36,13 @@ def _count_answers_after(project, watermark, up_to=None):
 def _state_answers(row: LiveModel) -> int:
     with default_storage.open(row.state_file, "rb") as handle:
         return int(np.load(io.BytesIO(handle.read()))["counters"][1])
+
+
+def _checked_from_outside() -> list[dict]:
+    """`devtools.live_check` on the test database, as `benchmark_faults` runs it."""
+    db = connection.settings_dict
+    url = f"postgresql://{db['USER']}@{db['HOST']}:{db['PORT']}/{db['NAME']}"
+    return live_model_check(url, Path(django_settings.MEDIA_ROOT))
 
 
 @pytest.mark.django_db
@@ -99,6 +110,48 @@ def test_the_sweep_finds_projects_with_answers_after_the_watermark(project, crow
     assert selectors.projects_live_due() == []
 
 
+@pytest.mark.postgres
+@pytest.mark.django_db(transaction=True)
+def test_an_update_failing_after_its_learner_stepped_applies_nothing_and_the_retry_once(
+    project, crowd, monkeypatch
+):
+    answer_tasks(project, crowd, 60)
+    services.retrain_run(project_id=project.pk, trigger="manual")
+    answer_tasks(project, crowd, 30, seed=1)
+    assert live.live_model_update(project_id=project.pk)["status"] == "published"
+    first = LiveModel.objects.get(project=project)
+    assert project.pk in live._learners  # this process's learner goes on from here
+
+    answer_tasks(project, crowd, 30, seed=2)
+    save = FileSystemStorage.save
+
+    def dies_saving_the_state(storage, name, content, **kwargs):
+        if name.endswith(".state.npz"):  # the learner stepped, its model file written
+            raise OSError("disk gone")
+        return save(storage, name, content, **kwargs)
+
+    monkeypatch.setattr(FileSystemStorage, "save", dies_saving_the_state)
+    with pytest.raises(OSError):
+        live.live_model_update(project_id=project.pk, force=True)
+    row = LiveModel.objects.get(project=project)
+    assert (row.number, row.watermark, row.answers_applied, row.file) == (
+        first.number, first.watermark, first.answers_applied, first.file
+    )  # fmt: skip
+    assert project.pk not in live._learners  # its stepped learner is not reused
+    assert [check["violations"] for check in _checked_from_outside()] == [[]]
+
+    monkeypatch.setattr(FileSystemStorage, "save", save)
+    assert live.live_model_update(project_id=project.pk, force=True)["status"] == "published"
+    row.refresh_from_db()
+    base = selectors.current_version(project_id=project.pk).newest_observation
+    assert row.number == 2 and row.watermark > first.watermark
+    assert row.answers_applied == _count_answers_after(project, base) == _state_answers(row)
+    assert [p["answers"] for p in row.progressive] == [first.answers_applied, row.answers_applied]
+    (check,) = _checked_from_outside()
+    assert check["violations"] == [] and check["publications"] == 2
+    assert check["answers_applied"] == row.answers_applied and check["late_commits"] == 0
+
+
 def _update_blocked_in_publish() -> bool:
     with connection.cursor() as cursor:
         cursor.execute(
@@ -146,6 +199,7 @@ def test_a_worker_killed_mid_update_leaves_watermark_and_model_consistent(
         applied = _count_answers_after(project, before.watermark, up_to=row.watermark)
         assert row.number == 1 and row.watermark == newest
         assert row.answers_applied == applied == _state_answers(row) > 0
+        assert [check["violations"] for check in _checked_from_outside()] == [[]]
     finally:
         for worker in started:
             worker.stop()

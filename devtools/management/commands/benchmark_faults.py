@@ -10,6 +10,9 @@ and beat. It seeds a project from UD English EWT with one annotator per phone, r
 and the faults (see `devtools.faults`; a fault waits for the previous one's window to end, so
 the run can last longer than `--seconds`: `seconds_run`), lets the phones send what they still
 hold, waits for a retrain after the last fault, checks the history and prints one JSON object.
+The live models follow the answers meanwhile (an update every `--live-seconds`, 0: off) and are
+checked after every Celery kill, once the load is over and at the end (`devtools.live_check`):
+each answer applied once, none skipped, the row, its curve and its files in agreement.
 Everything it started is stopped and its directory removed (`--keep` keeps it, with the logs and
 the run's history in `history.json`: every request, answer and fault, times in seconds from the
 start).
@@ -28,11 +31,11 @@ from pathlib import Path
 from django.core.management.base import BaseCommand, CommandError
 
 from devtools.faults import (
-    KINDS,
     Behaviour,
     Run,
     check_history,
     history_record,
+    live_figures,
     retrain_figures,
     window_figures,
 )
@@ -65,6 +68,8 @@ class Command(BaseCommand):
         parser.add_argument("--json", action="store_true", help="print only the JSON result")
         parser.add_argument("--seed-only", action="store_true", help="(internal)")
         parser.add_argument("--redundancy", type=int, default=3)
+        parser.add_argument("--live-seconds", type=int, default=3,
+                            help="the live models' update interval (0: off)")  # fmt: skip
 
     def handle(self, *args, **options):
         if options["seed_only"]:
@@ -108,6 +113,7 @@ class Command(BaseCommand):
                 WEB_WORKERS=str(options["web_workers"]),
                 TALLY_RETRAIN_INTERVAL_MINUTES="1",
                 TALLY_RETRAIN_SWEEP_SECONDS="5",
+                TALLY_LIVE_MODEL_SECONDS=str(options["live_seconds"]),
             )
             platform = Platform(root, env)
             log("migrating and seeding…")
@@ -132,6 +138,8 @@ class Command(BaseCommand):
                 behaviour=Behaviour(),
                 seed=options["seed"],
                 log=log,
+                media_root=root / "data" / "media",
+                live_on=options["live_seconds"] > 0,
             )
             asyncio.run(
                 run.main(
@@ -142,12 +150,16 @@ class Command(BaseCommand):
                 )
             )
             self._everything_up(platform, postgres, redis)
+            if options["live_seconds"]:
+                asyncio.run(run.check_live_models(after="the load"))
             log("waiting for a retrain after the last fault…")
             last_run = run.db_value(Run.LAST_RUN) or 0
             asyncio.run(run.manager_retrain())
             final_retrain = run.wait_for_retrain(last_run, options["retrain_timeout"])
+            if options["live_seconds"]:
+                asyncio.run(run.check_live_models(after="the final retrain"))
             log("checking the history…")
-            result = self._figures(run, root, per_kind, final_retrain)
+            result = self._figures(run, root, per_kind, final_retrain, options["live_seconds"])
             if options["keep"]:
                 (root / "history.json").write_text(json.dumps(history_record(run.history)))
             result |= {
@@ -185,12 +197,15 @@ class Command(BaseCommand):
                 platform.start(name)
 
     @staticmethod
-    def _figures(run: Run, root: Path, per_kind: int, final_retrain: float | None) -> dict:
+    def _figures(
+        run: Run, root: Path, per_kind: int, final_retrain: float | None, live_seconds: int
+    ) -> dict:
         history = run.history
         checked = check_history(run, root / "data" / "media")
         windows = window_figures(history)
         retraining = retrain_figures(run)
-        faults = {kind: sum(1 for f in history.faults if f.kind == kind) for kind in KINDS}
+        faults = {kind: sum(1 for f in history.faults if f.kind == kind) for kind in run.kinds}
+        live = live_figures(run, live_seconds) if live_seconds else None
         bounds = {
             "every acknowledged answer stored exactly once, as sent": checked["lost"] == 0
             and checked["duplicated"] == 0
@@ -229,6 +244,15 @@ class Command(BaseCommand):
             ]
             == 0,
         }
+        if live is not None:
+            bounds["the live models published and stayed consistent after every Celery kill"] = (
+                live["publications_seen"] > 0
+                and live["checks_after_celery_kills"] == live["celery_kills"] > 0
+                and live["violations"] == 0
+            )
+            bounds[f"at least {per_kind} Celery workers killed mid-live-update"] = (
+                live["kills_mid_update"] >= per_kind
+            )
         return {
             "acknowledged": checked["acknowledged"],
             "stored": checked["stored"],
@@ -240,6 +264,7 @@ class Command(BaseCommand):
             "client_faults": dict(history.client_faults),
             "history": checked,
             "retraining": {**retraining, "seconds_to_final_retrain": final_retrain},
+            "live_model": live,
             "bounds_checked": bounds,
             "ok": all(bounds.values()),
             "faults": [
