@@ -108,11 +108,13 @@ def _warm_start(current: ModelVersion | None):
 
 def _reusable_word_classes(current: ModelVersion | None, warm, data: adapter.TrainingData):
     """The current version's word classes when they were learned from the same text (they
-    depend on the corpus alone, and learning them takes seconds); else learn them anew."""
-    classes = getattr(warm, "word_classes", None)
-    if classes is not None and current.hyperparameters.get("text_tokens") == data.text_tokens:
-        return classes
-    return True
+    depend on the corpus alone, and learning them takes seconds), whether or not the fit goes
+    on warm from that version; else learn them anew."""
+    if current is None or current.hyperparameters.get("text_tokens") != data.text_tokens:
+        return True
+    model = warm if warm is not None else _warm_start(current)
+    classes = getattr(model, "word_classes", None)
+    return True if classes is None else classes
 
 
 def effort_with_gain(effort: dict | None, accuracy: float | None, previous) -> dict | None:

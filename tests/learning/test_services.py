@@ -363,6 +363,15 @@ def test_a_retrain_after_many_more_answers_fits_afresh(project, crowd):
     second = retrain(project)
     assert second.version.number == 2 and second.version.warm_started_from is None
     assert second.version.hyperparameters["schedule"]["name"] != "warm"
+    # The corpus' text did not change: its word classes are the first version's, not relearned.
+    assert second.version.hyperparameters["word_classes_reused"]
+    assert "classes" not in second.version.timings or second.version.timings["classes"] == 0
+    first_classes = adapter.model_load(
+        ModelVersion.objects.get(project=project, number=1).file.name
+    ).word_classes
+    second_classes = adapter.model_load(second.version.file.name).word_classes
+    assert second_classes.forms == first_classes.forms
+    np.testing.assert_array_equal(second_classes.classes, first_classes.classes)
 
 
 def test_gold_sentences_calibrate_and_spare_the_refit_for_answers(project, crowd):
