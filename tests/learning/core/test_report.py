@@ -83,9 +83,10 @@ def test_evaluation_report_counts_every_token(fitted):
     flat = np.concatenate
     assert out["accuracy"] == pytest.approx(np.mean(flat(predicted) == flat(tags)))
     # Given the probabilities already computed, the same report.
-    assert evaluation_report(
-        tagger, sentences[:50], tags, probs=tagger.token_proba(sentences[:50])
-    ) == out
+    assert (
+        evaluation_report(tagger, sentences[:50], tags, probs=tagger.token_proba(sentences[:50]))
+        == out
+    )
     assert evaluation_report(tagger, [], []) == {
         "accuracy": None, "evaluation": None, "per_tag": [], "confusion": None,
     }  # fmt: skip
