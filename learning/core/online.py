@@ -13,7 +13,9 @@ Liang & Klein's stepwise EM. Block ``t`` of new answers is used once:
    decay by ``1 − η_t`` and the block's tokens enter with mass ``η_t``,
    ``η_t = η₀ (τ₀ + t)^−ρ`` (``η₀ = 1, τ₀ = 0, ρ = 1``: every block weighs the same, the batch
    average; ``ρ < 1`` forgets older beliefs, made under older models). The contextual tagger
-   then takes ``block_fit_iter`` warm-started L-BFGS iterations on the stored labels. The store
+   then takes ``block_fit_iter`` warm-started L-BFGS iterations on the stored labels (the
+   block's and, with ``replay``, a uniform sample of the others, at least
+   ``replay_min_tokens``). The store
    keeps whole sentences (the contextual model reads neighbours) up to ``max_tokens`` tokens,
    dropping the oldest first, so an update costs the same at a million answers as at ten
    thousand once the store is full.
@@ -81,9 +83,12 @@ class OnlineCountTagger:
         answer weighs the same however the stream is cut.
     block_fit_iter : L-BFGS iterations of each block's M-step (default 3).
     max_tokens : tokens of the sentences whose labels are kept (default 200,000).
-    replay : None (default) for M-steps on every stored token, or ``r``: on the block's tokens
-        and a uniform sample of ``r`` times as many stored ones (a cost per update that follows
-        the block, not the store).
+    replay : None for M-steps on every stored token, or ``r`` (default 1): on the block's
+        tokens and a uniform sample of ``r`` times as many stored ones, at least
+        ``replay_min_tokens`` (a cost per update that follows the block, not the store).
+    replay_min_tokens : the smallest sample of a ``replay`` M-step (default 100,000 tokens,
+        half the default store): smaller samples made the steps noisy enough to lose accuracy;
+        a store of at most that many tokens is read whole.
     refresh : None to keep each token's belief as its block's E-step made it, or ``r``
         (default 2): each update also E-steps again, under the current model, the stored answers of
         the least recently E-stepped sentences, about ``r`` times the block's answers (``inf``:
@@ -123,7 +128,8 @@ class OnlineCountTagger:
         block_size: int = 1000,
         block_fit_iter: int = 3,
         max_tokens: int = 200_000,
-        replay: float | None = None,
+        replay: float | None = 1.0,
+        replay_min_tokens: int = 100_000,
         refresh: float | None = 2.0,
         refit_growth: float | None = 2.0,
         refit_until: int | None = None,
@@ -144,6 +150,7 @@ class OnlineCountTagger:
         self.block_fit_iter = block_fit_iter
         self.max_tokens = max_tokens
         self.replay = replay
+        self.replay_min_tokens = replay_min_tokens
         self.refresh = refresh
         self.refit_growth = refit_growth
         self.refit_until = refit_until
@@ -611,15 +618,17 @@ class OnlineCountTagger:
         its mass (scaled to a mean of 1 over labelled tokens, so that the L2 strength means what
         it means in a batch fit), warm from the current model. With ``replay``, on the block's
         sentences (the last ``block_sentences`` stored) and a uniform sample of the others of
-        ``replay`` times their tokens, the sample's masses scaled up to the others' total: an
-        unbiased estimate of the whole objective, at a cost that follows the block's size."""
+        ``replay`` times their tokens (at least ``replay_min_tokens``; all of them when they are
+        fewer), the sample's masses scaled up to the others' total: an unbiased estimate of the
+        whole objective, at a cost that does not grow with the store past the floor."""
         rows = np.ones(self._labels.shape[0], dtype=bool)
         x, lengths, mass = self._x, self._lengths, self._token_mass
         older = self._lengths.shape[0] - block_sentences
-        if self.replay is not None and older > 0:
-            block_tokens = int(self._lengths[older:].sum())
+        wanted = np.inf
+        if self.replay is not None:
+            wanted = max(self.replay * self._lengths[older:].sum(), self.replay_min_tokens)
+        if older > 0 and wanted < self._lengths[:older].sum():
             order = self._rng.permutation(older)
-            wanted = self.replay * block_tokens
             chosen = order[: int(np.searchsorted(np.cumsum(self._lengths[order]), wanted)) + 1]
             keep = np.zeros(self._lengths.shape[0], dtype=bool)
             keep[chosen] = True

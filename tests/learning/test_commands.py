@@ -48,6 +48,24 @@ def test_simulate_crowd_passes_the_em_schedule(corpora, monkeypatch):
         _run("--train", str(train), "--test", str(test), "--schedule", "fast", "--json")
 
 
+def test_simulate_crowd_leaves_the_online_learner_its_defaults(corpora, monkeypatch):
+    from learning.management.commands import simulate_crowd
+
+    seen = {}
+
+    def report(train, test, **kwargs):
+        seen["params"] = kwargs["online_params"]
+        return {"accuracy_refined": 0.5}, None
+
+    monkeypatch.setattr(simulate_crowd, "simulation_report", report)
+    train, test = corpora
+    _run("--train", str(train), "--test", str(test), "--online", "2", "--json")
+    assert seen["params"] == {}
+    _run("--train", str(train), "--test", str(test), "--online", "2", "--online-replay", "0",
+         "--online-fit-iter", "2", "--json")  # fmt: skip
+    assert seen["params"] == {"replay": None, "block_fit_iter": 2}
+
+
 def test_simulate_crowd_prints_one_json_report(corpora):
     train, test = corpora
     report = _run(

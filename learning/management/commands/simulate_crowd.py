@@ -126,14 +126,14 @@ class Command(BaseCommand):
             "--online-replay",
             type=float,
             default=None,
-            help="online M-steps on the block and this many times its tokens of stored ones "
-            "(default: every stored token)",
+            help="online M-steps on the block and this many times its tokens of stored ones, "
+            "0 for every stored token (default: the learner's)",
         )
         parser.add_argument(
             "--online-fit-iter",
             type=int,
-            default=3,
-            help="L-BFGS iterations of each online M-step (default 3)",
+            default=None,
+            help="L-BFGS iterations of each online M-step (default: the learner's, 3)",
         )
         parser.add_argument(
             "--cost-matrix",
@@ -174,10 +174,10 @@ class Command(BaseCommand):
             raise CommandError(
                 "--online streams count answers only: leave out --verify-per-sentence"
             )
-        if options["online_fit_iter"] < 1:
+        if options["online_fit_iter"] is not None and options["online_fit_iter"] < 1:
             raise CommandError("--online-fit-iter must be at least 1")
-        if options["online_replay"] is not None and not options["online_replay"] > 0:
-            raise CommandError("--online-replay must be positive")
+        if options["online_replay"] is not None and not options["online_replay"] >= 0:
+            raise CommandError("--online-replay must be 0 or positive")
         tags_per_task = parse_tags_per_task(options["tags_per_task"])
         started = time.perf_counter()
         train = read_corpus(options["train"], "train")
@@ -209,10 +209,7 @@ class Command(BaseCommand):
                 seed=options["seed"],
                 model_params=model_params,
                 online_blocks=options["online"],
-                online_params={
-                    "replay": options["online_replay"],
-                    "block_fit_iter": options["online_fit_iter"],
-                },
+                online_params=_online_params(options),
                 cost_matrix=options["cost_matrix"],
                 agm=options["agm"],
             )
@@ -227,3 +224,14 @@ class Command(BaseCommand):
         else:
             for key, value in report.items():
                 self.stdout.write(f"{key}: {value}")
+
+
+def _online_params(options: dict) -> dict:
+    """The online learner's settings given on the command line (the learner's defaults for the
+    others); ``--online-replay 0``: M-steps on every stored token."""
+    params = {}
+    if options["online_replay"] is not None:
+        params["replay"] = options["online_replay"] or None
+    if options["online_fit_iter"] is not None:
+        params["block_fit_iter"] = options["online_fit_iter"]
+    return params

@@ -4,6 +4,7 @@ import numpy as np
 import pytest
 
 from learning.core import FeatureConfig, accuracy
+from learning.core.context_tagger import ContextTagger
 from learning.core.counts import CountEvidence
 from learning.core.design import encode_corpus
 from learning.core.em import expected_labels, window_token_index
@@ -214,12 +215,42 @@ def test_replayed_m_steps_sample_the_store_and_still_learn(data):
         gold, len(tagset), window=4, tags_per_task=2, obs_per_sentence=2, random_state=0
     )
     names = [[tagset[t] for t in g] for g in gold]
-    learner = _learner(replay=1.0)
+    learner = _learner(replay=1.0, replay_min_tokens=0)
     scores = []
     for block in _blocks(crowd.observations, 20):
         learner.partial_fit(sentences, block, tagset)
         scores.append(accuracy(names, learner.predict(sentences)))
     assert scores[-1] > scores[0] + 0.04  # about 5 points over 20 blocks (71.6 → 76.6 %)
+
+
+def test_a_replay_m_step_reads_at_least_replay_min_tokens_stored_ones(data, monkeypatch):
+    sentences, gold, _, tagset = data
+    crowd = simulate_crowd(gold, len(tagset), window=4, obs_per_sentence=1, random_state=0)
+    first, second = _blocks(crowd.observations, 2)
+    read = []
+    fit = ContextTagger.fit
+
+    def spy(self, *args, features=None, **kwargs):
+        read.append(features.shape[0])
+        return fit(self, *args, features=features, **kwargs)
+
+    monkeypatch.setattr(ContextTagger, "fit", spy)
+    results = {}
+    for name, params in {
+        "whole": {"replay": None},
+        "floor above the store": {"replay": 0.01, "replay_min_tokens": 10**9},
+        "floor": {"replay": 0.01, "replay_min_tokens": 3000},
+    }.items():
+        learner = _learner(refresh=None, refit_growth=None, **params)
+        learner.partial_fit(sentences, first, tagset)
+        read.clear()
+        learner.partial_fit(sentences, second, tagset)
+        results[name] = (read[-1], learner.tagger_.tag_coef_, learner.stored_tokens_)
+    whole, above, floor = results.values()
+    assert whole[0] == whole[2] == above[0]  # a store below the floor is read whole
+    np.testing.assert_array_equal(whole[1], above[1])
+    block_tokens = sum(len(sentences[s]) for s in np.unique(second.sentence))
+    assert 3000 + block_tokens <= floor[0] < whole[0]  # the block and at least the floor
 
 
 def _stream(learner, sentences, blocks, tagset):
