@@ -26,7 +26,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 import numpy as np
-from scipy.optimize import minimize, minimize_scalar
+from scipy.optimize import minimize_scalar
 
 from .posterior import WindowPosteriors
 
@@ -36,7 +36,6 @@ __all__ = [
     "expected_calibration_error",
     "fit_temperature_answers",
     "fit_temperature_gold",
-    "fit_temperatures_answers",
     "fit_temperatures_posterior",
     "tempered",
     "tempered_groups",
@@ -139,36 +138,6 @@ def fit_temperature_answers(
     return _minimise_log_temperature(loss)
 
 
-def fit_temperatures_answers(
-    window_probs: np.ndarray,
-    window_groups: np.ndarray,
-    posteriors: Callable[[np.ndarray], WindowPosteriors],
-    weights: np.ndarray | None = None,
-    n_groups: int = 2,
-) -> tuple[float, ...]:
-    """One temperature per group of tokens (``window_groups``: (n, w_max) group of each
-    window position), maximising the held-out answers' weighted marginal log-likelihood; a
-    group absent from the windows keeps the others' joint temperature."""
-    window_probs = np.asarray(window_probs, dtype=np.float64)
-    weights = np.ones(window_probs.shape[0]) if weights is None else np.asarray(weights)
-    joint = fit_temperature_answers(window_probs, posteriors, weights)
-    present = [bool((window_groups == g).any()) for g in range(n_groups)]
-    if sum(present) < 2:
-        return (joint,) * n_groups
-    low, high = np.log(TEMPERATURE_BOUNDS)
-
-    def loss(log_t: np.ndarray) -> float:
-        q = tempered_groups(window_probs, window_groups, np.exp(np.clip(log_t, low, high)))
-        result = posteriors(q)
-        used = result.feasible & (weights > 0) & np.isfinite(result.log_z)
-        return -float((weights[used] * result.log_z[used]).sum())
-
-    start = np.full(n_groups, np.log(joint))
-    result = minimize(loss, start, method="Nelder-Mead",
-                      options={"xatol": 1e-3, "fatol": 1e-6, "maxiter": 200})  # fmt: skip
-    return tuple(float(np.exp(np.clip(v, low, high))) for v in result.x)
-
-
 def fit_temperatures_posterior(
     window_probs: np.ndarray,
     window_groups: np.ndarray,
@@ -186,7 +155,8 @@ def fit_temperatures_posterior(
     outside the asked subset among the others, two tokens whose tags could swap), ``γ`` is the
     prior ``p`` itself, whose cross-entropy is least at ``T = 1``: the fit leaves the
     probabilities alone in proportion to what the answers do not say. It is the first EM step
-    of :func:`fit_temperatures_answers` from ``T = 1``; the likelihood's own optimum would
+    of the answers' likelihood (:func:`answers_log_likelihood`, one temperature per group) from
+    ``T = 1``; the likelihood's own optimum would
     calibrate the events the answers see (is this token one of the asked tags?), which with
     tag subsets are far easier than the top tag, and sharpens too much
     (docs/learning-notes.md, "Calibration from the answers' posterior"). A group absent from
