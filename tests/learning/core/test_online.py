@@ -36,21 +36,36 @@ def _blocks(observations, n_blocks, seed=0):
     return [observations.subset(np.sort(b)) for b in np.array_split(order, n_blocks)]
 
 
-def test_error_shrinks_as_blocks_arrive(data):
-    sentences, gold, w_star, tagset = data
-    crowd = simulate_crowd(
+def _two_tag_crowd(data):
+    """2 windows per sentence, 2 tags asked in each: answers that say little per token."""
+    _, gold, _, tagset = data
+    return simulate_crowd(
         gold, len(tagset), window=4, tags_per_task=2, obs_per_sentence=2, random_state=0
     )
+
+
+def _accuracy_along_the_stream(learner, data, crowd, n_blocks=20) -> list[float]:
+    """``crowd``'s answers through ``learner`` in ``n_blocks`` blocks; the accuracy on the gold
+    tags after each (no invalid arithmetic allowed on the way)."""
+    sentences, gold, _, tagset = data
+    names = [[tagset[t] for t in g] for g in gold]
+    scores = []
+    with np.errstate(invalid="raise"):
+        for block in _blocks(crowd.observations, n_blocks):
+            learner.partial_fit(sentences, block, tagset)
+            scores.append(accuracy(names, learner.predict(sentences)))
+    return scores
+
+
+def test_error_shrinks_as_blocks_arrive(data):
+    sentences, gold, w_star, tagset = data
+    crowd = _two_tag_crowd(data)
     names = [[tagset[t] for t in g] for g in gold]
     bayes = accuracy(names, [[tagset[int(np.argmax(w_star[int(w[1:])]))] for w in s]
                              for s in sentences])  # fmt: skip
     learner = _learner()
-    scores, errors = [], []
-    with np.errstate(invalid="raise"):
-        for block in _blocks(crowd.observations, 20):
-            learner.partial_fit(sentences, block, tagset)
-            scores.append(accuracy(names, learner.predict(sentences)))
-            errors.append(learner.progressive_[-1]["count_error"])
+    scores = _accuracy_along_the_stream(learner, data, crowd)
+    errors = [row["count_error"] for row in learner.progressive_]
     assert scores[-1] > scores[0] + 0.05
     assert scores[-1] > bayes - 0.04
     # Progressive count error: later blocks are predicted better than the early ones.
@@ -210,16 +225,9 @@ def test_seeded_from_a_batch_model_the_store_holds_its_answers(data):
 
 
 def test_replayed_m_steps_sample_the_store_and_still_learn(data):
-    sentences, gold, w_star, tagset = data
-    crowd = simulate_crowd(
-        gold, len(tagset), window=4, tags_per_task=2, obs_per_sentence=2, random_state=0
+    scores = _accuracy_along_the_stream(
+        _learner(replay=1.0, replay_min_tokens=0), data, _two_tag_crowd(data)
     )
-    names = [[tagset[t] for t in g] for g in gold]
-    learner = _learner(replay=1.0, replay_min_tokens=0)
-    scores = []
-    for block in _blocks(crowd.observations, 20):
-        learner.partial_fit(sentences, block, tagset)
-        scores.append(accuracy(names, learner.predict(sentences)))
     assert scores[-1] > scores[0] + 0.04  # about 5 points over 20 blocks (71.6 → 76.6 %)
 
 
@@ -360,15 +368,9 @@ def test_a_state_saved_before_answers_were_stored_is_still_read(data):
 
 def test_refresh_and_refits_follow_a_batch_fit_on_synthetic_data(data):
     sentences, gold, _, tagset = data
-    crowd = simulate_crowd(
-        gold, len(tagset), window=4, tags_per_task=2, obs_per_sentence=2, random_state=0
-    )
+    crowd = _two_tag_crowd(data)
     names = [[tagset[t] for t in g] for g in gold]
-    learner = _learner(refresh=2.0, refit_growth=2.0)
-    scores = []
-    for block in _blocks(crowd.observations, 20):
-        learner.partial_fit(sentences, block, tagset)
-        scores.append(accuracy(names, learner.predict(sentences)))
+    scores = _accuracy_along_the_stream(_learner(refresh=2.0, refit_growth=2.0), data, crowd)
     batch = CountTagger(model="context", features=CONFIG, context=CONTEXT, random_state=0)
     batch.fit(sentences, crowd.observations, tagset)
     assert scores[-1] > scores[0] + 0.04
