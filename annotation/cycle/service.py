@@ -2,11 +2,10 @@
 store an answer, leasing the next task with it when the phone asks (`answer_submit`).
 
 They own what the views used to decide: the random draws of a lease, which database path runs
-(on PostgreSQL the plain case is one statement each: the lease in `annotation.hotpath`,
-each kind's answer in `annotation.kinds`), and the fallback to
-the scheduler and the submission service, which hold the whole rule and say why when the
-statement did not lease or store. On any other database they are the only path.
-"""
+(on PostgreSQL the plain case is one statement: the lease in `annotation.hotpath`, each kind's
+answer in `annotation.kinds`, an answer with its next task in one statement and one commit),
+and the fallback to the scheduler and the submission service, which hold the whole rule and
+say why when the statement did not lease or store. On any other database they are the only path."""
 
 from __future__ import annotations
 
@@ -68,33 +67,92 @@ def task_next_for_annotator(
     `ProjectNotActive` when the project serves no tasks, `AuthenticationFailed` when the token
     names no active user."""
     now = now or timezone.now()
-    gold_draw, kind_draw = scheduler.gold_draw(), scheduler.gold_draw()
+    draws = _Draws.new()
     if _on_postgresql():
         row = hotpath.next_task(
             key=caller.key,
             user_id=caller.user_id,
             project_id=project_id,
-            holding=list(request.holding),
-            max_leases=scheduler.MAX_LEASES,
-            now=now,
-            gold_draw=gold_draw,
-            kind_draw=kind_draw,
-            reclaim_due_before=now - scheduler.RECLAIM_INTERVAL,
+            **_lease_params(request=request, now=now, draws=draws),
         )
         if row is None or not row.is_active:
             raise AuthenticationFailed("Invalid token.")
         if row.membership_id is None:
             raise NotFound("Not found.")
-        lease = row.lease()
-        if lease is not None:
-            tags = selectors.project_tags_at(
-                project_id=project_id, updated_at=row.project_updated_at
-            )
-            mechanism = selectors.mechanism_of(
-                private=row.private, mechanism=row.mechanism, alpha=row.alpha, n_tags=len(tags)
-            )
-            return Offer(lease=lease, tags=tags, mechanism=mechanism)
-    # Not the plain case (or not PostgreSQL): the scheduler decides, with the same draws.
+        offer = _offer_of(row, project_id=project_id)
+        if offer is not None:
+            return offer
+    return _offer_by_scheduler(
+        caller=caller, project_id=project_id, request=request, now=now, draws=draws
+    )
+
+
+def answer_submit(*, caller: Caller, submission: Submission, now: datetime | None = None) -> Stored:
+    """Store the answer to a lease (or find the one a replay of its idempotency key stored), and
+    lease the caller's next task in the same project when the submission asks (`next`). The
+    answer's errors are the submission service's (`services.observation_submit`); the next
+    task's never undo the answer, and come back in `next_error`."""
+    now = now or timezone.now()
+    if _on_postgresql():
+        stored = _stored_by_statement(caller=caller, submission=submission, now=now)
+        if stored is not None:
+            return stored
+    # Not stored by a statement: the service says why, or returns the answer a replay stored.
+    observation, replayed = services.observation_submit(
+        annotator=caller.user(), now=now, **submission.service_fields()
+    )
+    names = selectors.project_tag_names(project=observation.project)
+    stored = Stored(observation, names, replayed=replayed)
+    if submission.next is None:
+        return stored
+    return _with_next(
+        stored,
+        lambda: task_next_for_annotator(
+            caller=caller, project_id=observation.project_id, request=submission.next
+        ),
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class _Draws:
+    """A lease's random draws: whether it is a gold check, and which kind of task. The statement
+    and the scheduler's fallback after it use the same ones."""
+
+    gold: float
+    kind: float
+
+    @classmethod
+    def new(cls) -> _Draws:
+        return cls(gold=scheduler.gold_draw(), kind=scheduler.gold_draw())
+
+
+def _lease_params(*, request: NextTaskRequest, now: datetime, draws: _Draws) -> dict:
+    return hotpath.lease_params(
+        holding=list(request.holding),
+        max_leases=scheduler.MAX_LEASES,
+        now=now,
+        gold_draw=draws.gold,
+        kind_draw=draws.kind,
+        reclaim_due_before=now - scheduler.RECLAIM_INTERVAL,
+    )
+
+
+def _offer_of(row: hotpath.NextTaskRow, *, project_id: int) -> Offer | None:
+    """The offer of the lease the statement made or handed back, if it did."""
+    lease = row.lease()
+    if lease is None:
+        return None
+    tags = selectors.project_tags_at(project_id=project_id, updated_at=row.project_updated_at)
+    mechanism = selectors.mechanism_of(
+        private=row.private, mechanism=row.mechanism, alpha=row.alpha, n_tags=len(tags)
+    )
+    return Offer(lease=lease, tags=tags, mechanism=mechanism)
+
+
+def _offer_by_scheduler(
+    *, caller: Caller, project_id: int, request: NextTaskRequest, now: datetime, draws: _Draws
+) -> Offer | None:
+    """Not the plain case (or not PostgreSQL): the scheduler decides, with the same draws."""
     user = caller.user()
     membership = selectors.membership_for(user=user, project_id=project_id)
     project = membership.project
@@ -104,8 +162,8 @@ def task_next_for_annotator(
         holding=request.holding,
         now=now,
         flagged=membership.flagged,
-        gold_draw=gold_draw,
-        kind_draw=kind_draw,
+        gold_draw=draws.gold,
+        kind_draw=draws.kind,
     )
     if lease is None:
         return None
@@ -116,18 +174,10 @@ def task_next_for_annotator(
     )
 
 
-def answer_submit(*, caller: Caller, submission: Submission, now: datetime | None = None) -> Stored:
-    """Store the answer to a lease (or find the one a replay of its idempotency key stored), and
-    lease the caller's next task in the same project when the submission asks (`next`). The
-    answer's errors are the submission service's (`services.observation_submit`); the next
-    task's never undo the answer, and come back in `next_error`."""
-    stored = _answer_store(caller=caller, submission=submission, now=now or timezone.now())
-    if submission.next is None:
-        return stored
+def _with_next(stored: Stored, lease_next) -> Stored:
+    """The stored answer with the next task `lease_next()` leases, or why it could not."""
     try:
-        offer = task_next_for_annotator(
-            caller=caller, project_id=stored.observation.project_id, request=submission.next
-        )
+        offer = lease_next()
     except AuthenticationFailed:
         raise
     except DomainError as exc:  # not a member any more, the lease cap, the project paused
@@ -135,29 +185,42 @@ def answer_submit(*, caller: Caller, submission: Submission, now: datetime | Non
     return Stored(stored.observation, stored.names, stored.replayed, next=offer)
 
 
-def _answer_store(*, caller: Caller, submission: Submission, now: datetime) -> Stored:
-    if _on_postgresql():
-        row = _stored_by_statement(caller=caller, submission=submission, now=now)
-        if row is not None:
-            names = selectors.project_tag_names_at(
-                project_id=row.project_id, updated_at=row.project_updated_at
-            )
-            return Stored(row, names, replayed=False)
-    # Not stored by a statement: the service says why, or returns the answer a replay stored.
-    observation, replayed = services.observation_submit(
-        annotator=caller.user(), now=now, **submission.service_fields()
-    )
-    names = selectors.project_tag_names(project=observation.project)
-    return Stored(observation, names, replayed=replayed)
-
-
-def _stored_by_statement(*, caller: Caller, submission: Submission, now: datetime):
-    """The row of the answer the statement of its kind stored; None when the statement left it
-    to the service (or the answer is not one the statement checks)."""
+def _stored_by_statement(*, caller: Caller, submission: Submission, now: datetime) -> Stored | None:
+    """The answer stored by its kind's statement and, when the phone asks, the next task, leased
+    by the same statement (`SUBMIT_AND_LEASE`) or, when that leased none, by the scheduler after
+    it; None when the statement left the answer to the service (or it is not one the statement
+    checks)."""
     kind = KINDS[submission.kind]
     if not kind.fits_statement(submission):
         return None
-    row = kind.submit_plain(key=caller.key, user_id=caller.user_id, submission=submission, now=now)
+    draws = lease = None
+    if submission.next is not None:
+        draws = _Draws.new()
+        lease = _lease_params(request=submission.next, now=now, draws=draws)
+    result = kind.submit_plain(
+        key=caller.key, user_id=caller.user_id, submission=submission, now=now, lease=lease
+    )
+    row, next_row = result if lease is not None and result is not None else (result, None)
     if row is None or not row.is_active:
         raise AuthenticationFailed("Invalid token.")
-    return row if row.id is not None else None
+    if row.id is None:
+        return None
+    names = selectors.project_tag_names_at(
+        project_id=row.project_id, updated_at=row.project_updated_at
+    )
+    stored = Stored(row, names, replayed=False)
+    if next_row is None:
+        return stored
+    offer = _offer_of(next_row, project_id=row.project_id)
+    if offer is not None:
+        return Stored(row, names, replayed=False, next=offer)
+    return _with_next(
+        stored,
+        lambda: _offer_by_scheduler(
+            caller=caller,
+            project_id=row.project_id,
+            request=submission.next,
+            now=now,
+            draws=draws,
+        ),
+    )

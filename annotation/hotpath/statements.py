@@ -25,9 +25,8 @@ _CHOICES = {
 
 
 def statement(text: str) -> str:
-    """The statement on one line with single spaces, the models' choices written in. psycopg
-    caches its parse of a statement (placeholders to PostgreSQL's) only up to 4,096 bytes; laid
-    out for reading, NEXT_TASK was longer and was parsed again on every request. Spaces around
+    """The statement on one line with single spaces, the models' choices written in: laid out
+    for reading here, sent (and hashed, and kept by the server) a third shorter. Spaces around
     `( ) , =` go too; no literal in these statements holds a space, a line break or one of those
     characters, so nothing else changes."""
     one_line = " ".join(text.format(**_CHOICES).split())
@@ -78,10 +77,7 @@ _CALLER = """
 # a crash is harmless, the annotator asks again". But a phone holds its leases ahead and answers
 # them offline; a lease lost in a crash made its answer a 404, and the phone dropped it.
 # benchmark_faults: 5 answers refused after 2 PostgreSQL crashes in a minute.)
-NEXT_TASK = statement(
-    "WITH"  # noqa: S608 (constant text: the caller CTE and the models' choices)
-    + _CALLER
-    + """,
+_LEASE = """
     member AS (
         SELECT c.user_id, c.is_active, m.id AS membership_id, m.lease_serial,
                p.id AS project_id, p.updated_at AS project_updated_at, p.lease_seconds,
@@ -96,20 +92,20 @@ NEXT_TASK = statement(
                p.verification_version
         FROM caller c
         LEFT JOIN annotation_membership m
-            ON m.user_id = c.user_id AND m.project_id = %(project)s::bigint
+            ON m.user_id = c.user_id AND m.project_id = <project>
         LEFT JOIN annotation_project p ON p.id = m.project_id
     ),
     go AS (
         SELECT user_id, project_id, lease_seconds, membership_id, lease_serial, verify,
                verification_version
-        FROM member WHERE plain
+        FROM member WHERE plain<go_also>
     ),
     held AS (
         SELECT a.id, a.task_id, a.expires_at, a.id = ANY(%(holding)s::bigint[]) AS named
         FROM annotation_assignment a
         WHERE a.annotator_id = (SELECT user_id FROM go)
           AND a.project_id = (SELECT project_id FROM go)
-          AND a.status = '{leased}' AND a.expires_at > %(now)s::timestamptz
+          AND a.status = '{leased}' AND a.expires_at > %(now)s::timestamptz<held_also>
     ),
     live AS (
         SELECT id, task_id, expires_at FROM held WHERE NOT named ORDER BY id LIMIT 1
@@ -126,14 +122,14 @@ NEXT_TASK = statement(
         SELECT a.task_id
         FROM annotation_assignment a JOIN annotation_task g ON g.id = a.task_id
         WHERE a.annotator_id = (SELECT user_id FROM go)
-          AND a.project_id = %(project)s::bigint AND NOT g.is_gold AND g.kind = '{verify}'
+          AND a.project_id = <project> AND NOT g.is_gold AND g.kind = '{verify}'
           AND (SELECT verify FROM go)
         ORDER BY a.task_id DESC LIMIT 1
     ),
     verified AS (
         SELECT t.id
         FROM annotation_task t
-        WHERE t.project_id = %(project)s::bigint AND t.open_slots > 0 AND t.kind = '{verify}'
+        WHERE t.project_id = <project> AND t.open_slots > 0 AND t.kind = '{verify}'
           AND t.model_version = (SELECT verification_version FROM go) AND NOT t.is_gold
           AND (SELECT 1 FROM annotation_assignment a
                WHERE a.task_id = t.id AND a.annotator_id = (SELECT user_id FROM go)
@@ -148,14 +144,14 @@ NEXT_TASK = statement(
         SELECT a.task_id
         FROM annotation_assignment a JOIN annotation_task g ON g.id = a.task_id
         WHERE a.annotator_id = (SELECT user_id FROM go)
-          AND a.project_id = %(project)s::bigint AND NOT g.is_gold AND g.kind = '{count}'
+          AND a.project_id = <project> AND NOT g.is_gold AND g.kind = '{count}'
           AND (NOT (SELECT verify FROM go) OR NOT EXISTS (SELECT 1 FROM verified))
         ORDER BY a.task_id DESC LIMIT 1
     ),
     counted AS (
         SELECT t.id
         FROM annotation_task t
-        WHERE t.project_id = %(project)s::bigint AND t.open_slots > 0 AND NOT t.is_gold
+        WHERE t.project_id = <project> AND t.open_slots > 0 AND NOT t.is_gold
           AND t.kind = '{count}'
           AND (SELECT 1 FROM annotation_assignment a
                WHERE a.task_id = t.id AND a.annotator_id = (SELECT user_id FROM go)
@@ -183,10 +179,38 @@ NEXT_TASK = statement(
         CROSS JOIN go
         RETURNING id, task_id, expires_at
     )
-SELECT mb.user_id, mb.is_active, mb.membership_id, mb.project_updated_at,
-       mb.private, mb.mechanism, mb.alpha,
-       x.id AS assignment_id, x.expires_at, t.id AS task_id, t.sentence_id, t.start, t.length,
-       t.tags, t.is_gold, s.tokens, s.multiword, t.kind, t.shown_tags, t.model_version
+"""
+# The caller's membership and the lease: the columns of `rows.NextTaskRow`, by expression and
+# name (`submission_and_lease` adds them to a submission's row, named `next_...`).
+LEASE_COLUMNS = (
+    ("mb.user_id", "user_id"),
+    ("mb.is_active", "is_active"),
+    ("mb.membership_id", "membership_id"),
+    ("mb.project_updated_at", "project_updated_at"),
+    ("mb.private", "private"),
+    ("mb.mechanism", "mechanism"),
+    ("mb.alpha", "alpha"),
+    ("x.id", "assignment_id"),
+    ("x.expires_at", "expires_at"),
+    ("t.id", "task_id"),
+    ("t.sentence_id", "sentence_id"),
+    ("t.start", "start"),
+    ("t.length", "length"),
+    ("t.tags", "tags"),
+    ("t.is_gold", "is_gold"),
+    ("s.tokens", "tokens"),
+    ("s.multiword", "multiword"),
+    ("t.kind", "kind"),
+    ("t.shown_tags", "shown_tags"),
+    ("t.model_version", "model_version"),
+)
+
+
+def _lease_columns(prefix: str = "") -> str:
+    return ", ".join(f"{expression} AS {prefix}{name}" for expression, name in LEASE_COLUMNS)
+
+
+_LEASE_FROM = """
 FROM member mb
 LEFT JOIN (
     (SELECT * FROM leased UNION ALL SELECT * FROM live) x
@@ -194,6 +218,26 @@ LEFT JOIN (
     JOIN annotation_sentence s ON s.id = t.sentence_id
 ) ON true
 """
+
+
+def _lease(*, project: str, go_also: str = "", held_also: str = "") -> str:
+    """The lease's CTEs in the project `project` (an SQL expression), leasing only when
+    `go_also` holds too, and not counting the caller's leases `held_also` excludes."""
+    return (
+        _LEASE.replace("<project>", project)
+        .replace("<go_also>", go_also)
+        .replace("<held_also>", held_also)
+    )
+
+
+NEXT_TASK = statement(
+    "WITH"  # noqa: S608 (constant text: the caller CTE and the models' choices)
+    + _CALLER
+    + ","
+    + _lease(project="%(project)s::bigint")
+    + "SELECT "
+    + _lease_columns()
+    + _LEASE_FROM
 )
 
 # Shared by both submissions: who sends, their lease, its task and project, membership and
@@ -255,3 +299,32 @@ SUBMISSION_HEAD = (
 """
     + _SUBMISSION_CONTEXT
 )
+
+
+def submission_and_lease(submission: str, answer_row: str) -> str:
+    """A kind's submission statement that also leases the caller's next task in the answer's
+    project, as `NEXT_TASK` would right after it: the phone's "my answer, and the next one" in
+    one statement and one commit. `submission`: the kind's CTEs after `SUBMISSION_HEAD`, the
+    last `stored`; `answer_row`: its final SELECT. Its row is the answer's columns, then the
+    lease's, named `next_...`.
+
+    The lease runs only when the answer was stored (the service says why it was not, and the
+    next task is then asked for on its own). All the CTEs read one snapshot, in which the lease
+    just answered is still `leased`: it is left out of the caller's leases, as the answer marks
+    it answered. Nothing else the answer writes is read by the lease (tests/annotation/
+    test_hotpath.py runs both ways on the same cases)."""
+    return statement(
+        SUBMISSION_HEAD  # noqa: S608 (constant text)
+        + submission
+        + ",\n    answer_row AS ("
+        + answer_row
+        + "),"
+        + _lease(
+            project="(SELECT project_id FROM ctx)",
+            go_also=" AND EXISTS (SELECT 1 FROM stored)",
+            held_also=" AND a.id <> %(assignment)s::bigint",
+        )
+        + "SELECT ar.*, "
+        + _lease_columns(prefix="next_")
+        + _LEASE_FROM.replace("FROM member mb", "FROM answer_row ar CROSS JOIN member mb")
+    )

@@ -20,7 +20,12 @@ from datetime import datetime
 from typing import Any
 
 from annotation import hotpath, selectors
-from annotation.hotpath.statements import ANSWERED, SUBMISSION_HEAD, statement
+from annotation.hotpath.statements import (
+    ANSWERED,
+    SUBMISSION_HEAD,
+    statement,
+    submission_and_lease,
+)
 from annotation.models import MAX_TAGS, Project, TaskKind
 from common.exceptions import InvalidInput
 
@@ -157,9 +162,8 @@ class Row:
 # most the window) and `privacy_check` allows, and whatever it does not store goes to
 # `services.observation_submit`, which says why (or returns the answer a replay stored, or loses
 # a race properly).
-SUBMIT = statement(
-    SUBMISSION_HEAD  # noqa: S608 (constant text, as below)
-    + """    given AS (
+_STORE = (
+    """    given AS (
         SELECT jsonb_agg(g.position ORDER BY g.position) AS tags,
                jsonb_agg(x.n ORDER BY g.position) AS counts,
                bool_and(x.n BETWEEN 0 AND ctx.length) AS in_range,
@@ -184,7 +188,7 @@ SUBMIT = statement(
                         AND given.total <= ctx.length
               END
     ),
-"""
+"""  # noqa: S608 (constant text: the models' choices, written in by `statement`)
     + ANSWERED
     + """    stored AS (
         INSERT INTO annotation_observation
@@ -198,12 +202,18 @@ SUBMIT = statement(
         RETURNING id, assignment_id, tags, counts, seconds_on_device, idempotency_key,
                   submitted_at, mechanism, alpha
     )
+"""
+)
+_ANSWER_ROW = """
 SELECT ctx.user_id, ctx.is_active, ctx.project_id, ctx.project_updated_at,
        s.id, s.assignment_id, s.tags, s.counts, s.seconds_on_device, s.idempotency_key,
        s.submitted_at, s.mechanism, s.alpha
 FROM ctx LEFT JOIN stored s ON true
 """
-)
+SUBMIT = statement(SUBMISSION_HEAD + _STORE + _ANSWER_ROW)  # noqa: S608 (constant text)
+# The same, and the next task leased with it when the phone asks for one
+# (`statements.submission_and_lease`).
+SUBMIT_AND_LEASE = submission_and_lease(_STORE, _ANSWER_ROW)
 
 
 def fits_statement(submission) -> bool:
@@ -226,11 +236,14 @@ def submit(
     released: bool = False,
     mechanism: str | None = None,
     alpha: float | None = None,
-) -> Row | None:
+    lease: dict | None = None,
+) -> Row | tuple[Row, hotpath.NextTaskRow] | None:
     """Store the answer if it is in order (`SUBMIT`); None when the token names nobody. The
     caller is the session's `user_id`, or else the token `key`. `names` and `counts`: the
     submitted counts, well formed (`counts_well_formed`); `released` when they are a private
-    project's released values, sent with the mechanism's parameters `mechanism` and `alpha`."""
+    project's released values, sent with the mechanism's parameters `mechanism` and `alpha`.
+    With `lease` (`hotpath.lease_params`) the caller's next task is leased in the same statement
+    (`SUBMIT_AND_LEASE`), and the row is a pair: the answer's, the lease's."""
     params = {
         "user_id": user_id,
         "key": key,
@@ -244,10 +257,19 @@ def submit(
         "seconds": seconds_on_device,
         "now": now,
     }
-    return hotpath.fetch_row(SUBMIT, params, Row)
+    if lease is None:
+        return hotpath.fetch_row(SUBMIT, params, Row)
+    return hotpath.fetch_row(SUBMIT_AND_LEASE, params | lease, (Row, hotpath.NextTaskRow))
 
 
-def submit_plain(*, key: str | None, user_id: int | None, submission, now: datetime) -> Row | None:
+def submit_plain(
+    *,
+    key: str | None,
+    user_id: int | None,
+    submission,
+    now: datetime,
+    lease: dict | None = None,
+) -> Row | tuple[Row, hotpath.NextTaskRow] | None:
     """`submit` with what `submission` says (it `fits_statement`)."""
     values, privacy = submission.values, submission.privacy or {}
     return submit(
@@ -262,4 +284,5 @@ def submit_plain(*, key: str | None, user_id: int | None, submission, now: datet
         alpha=privacy.get("alpha"),
         seconds_on_device=submission.seconds_on_device,
         now=now,
+        lease=lease,
     )

@@ -10,7 +10,12 @@ from dataclasses import dataclass
 from datetime import datetime
 
 from annotation import hotpath
-from annotation.hotpath.statements import ANSWERED, SUBMISSION_HEAD, statement
+from annotation.hotpath.statements import (
+    ANSWERED,
+    SUBMISSION_HEAD,
+    statement,
+    submission_and_lease,
+)
 from annotation.models import Project, TaskKind
 from common.exceptions import InvalidInput
 
@@ -85,9 +90,8 @@ class Row:
 # all is in order, the lease marked answered and the answer stored with the tags the task showed
 # and the version that chose them. Parameters: user_id, key, assignment, idempotency_key,
 # answer, wrong, seconds, now. As there, whatever it does not store goes to the service.
-SUBMIT = statement(
-    SUBMISSION_HEAD  # noqa: S608 (constant text, as below)
-    + """    valid AS (
+_STORE = (
+    """    valid AS (
         SELECT ctx.*
         FROM ctx
         WHERE ctx.is_active AND ctx.mine AND ctx.is_member AND NOT ctx.key_used
@@ -98,7 +102,7 @@ SUBMIT = statement(
                OR (NOT %(answer)s::boolean
                    AND %(wrong)s::smallint BETWEEN 0 AND ctx.length - 1))
     ),
-"""
+"""  # noqa: S608 (constant text: the models' choices, written in by `statement`)
     + ANSWERED
     + """    stored AS (
         INSERT INTO annotation_observation
@@ -114,12 +118,18 @@ SUBMIT = statement(
         RETURNING id, assignment_id, kind, shown_tags, model_version, answer, wrong,
                   seconds_on_device, idempotency_key, submitted_at
     )
+"""
+)
+_ANSWER_ROW = """
 SELECT ctx.user_id, ctx.is_active, ctx.project_id, ctx.project_updated_at,
        s.id, s.assignment_id, s.kind, s.shown_tags, s.model_version, s.answer, s.wrong,
        s.seconds_on_device, s.idempotency_key, s.submitted_at
 FROM ctx LEFT JOIN stored s ON true
 """
-)
+SUBMIT = statement(SUBMISSION_HEAD + _STORE + _ANSWER_ROW)  # noqa: S608 (constant text)
+# The same, and the next task leased with it when the phone asks for one
+# (`statements.submission_and_lease`).
+SUBMIT_AND_LEASE = submission_and_lease(_STORE, _ANSWER_ROW)
 
 
 def fits_statement(submission) -> bool:
@@ -145,9 +155,11 @@ def submit(
     wrong: int | None,
     seconds_on_device: float | None,
     now: datetime,
-) -> Row | None:
+    lease: dict | None = None,
+) -> Row | tuple[Row, hotpath.NextTaskRow] | None:
     """Store a verification answer if it is in order (`SUBMIT`); None when the token names
-    nobody. `wrong`: None or a whole number that fits a smallint."""
+    nobody. `wrong`: None or a whole number that fits a smallint. With `lease`, the next task
+    too, as count's `submit`."""
     params = {
         "user_id": user_id,
         "key": key,
@@ -158,10 +170,19 @@ def submit(
         "seconds": seconds_on_device,
         "now": now,
     }
-    return hotpath.fetch_row(SUBMIT, params, Row)
+    if lease is None:
+        return hotpath.fetch_row(SUBMIT, params, Row)
+    return hotpath.fetch_row(SUBMIT_AND_LEASE, params | lease, (Row, hotpath.NextTaskRow))
 
 
-def submit_plain(*, key: str | None, user_id: int | None, submission, now: datetime) -> Row | None:
+def submit_plain(
+    *,
+    key: str | None,
+    user_id: int | None,
+    submission,
+    now: datetime,
+    lease: dict | None = None,
+) -> Row | tuple[Row, hotpath.NextTaskRow] | None:
     """`submit` with what `submission` says (it `fits_statement`)."""
     return submit(
         key=key,
@@ -172,4 +193,5 @@ def submit_plain(*, key: str | None, user_id: int | None, submission, now: datet
         wrong=submission.wrong,
         seconds_on_device=submission.seconds_on_device,
         now=now,
+        lease=lease,
     )
