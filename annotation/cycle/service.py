@@ -73,7 +73,7 @@ def task_next_for_annotator(
             key=caller.key,
             user_id=caller.user_id,
             project_id=project_id,
-            **_lease_params(request=request, now=now, draws=draws),
+            lease=_lease_params(request=request, now=now, draws=draws),
         )
         if row is None or not row.is_active:
             raise AuthenticationFailed("Invalid token.")

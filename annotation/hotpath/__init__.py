@@ -122,25 +122,10 @@ def lease_params(
 
 
 def next_task(
-    *,
-    key: str | None,
-    user_id: int | None,
-    project_id: int,
-    holding: list[int],
-    max_leases: int,
-    now: datetime,
-    gold_draw: float,
-    kind_draw: float,
-    reclaim_due_before: datetime,
+    *, key: str | None, user_id: int | None, project_id: int, lease: dict
 ) -> NextTaskRow | None:
     """The caller's next task in the plain case (see `statements.NEXT_TASK`); None when the
-    token names nobody. The caller is the session's `user_id`, or else the token `key`."""
-    params = {"user_id": user_id, "key": key, "project": project_id} | lease_params(
-        holding=holding,
-        max_leases=max_leases,
-        now=now,
-        gold_draw=gold_draw,
-        kind_draw=kind_draw,
-        reclaim_due_before=reclaim_due_before,
-    )
+    token names nobody. The caller is the session's `user_id`, or else the token `key`;
+    `lease`: the lease's other parameters (`lease_params`)."""
+    params = {"user_id": user_id, "key": key, "project": project_id} | lease
     return fetch_row(statements.NEXT_TASK, params, NextTaskRow)

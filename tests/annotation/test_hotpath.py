@@ -292,7 +292,10 @@ def test_an_answer_and_its_lease_in_one_statement_do_what_the_two_statements_do_
                     next_row = None
                     if row.id is not None:
                         next_row = hotpath.next_task(
-                            key=key, user_id=None, project_id=project.pk, **lease_args
+                            key=key,
+                            user_id=None,
+                            project_id=project.pk,
+                            lease=hotpath.lease_params(**lease_args),
                         )
                 stored = {f: getattr(row, f) for f in row.__dataclass_fields__ if f != "id"}
                 ways.append(
