@@ -12,9 +12,13 @@ from __future__ import annotations
 import logging
 import numbers
 from dataclasses import dataclass
+from datetime import datetime, timedelta
 
 import numpy as np
 from django.db import transaction
+from django.db.models import Exists, IntegerField, OuterRef, Subquery
+from django.db.models.fields.json import KT
+from django.db.models.functions import Cast
 
 from common.exceptions import InvalidInput
 from learning import adapter
@@ -32,6 +36,8 @@ from learning.models import CostMatrix, CostReport, ModelVersion
 logger = logging.getLogger(__name__)
 
 DEFAULT_PRESET = "zero-one"
+# How long the sweep leaves a change's own messages (re-scoring, retrain) to arrive.
+SWEEP_GRACE = timedelta(minutes=2)
 
 
 @dataclass(frozen=True)
@@ -167,6 +173,37 @@ def _after_change(project_id: int) -> None:
 
     tasks.cost_reports_rescore_enqueue(project_id=project_id)
     tasks.retrain_enqueue(project_id=project_id, trigger="manual")
+
+
+def projects_behind_their_matrix(*, now: datetime) -> dict[int, bool]:
+    """Projects whose matrix changed more than `SWEEP_GRACE` ago and whose current model file
+    or some version's cost report is not yet of its revision: the retrain or the re-scoring the
+    change queued was lost (the broker was down). Each with whether its reports are behind."""
+    versions = ModelVersion.objects.filter(project=OuterRef("project"))
+    of_revision = CostReport.objects.filter(
+        version=OuterRef("pk"), revision=OuterRef(OuterRef("revision"))
+    )
+    file_revision = Cast(KT("hyperparameters__cost_revision"), IntegerField())
+    rows = (
+        CostMatrix.objects.filter(updated_at__lte=now - SWEEP_GRACE)
+        .filter(Exists(versions))
+        .annotate(
+            reports_behind=Exists(versions.filter(~Exists(of_revision))),
+            model_revision=Subquery(
+                versions.order_by("-number").annotate(of=file_revision).values("of")[:1]
+            ),
+        )
+        .values_list("project_id", "revision", "reports_behind", "model_revision")
+    )
+    behind = {}
+    for project_id, revision, reports_behind, model_revision in rows:
+        if not reports_behind and (model_revision or 0) == revision:
+            continue
+        # A matrix saved for other tag names no longer applies (`cost_matrix_get`): nothing
+        # to catch up with.
+        if cost_matrix_get(project_id=project_id).revision == revision:
+            behind[project_id] = reports_behind
+    return behind
 
 
 def cost_report_store(*, version: ModelVersion, setting: CostSetting, figures: dict) -> None:

@@ -3,10 +3,11 @@
 
 from __future__ import annotations
 
+from collections.abc import Collection
 from datetime import datetime, timedelta
 
 from django.conf import settings
-from django.db.models import F, OuterRef, QuerySet, Subquery
+from django.db.models import F, OuterRef, Q, QuerySet, Subquery
 from django.db.models.functions import Coalesce
 from django.utils import timezone
 
@@ -98,13 +99,14 @@ def _modelled_subquery():
     )
 
 
-def projects_due(*, now: datetime | None = None) -> list[int]:
+def projects_due(*, now: datetime | None = None, matrix_changed: Collection[int] = ()) -> list[int]:
     """Projects with observations newer than their current model whose retrain interval has
     passed (and whose schedule is enabled). The interval runs from the sweep's last enqueue of
     the project, or before its first one from the project's newest model version (`./tally up`'s
     demo, trained as it is made, was retrained by the first sweep, a minute after start). A
     project without any model is due at once: its first model is the one most worth having, and
-    a retrain asked while the broker was down is caught up by the next sweep."""
+    a retrain asked while the broker was down is caught up by the next sweep. So are the
+    projects in `matrix_changed` (`costs.projects_behind_their_matrix`), new answers or not."""
     now = now or timezone.now()
     default_interval = settings.TALLY_RETRAIN_INTERVAL_MINUTES
     schedules = RetrainSchedule.objects.filter(project=OuterRef("pk"))
@@ -120,7 +122,7 @@ def projects_due(*, now: datetime | None = None) -> list[int]:
                 Subquery(newest_version.values("created_at")[:1]),
             ),
         )
-        .filter(newest__gt=F("modelled"), enabled=True)
+        .filter(Q(newest__gt=F("modelled")) | Q(pk__in=list(matrix_changed)), enabled=True)
         .values_list("pk", "interval", "since")
     )
     return [

@@ -97,13 +97,20 @@ def cost_reports_rescore_enqueue(*, project_id: int) -> bool:
 
 @shared_task(**task_options(name="learning.retrain_sweep", seconds=120))
 def retrain_sweep() -> dict:
-    """Queue every due project (and re-queue webhook deliveries whose task was lost)."""
+    """Queue every due project, and the re-scoring of cost reports a lost message left behind
+    (and re-queue webhook deliveries whose task was lost)."""
     now = timezone.now()
+    matrix_changed = costs.projects_behind_their_matrix(now=now)
     queued = [
         project_id
-        for project_id in selectors.projects_due(now=now)
+        for project_id in selectors.projects_due(now=now, matrix_changed=matrix_changed)
         if services.sweep_claim(project_id=project_id, now=now)
         and retrain_enqueue(project_id=project_id, trigger="schedule")
+    ]
+    rescored = [
+        project_id
+        for project_id in queued
+        if matrix_changed.get(project_id) and cost_reports_rescore_enqueue(project_id=project_id)
     ]
     redelivered = [
         delivery_id
@@ -111,8 +118,11 @@ def retrain_sweep() -> dict:
         if webhook_enqueue(delivery_id=delivery_id)
     ]
     if queued or redelivered:
-        logger.info("retrain sweep", extra={"queued": queued, "redelivered": redelivered})
-    return {"queued": queued, "redelivered": redelivered}
+        logger.info(
+            "retrain sweep",
+            extra={"queued": queued, "rescored": rescored, "redelivered": redelivered},
+        )
+    return {"queued": queued, "rescored": rescored, "redelivered": redelivered}
 
 
 @shared_task(

@@ -3,10 +3,12 @@ the versions' cost reports without a retrain, and loss-aware predictions everywh
 
 import io
 import re
+from datetime import timedelta
 
 import numpy as np
 import pytest
 from django.core.files.storage import default_storage
+from django.utils import timezone
 
 from learning import adapter, costs, selectors, services
 from learning.core.cost import cost_matrix_preset
@@ -167,6 +169,34 @@ def test_a_changed_matrix_makes_a_retrain_due_whose_file_carries_it(trained):
     np.testing.assert_allclose(
         metadata["cost_matrix"]["matrix"], cost_matrix_preset("ordinal", TAGS)
     )
+
+
+def test_a_change_whose_messages_were_lost_is_caught_up_by_the_sweep(trained, eager):
+    """The re-scoring and the retrain a change queues are lost if the broker is down then; the
+    sweep finds the project behind its matrix and queues both (after the change's grace, and
+    the project's retrain interval)."""
+    from learning import tasks
+
+    # In a test's transaction the change's on-commit messages are never sent: as if lost.
+    costs.cost_matrix_set(project_id=trained.pk, preset="ordinal")
+    now = timezone.now()
+    assert costs.projects_behind_their_matrix(now=now) == {}  # its messages may be on the way
+    CostMatrix.objects.filter(project=trained).update(updated_at=now - timedelta(minutes=3))
+    assert costs.projects_behind_their_matrix(now=now) == {trained.pk: True}
+    assert tasks.retrain_sweep()["queued"] == []  # retrained just now: not before its interval
+    ModelVersion.objects.filter(project=trained).update(created_at=now - timedelta(minutes=11))
+    swept = tasks.retrain_sweep()
+    assert swept["queued"] == [trained.pk] and swept["rescored"] == [trained.pk]
+    version = selectors.current_version(project_id=trained.pk)
+    assert version.number == 2 and version.hyperparameters["cost_revision"] == 1
+    reports = CostReport.objects.filter(version__project=trained)
+    assert sorted(reports.values_list("version__number", "revision")) == [(1, 1), (2, 1)]
+    assert costs.projects_behind_their_matrix(now=now) == {}
+    # A matrix saved for other tag names no longer applies: nothing to catch up with.
+    CostMatrix.objects.filter(project=trained).update(
+        tags=["A", "B", "C", "D"], revision=2, updated_at=now - timedelta(minutes=3)
+    )
+    assert costs.projects_behind_their_matrix(now=now) == {}
 
 
 def test_predictions_and_exports_are_the_decisions_of_least_cost(trained, manager):
