@@ -31,6 +31,7 @@ from itertools import combinations
 
 import numpy as np
 
+from .posterior import window_posteriors
 from .softmax import safe_log
 
 __all__ = [
@@ -39,6 +40,7 @@ __all__ = [
     "best_verification_windows",
     "count_answer_distribution",
     "count_values",
+    "given_answers",
     "round_plan",
     "verification_share",
     "verification_values",
@@ -126,6 +128,48 @@ def count_values(asked_probs: np.ndarray, *, noise: float = 0.0) -> np.ndarray:
 
 def _tag_entropy(token_probs: np.ndarray) -> np.ndarray:
     return _entropy_bits(token_probs)
+
+
+def given_answers(
+    token_probs: np.ndarray,
+    offsets: np.ndarray,
+    sentence: np.ndarray,
+    start: np.ndarray,
+    length: np.ndarray,
+    tag_mask: np.ndarray,
+    counts: np.ndarray,
+    *,
+    floor: float = 1e-6,
+) -> np.ndarray:
+    """The model's token probabilities given the count answers already in hand: what a new task
+    can still teach is what those answers have not told.
+
+    Each answer's window gets its exact count posterior (:func:`.posterior.window_posteriors`,
+    the priors mixed with ``floor`` of the uniform so an answer the model finds impossible
+    still conditions); a token in several answered windows multiplies their likelihood ratios
+    (posterior over prior), exact for a token in one answered window, and, under the model's
+    independent tokens, for a new window sharing one token with each answered one."""
+    token_probs = np.asarray(token_probs, dtype=np.float64)
+    sentence = np.asarray(sentence, dtype=np.int64)
+    if sentence.shape[0] == 0:
+        return token_probs
+    start = np.asarray(start, dtype=np.int64)
+    length = np.asarray(length, dtype=np.int64)
+    n_tags = token_probs.shape[1]
+    prior = (token_probs + floor) / (1.0 + n_tags * floor)
+    width = int(length.max())
+    window = _window_tokens(prior, offsets, sentence, start, length, width)
+    result = window_posteriors(window, length, np.asarray(tag_mask, bool), counts)
+    ratio = safe_log(result.marginals) - safe_log(np.where(window > 0, window, 1.0))
+    position = np.arange(width)[None, :]
+    inside = (position < length[:, None]) & result.feasible[:, None]  # an impossible answer: none
+    index = (offsets[sentence, None] + start[:, None] + position)[inside]
+    log_odds = np.zeros_like(prior)
+    np.add.at(log_odds, index, ratio[inside])
+    log_post = safe_log(prior) + log_odds
+    log_post -= log_post.max(axis=1, keepdims=True)
+    out = np.exp(log_post)
+    return out / out.sum(axis=1, keepdims=True)
 
 
 # ------------------------------------------------------------------ verification answers

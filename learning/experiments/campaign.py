@@ -33,6 +33,7 @@ from learning.core.schedule import warm_start_suits
 from learning.core.task_value import (
     EXPLORATION,
     best_verification_windows,
+    given_answers,
     round_plan,
     verification_share,
 )
@@ -82,6 +83,7 @@ def campaign_rounds(
     spam_fraction: float = 0.0,
     verification: bool = False,
     exploration: float = EXPLORATION,
+    given_answers: bool = False,
     seed: int = 0,
 ):
     """Run the campaign; yields one JSON-ready dict per round (module docstring)."""
@@ -130,7 +132,8 @@ def campaign_rounds(
         planning = time.perf_counter()
         if number > 0:
             spent = _round(state, model, policy, round_seconds, count_seconds, window,
-                           tags_per_task, verification, exploration, rng)  # fmt: skip
+                           tags_per_task, verification, exploration, given_answers,
+                           rng)  # fmt: skip
             for kind, value in spent.items():
                 seconds[kind] += value
         fitting = time.perf_counter()
@@ -189,15 +192,20 @@ def campaign_rounds(
 
 
 def _round(state, model, policy, round_seconds, count_seconds, window, tags_per_task,
-           verification, exploration, rng) -> dict[str, float]:  # fmt: skip
+           verification, exploration, given, rng) -> dict[str, float]:  # fmt: skip
     """Ask the round's tasks and add their answers to ``state``; returns seconds spent by kind."""
     n_tags = len(state.tagset)
     probs = model.token_proba(state.sentences) if policy == "adaptive" else None
+    counted = probs
+    if given and probs is not None:
+        o = state.observations
+        counted = given_answers(probs, state.offsets, o.sentence, o.start, o.length, o.tag_mask,
+                                o.counts)  # fmt: skip
     share = 0.0
     verify_seconds = SECONDS_PER_ANSWER["verify"]
     if verification and policy == "adaptive":
         starts, verify_value = best_verification_windows(probs, state.offsets, window)
-        plan = round_plan(probs, state.offsets, window=window, tags_per_task=tags_per_task,
+        plan = round_plan(counted, state.offsets, window=window, tags_per_task=tags_per_task,
                           n_tasks=int(round_seconds / count_seconds), exploration=0.0,
                           asked=_asked(state.observations), random_state=rng)  # fmt: skip
         share = verification_share(plan.value, count_seconds, verify_value, verify_seconds)
@@ -211,7 +219,7 @@ def _round(state, model, policy, round_seconds, count_seconds, window, tags_per_
                           tags_per_task=tags_per_task, n_tasks=n_count, exploration=1.0,
                           random_state=rng)  # fmt: skip
     else:
-        plan = round_plan(probs, state.offsets, window=window, tags_per_task=tags_per_task,
+        plan = round_plan(counted, state.offsets, window=window, tags_per_task=tags_per_task,
                           n_tasks=n_count, exploration=exploration,
                           asked=_asked(state.observations), random_state=rng)  # fmt: skip
     new = answer_counts(

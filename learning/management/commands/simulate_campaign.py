@@ -46,6 +46,11 @@ class Command(BaseCommand):
             default=EXPLORATION,
             help=f"share of an adaptive round drawn uniformly (default {EXPLORATION})",
         )
+        parser.add_argument(
+            "--given-answers",
+            action="store_true",
+            help="value tasks on the model's probabilities given the answers in hand",
+        )
         parser.add_argument("--seed", type=int, default=0)
         parser.add_argument("--json", action="store_true", help="print only the JSON lines")
 
@@ -77,6 +82,7 @@ class Command(BaseCommand):
             spam_fraction=options["spam_fraction"],
             verification=options["verification"],
             exploration=options["exploration"],
+            given_answers=options["given_answers"],
             seed=options["seed"],
         )
         try:
