@@ -128,6 +128,7 @@ def campaign_rounds(
     model = None
     history: list[tuple[float, float]] = []
     budget_answers = None
+    full_fit_answers = 0  # the answers of the last fit that did not go on warm
     for number in range(rounds):
         planning = time.perf_counter()
         if number > 0:
@@ -140,8 +141,11 @@ def campaign_rounds(
         answers = len(state.observations) + (
             len(state.verifications) if state.verifications is not None else 0
         )
-        # As a retrain: warm from the version when the answers of both kinds grew little.
-        warm = model is not None and warm_start_suits(history[-1][0], answers)
+        # As a retrain: warm from the version when the answers of both kinds grew little since
+        # the last full fit.
+        warm = model is not None and warm_start_suits(full_fit_answers, answers)
+        if not warm:
+            full_fit_answers = answers
         model = CountTagger(
             random_state=seed,
             word_classes=model.word_classes_ if model is not None else True,
