@@ -25,6 +25,7 @@ an unbiased sample and a confidently wrong model is still corrected.
 
 from __future__ import annotations
 
+import heapq
 from dataclasses import dataclass
 from functools import cache
 from itertools import combinations
@@ -305,6 +306,8 @@ def round_plan(
     exploration: float = EXPLORATION,
     asked: np.ndarray | None = None,
     noise: float = 0.0,
+    token_keys: np.ndarray | None = None,
+    repeat_discount: float = 1.0,
     random_state: int | np.random.Generator | None = None,
 ) -> RoundPlan:
     """The next ``n_tasks`` count tasks (module docstring).
@@ -349,7 +352,14 @@ def round_plan(
                 )
     if asked is not None and len(asked) and values.size:
         values = np.where(_already_asked(asked, sentence, start, length, tags, n_tags), -1, values)
-    chosen = _disjoint_best(sentence, start, length, values, n_value)
+    keys = None
+    if token_keys is not None and repeat_discount < 1.0 and values.size:
+        # Each window's key: the word of its least sure token (what its answer mostly teaches).
+        entropy = _window_tokens(_tag_entropy(token_probs)[:, None], offsets, sentence, start,
+                                 length, width)[:, :, 0]  # fmt: skip
+        position = offsets[sentence] + start + entropy.argmax(axis=1)
+        keys = np.asarray(token_keys, dtype=np.int64)[position]
+    chosen = _disjoint_best(sentence, start, length, values, n_value, keys, repeat_discount)
     if chosen.shape[0] < n_value:  # fewer valuable tasks than asked for: the rest uniform
         explore[np.flatnonzero(~explore)[chosen.shape[0] :]] = True
     if not (lengths > 0).any():
@@ -428,20 +438,42 @@ def _row_bytes(sentence, start, length, mask) -> np.ndarray:
     return np.ascontiguousarray(rows).view(np.dtype((np.void, rows.shape[1]))).ravel()
 
 
-def _disjoint_best(sentence, start, length, values, n: int) -> np.ndarray:
+def _disjoint_best(sentence, start, length, values, n: int, keys=None, discount=1.0):
     """Indices of up to ``n`` candidates with positive value, greedily by value, no two
-    overlapping in one sentence."""
+    overlapping in one sentence. With ``keys``, a candidate's value is multiplied by
+    ``discount`` for each chosen candidate of its key (lazily: a popped candidate whose key was
+    chosen since it was valued goes back re-valued; values only fall, so the order is exact)."""
     order = np.argsort(-values, kind="stable")
     order = order[values[order] > 0]
     taken: dict[int, list[tuple[int, int]]] = {}
     chosen: list[int] = []
-    for i in order.tolist():
-        if len(chosen) == n:
-            break
-        s, a, b = int(sentence[i]), int(start[i]), int(start[i] + length[i])
-        spans = taken.setdefault(s, [])
-        if any(a < end and begin < b for begin, end in spans):
-            continue
-        spans.append((a, b))
-        chosen.append(i)
+    if keys is None:
+        for i in order.tolist():
+            if len(chosen) == n:
+                break
+            if _take(i, sentence, start, length, taken):
+                chosen.append(i)
+    else:
+        used: dict[int, int] = {}
+        heap = [(-float(values[i]), rank, 0, i) for rank, i in enumerate(order.tolist())]
+        heapq.heapify(heap)
+        while heap and len(chosen) < n:
+            _, rank, seen, i = heapq.heappop(heap)
+            key = int(keys[i])
+            now = used.get(key, 0)
+            if now != seen:
+                heapq.heappush(heap, (-float(values[i]) * discount**now, rank, now, i))
+            elif _take(i, sentence, start, length, taken):
+                chosen.append(i)
+                used[key] = now + 1
     return np.asarray(chosen, dtype=np.int64)
+
+
+def _take(i, sentence, start, length, taken) -> bool:
+    """Whether candidate ``i`` overlaps no window taken in its sentence; if so, take it."""
+    s, a, b = int(sentence[i]), int(start[i]), int(start[i] + length[i])
+    spans = taken.setdefault(s, [])
+    if any(a < end and begin < b for begin, end in spans):
+        return False
+    spans.append((a, b))
+    return True

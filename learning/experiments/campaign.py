@@ -66,6 +66,7 @@ class _Campaign:
     observations: Observations
     explored: np.ndarray  # per observation: drawn as S(o | y)
     verifications: VerificationAnswers | None = None
+    word_ids: np.ndarray | None = None  # per token: its lowercased form's index
 
 
 def campaign_rounds(
@@ -84,6 +85,7 @@ def campaign_rounds(
     verification: bool = False,
     exploration: float = EXPLORATION,
     given_answers: bool = False,
+    repeat_discount: float = 1.0,
     seed: int = 0,
 ):
     """Run the campaign; yields one JSON-ready dict per round (module docstring)."""
@@ -120,6 +122,7 @@ def campaign_rounds(
         crowd=crowd,
         observations=crowd.observations,
         explored=np.ones(len(crowd.observations), dtype=bool),
+        word_ids=np.unique([w.lower() for s in sentences for w in s], return_inverse=True)[1],
     )
     count_seconds = seconds_per_count(tags_per_task, n_tags)
     seconds = {"count": count_seconds * len(crowd.observations), "verify": 0.0}
@@ -134,7 +137,7 @@ def campaign_rounds(
         if number > 0:
             spent = _round(state, model, policy, round_seconds, count_seconds, window,
                            tags_per_task, verification, exploration, given_answers,
-                           rng)  # fmt: skip
+                           repeat_discount, rng)  # fmt: skip
             for kind, value in spent.items():
                 seconds[kind] += value
         fitting = time.perf_counter()
@@ -196,7 +199,7 @@ def campaign_rounds(
 
 
 def _round(state, model, policy, round_seconds, count_seconds, window, tags_per_task,
-           verification, exploration, given, rng) -> dict[str, float]:  # fmt: skip
+           verification, exploration, given, discount, rng) -> dict[str, float]:  # fmt: skip
     """Ask the round's tasks and add their answers to ``state``; returns seconds spent by kind."""
     n_tags = len(state.tagset)
     probs = model.token_proba(state.sentences) if policy == "adaptive" else None
@@ -225,7 +228,8 @@ def _round(state, model, policy, round_seconds, count_seconds, window, tags_per_
     else:
         plan = round_plan(counted, state.offsets, window=window, tags_per_task=tags_per_task,
                           n_tasks=n_count, exploration=exploration,
-                          asked=_asked(state.observations), random_state=rng)  # fmt: skip
+                          asked=_asked(state.observations), token_keys=state.word_ids,
+                          repeat_discount=discount, random_state=rng)  # fmt: skip
     new = answer_counts(
         state.crowd, state.gold, plan.sentence, plan.start, plan.length, plan.tag_mask, rng
     )

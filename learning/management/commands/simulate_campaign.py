@@ -51,6 +51,13 @@ class Command(BaseCommand):
             action="store_true",
             help="value tasks on the model's probabilities given the answers in hand",
         )
+        parser.add_argument(
+            "--repeat-discount",
+            type=float,
+            default=1.0,
+            help="multiply a window's value by this for each window of a round already asking "
+            "about the same word (1: off)",
+        )
         parser.add_argument("--seed", type=int, default=0)
         parser.add_argument("--json", action="store_true", help="print only the JSON lines")
 
@@ -83,6 +90,7 @@ class Command(BaseCommand):
             verification=options["verification"],
             exploration=options["exploration"],
             given_answers=options["given_answers"],
+            repeat_discount=options["repeat_discount"],
             seed=options["seed"],
         )
         try:

@@ -203,6 +203,28 @@ def test_a_round_takes_the_most_valuable_windows_without_overlap():
         assert plan.value[row] == pytest.approx(best)
 
 
+def test_a_round_discounts_windows_about_a_word_it_already_asks_about():
+    """Six one-window sentences: three doubt most on word 0, three a little less on word 1.
+    Undiscounted, a round of 2 asks twice about word 0; with the discount, once about each,
+    and a discount of 1 changes nothing."""
+    sure = np.array([0.97, 0.01, 0.01, 0.01])
+    token_probs = np.tile(sure, (30, 1))
+    keys = np.full(30, 2)
+    for s in range(6):
+        token_probs[5 * s + 2] = [0.5, 0.5, 0.0, 0.0] if s < 3 else [0.6, 0.4, 0.0, 0.0]
+        keys[5 * s + 2] = 0 if s < 3 else 1
+    offsets = np.arange(0, 31, 5)
+
+    def asked_words(**options):
+        plan = round_plan(token_probs, offsets, window=5, tags_per_task=2, n_tasks=2,
+                          exploration=0.0, token_keys=keys, random_state=0, **options)  # fmt: skip
+        return sorted(int(s >= 3) for s in plan.sentence)
+
+    assert asked_words() == [0, 0] == asked_words(repeat_discount=1.0)
+    assert asked_words(repeat_discount=0.5) == [0, 1]
+    assert asked_words(repeat_discount=0.99) == [0, 0]  # 0.99 × 1 bit > 0.97 bit
+
+
 def test_a_round_leaves_out_what_was_asked_and_values_all_tags_tasks():
     rng = np.random.default_rng(1)
     token_probs, offsets = _corpus(rng, n_sentences=50)
