@@ -478,6 +478,11 @@ def _count_round(
         verification=windows,
         seconds=data.seconds_per_answer,
         random_state=number,
+        answered=(
+            None
+            if data.mechanism is not None  # releases of a privacy mechanism, not counts
+            else rounds.answered_rows([data.fit, data.held_out], data.sentence_ids, training)
+        ),
     )
 
 
