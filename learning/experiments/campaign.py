@@ -205,9 +205,10 @@ def _round(state, model, policy, round_seconds, count_seconds, window, tags_per_
     probs = model.token_proba(state.sentences) if policy == "adaptive" else None
     counted = probs
     if given and probs is not None:
-        o = state.observations
-        counted = given_answers(probs, state.offsets, o.sentence, o.start, o.length, o.tag_mask,
-                                o.counts)  # fmt: skip
+        o = state.observations  # as the platform: not the flagged annotators' answers
+        kept = ~np.isin(o.annotator, model.flagged_annotators_)
+        counted = given_answers(probs, state.offsets, o.sentence[kept], o.start[kept],
+                                o.length[kept], o.tag_mask[kept], o.counts[kept])  # fmt: skip
     share = 0.0
     verify_seconds = SECONDS_PER_ANSWER["verify"]
     if verification and policy == "adaptive":
