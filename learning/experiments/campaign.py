@@ -7,8 +7,9 @@ annotator seconds) on tasks chosen by the policy from the current version, then 
 the platform's scheduled retrain does (warm from the version when the answers grew little):
 
 * ``uniform`` — tasks drawn as the paper's ``S(o | y)``, as before adaptive tasks;
-* ``adaptive`` — :func:`.task_value.round_plan` on the version's token probabilities (the code the
-  platform runs after a retrain), with its exploration share; with ``verification``, the share of
+* ``adaptive`` — :func:`.task_value.round_plan` on the version's token probabilities given the
+  answers in hand (:func:`.task_value.given_answers`; the code the platform runs after a
+  retrain), with its exploration share; with ``verification``, the share of
   verification tasks :func:`.task_value.verification_share` gives by bits per second, on each
   sentence's most informative window.
 
@@ -84,7 +85,7 @@ def campaign_rounds(
     spam_fraction: float = 0.0,
     verification: bool = False,
     exploration: float = EXPLORATION,
-    given_answers: bool = False,
+    given_answers: bool = True,
     repeat_discount: float = 1.0,
     seed: int = 0,
 ):

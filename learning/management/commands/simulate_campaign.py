@@ -3,6 +3,7 @@ retrain after each, one JSON object per round (learning.experiments.campaign).""
 
 from __future__ import annotations
 
+import argparse
 import json
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
@@ -48,8 +49,10 @@ class Command(BaseCommand):
         )
         parser.add_argument(
             "--given-answers",
-            action="store_true",
-            help="value tasks on the model's probabilities given the answers in hand",
+            action=argparse.BooleanOptionalAction,
+            default=True,
+            help="value tasks on the model's probabilities given the answers in hand, as the "
+            "platform does (default; --no-given-answers: on the model's probabilities alone)",
         )
         parser.add_argument(
             "--repeat-discount",
