@@ -16,6 +16,10 @@ A verification task shows the model's most likely tags of a window and is answer
 with a tap on the first wrong word: its outcome is one of ``w + 1`` events whose probabilities
 the model gives, and its value is their entropy.
 
+What the answers in hand already say is taken out first (:func:`given_answers`): each answered
+window's tokens take their exact count posterior under the model, so a window overlapping an
+answered one is valued on what that answer left unsure.
+
 A *round* (:func:`round_plan`) takes the most valuable tasks, at most one task per window start
 and no two overlapping windows in a sentence (their tokens would be counted twice: the values of
 disjoint windows add up exactly under the model, those of overlapping ones do not), and mixes in
