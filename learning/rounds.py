@@ -3,7 +3,8 @@
 
 **The round.** One count task per training sentence, as a uniform round has, chosen by
 `learning.core.task_value.round_plan` from the new version's token probabilities: by the
-information an answer carries, spread over sentences, with its exploration share drawn uniformly.
+information an answer carries given the answers in hand, spread over sentences, with its
+exploration share drawn uniformly.
 Regions still being answered (a task with a lease or an answer) are not asked again; the tasks
 nobody leased are replaced by this round.
 
@@ -24,8 +25,14 @@ import numpy as np
 
 from annotation.models import TaskOrigin
 from annotation.services import PlannedTask, VerificationWindow
+from learning.core.observations import Observations
 from learning.core.report import TokenProbabilities
-from learning.core.task_value import round_plan, verification_share, verification_values
+from learning.core.task_value import (
+    given_answers,
+    round_plan,
+    verification_share,
+    verification_values,
+)
 
 # Seconds of an answer of each kind assumed until the project has measured its own: a count
 # takes reading and counting, a verification a glance and a tap.
@@ -50,6 +57,42 @@ def seconds_of(kind: str, measured: dict[str, tuple[float | None, int]] | None) 
     return median
 
 
+def answered_rows(
+    observations: Sequence[Observations],
+    sentence_ids: np.ndarray,
+    training: Sequence[tuple[int, list[str]]],
+) -> np.ndarray:
+    """The count answers in hand on the `training` sentences, one per region (the first; a
+    region answered twice tells an exact crowd nothing more), as rows [index into `training`,
+    start, length, tag mask (K), counts (K)]; `observations` index `sentence_ids`."""
+    index = {int(sentence_id): i for i, (sentence_id, _) in enumerate(training)}
+    at = np.array([index.get(int(s), -1) for s in sentence_ids], dtype=np.int64)
+    parts = []
+    for obs in observations:
+        if len(obs) == 0:
+            continue
+        sentence = at[obs.sentence]
+        parts.append(
+            np.concatenate(
+                [
+                    sentence[:, None],
+                    obs.start[:, None],
+                    obs.length[:, None],
+                    obs.tag_mask.astype(np.int64),
+                    obs.counts,
+                ],
+                axis=1,
+            )  # fmt: skip
+        )
+    if not parts:
+        return np.zeros((0, 3), dtype=np.int64)
+    rows = np.concatenate(parts)
+    rows = rows[rows[:, 0] >= 0]
+    n_tags = (rows.shape[1] - 3) // 2
+    _, first = np.unique(rows[:, : 3 + n_tags], axis=0, return_index=True)
+    return rows[np.sort(first)]
+
+
 def _offsets(lengths: np.ndarray) -> np.ndarray:
     return np.concatenate([[0], np.cumsum(lengths)]).astype(np.int64)
 
@@ -64,17 +107,27 @@ def count_round(
     verification: list[VerificationWindow] | None,
     seconds: dict[str, tuple[float | None, int]] | None,
     random_state: int,
+    answered: np.ndarray | None = None,
 ) -> CountRound:
     """The next round of the new version over the `training` sentences ((id, tokens), `probs`
     its probabilities of them; `asked` regions left out, as rows [index into `training`, start,
     length, tag mask...]) and the task mix with its `verification` windows (None: the project
-    asks none)."""
+    asks none). `answered` (rows of :func:`answered_rows`; None for a private project, whose
+    counts are releases): tasks are valued on the probabilities given those answers
+    (`task_value.given_answers`), so what the answers settled is not asked about again."""
     if not training:
         return CountRound(tasks=[], verification_share_auto=0.0)
     lengths = np.fromiter((len(t) for _, t in training), dtype=np.int64, count=len(training))
     offsets = _offsets(lengths)
+    count_probs = probs.probs
+    if answered is not None and len(answered):
+        n_tags = count_probs.shape[1]
+        count_probs = given_answers(
+            count_probs, offsets, answered[:, 0], answered[:, 1], answered[:, 2],
+            answered[:, 3 : 3 + n_tags].astype(bool), answered[:, 3 + n_tags :],
+        )  # fmt: skip
     plan = round_plan(
-        probs.probs,
+        count_probs,
         offsets,
         window=window,
         tags_per_task=tags_per_task,

@@ -93,6 +93,16 @@ def _usernames(user_ids) -> dict[int, str]:
     )
 
 
+def _full_fit_answers(current: ModelVersion | None) -> int:
+    """The answers of the last full fit `current` descends from: a chain of warm versions
+    absorbs no more than one warm fit does (docs/learning-notes.md, "Warm retrains"). Versions
+    stored before the field: their own answers."""
+    if current is None:
+        return 0
+    hyper = current.hyperparameters
+    return int(hyper.get("full_fit_answers", hyper.get("answers", current.observations_count)))
+
+
 def _warm_start(current: ModelVersion | None):
     if current is None:
         return None
@@ -146,6 +156,7 @@ class Learned:
     estimator: CountTagger
     number: int  # the version it will be
     warm_started: bool
+    full_fit_answers: int  # the answers of the last full fit it descends from (itself if full)
     evaluation: dict
     consistency: float | None
     table: list[dict]
@@ -164,12 +175,10 @@ def version_learn(*, project_id: int, current: ModelVersion | None) -> Learned:
     tic = time.perf_counter()
     excluded = selectors.flagged_annotator_ids(project_id)
     data = adapter.training_data_load(project_id=project_id, excluded_annotators=excluded)
+    full_fit_answers = _full_fit_answers(current)
     warm = (
         _warm_start(current)
-        if current is not None
-        and warm_start_suits(
-            current.hyperparameters.get("answers", current.observations_count), data.answers_total
-        )
+        if current is not None and warm_start_suits(full_fit_answers, data.answers_total)
         else None
     )
     timings["read"] = time.perf_counter() - tic
@@ -263,6 +272,7 @@ def version_learn(*, project_id: int, current: ModelVersion | None) -> Learned:
         estimator=estimator,
         number=number,
         warm_started=warm is not None,
+        full_fit_answers=full_fit_answers if warm is not None else data.answers_total,
         evaluation=evaluation,
         consistency=consistency,
         table=table,
@@ -328,7 +338,8 @@ def version_store(
                     "min_flag_observations": estimator.min_flag_observations_,
                     "random_state": RANDOM_STATE,
                     "fitted_observations": len(data.fit),
-                    "answers": data.answers_total,  # of both kinds: what a warm start weighs
+                    "answers": data.answers_total,  # of both kinds
+                    "full_fit_answers": learned.full_fit_answers,  # what a warm start weighs
                     "excluded_observations": data.excluded_observations,
                     "em_iterations": len(estimator.history_),
                     "model_kind": tagger.kind,
@@ -467,6 +478,11 @@ def _count_round(
         verification=windows,
         seconds=data.seconds_per_answer,
         random_state=number,
+        answered=(
+            None
+            if data.mechanism is not None  # releases of a privacy mechanism, not counts
+            else rounds.answered_rows([data.fit, data.held_out], data.sentence_ids, training)
+        ),
     )
 
 

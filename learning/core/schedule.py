@@ -180,8 +180,9 @@ def choose_schedule(
     return WEAK if answers_are_weak(observations) else INFORMATIVE
 
 
-def warm_start_suits(previous_answers: int, answers: int) -> bool:
-    """Whether a fit on ``answers`` should go on from a version fitted on ``previous_answers``:
-    the short warm preset absorbs a tenth more answers well, not two thirds more
-    (docs/learning-notes.md, "Warm retrains")."""
-    return previous_answers > 0 and answers <= (1.0 + WARM_GROWTH) * previous_answers
+def warm_start_suits(full_fit_answers: int, answers: int) -> bool:
+    """Whether a fit on ``answers`` should go on from the current version, when the last full
+    (not warm) fit it descends from saw ``full_fit_answers``: the short warm preset absorbs a
+    tenth more answers well, not two thirds more, and a chain of warm fits absorbs no more than
+    one (docs/learning-notes.md, "Warm retrains")."""
+    return full_fit_answers > 0 and answers <= (1.0 + WARM_GROWTH) * full_fit_answers

@@ -16,6 +16,10 @@ A verification task shows the model's most likely tags of a window and is answer
 with a tap on the first wrong word: its outcome is one of ``w + 1`` events whose probabilities
 the model gives, and its value is their entropy.
 
+What the answers in hand already say is taken out first (:func:`given_answers`): each answered
+window's tokens take their exact count posterior under the model, so a window overlapping an
+answered one is valued on what that answer left unsure.
+
 A *round* (:func:`round_plan`) takes the most valuable tasks, at most one task per window start
 and no two overlapping windows in a sentence (their tokens would be counted twice: the values of
 disjoint windows add up exactly under the model, those of overlapping ones do not), and mixes in
@@ -25,12 +29,14 @@ an unbiased sample and a confidently wrong model is still corrected.
 
 from __future__ import annotations
 
+import heapq
 from dataclasses import dataclass
 from functools import cache
 from itertools import combinations
 
 import numpy as np
 
+from .posterior import window_posteriors
 from .softmax import safe_log
 
 __all__ = [
@@ -39,6 +45,7 @@ __all__ = [
     "best_verification_windows",
     "count_answer_distribution",
     "count_values",
+    "given_answers",
     "round_plan",
     "verification_share",
     "verification_values",
@@ -126,6 +133,48 @@ def count_values(asked_probs: np.ndarray, *, noise: float = 0.0) -> np.ndarray:
 
 def _tag_entropy(token_probs: np.ndarray) -> np.ndarray:
     return _entropy_bits(token_probs)
+
+
+def given_answers(
+    token_probs: np.ndarray,
+    offsets: np.ndarray,
+    sentence: np.ndarray,
+    start: np.ndarray,
+    length: np.ndarray,
+    tag_mask: np.ndarray,
+    counts: np.ndarray,
+    *,
+    floor: float = 1e-6,
+) -> np.ndarray:
+    """The model's token probabilities given the count answers already in hand: what a new task
+    can still teach is what those answers have not told.
+
+    Each answer's window gets its exact count posterior (:func:`.posterior.window_posteriors`,
+    the priors mixed with ``floor`` of the uniform so an answer the model finds impossible
+    still conditions); a token in several answered windows multiplies their likelihood ratios
+    (posterior over prior), exact for a token in one answered window, and, under the model's
+    independent tokens, for a new window sharing one token with each answered one."""
+    token_probs = np.asarray(token_probs, dtype=np.float64)
+    sentence = np.asarray(sentence, dtype=np.int64)
+    if sentence.shape[0] == 0:
+        return token_probs
+    start = np.asarray(start, dtype=np.int64)
+    length = np.asarray(length, dtype=np.int64)
+    n_tags = token_probs.shape[1]
+    prior = (token_probs + floor) / (1.0 + n_tags * floor)
+    width = int(length.max())
+    window = _window_tokens(prior, offsets, sentence, start, length, width)
+    result = window_posteriors(window, length, np.asarray(tag_mask, bool), counts)
+    ratio = safe_log(result.marginals) - safe_log(np.where(window > 0, window, 1.0))
+    position = np.arange(width)[None, :]
+    inside = (position < length[:, None]) & result.feasible[:, None]  # an impossible answer: none
+    index = (offsets[sentence, None] + start[:, None] + position)[inside]
+    log_odds = np.zeros_like(prior)
+    np.add.at(log_odds, index, ratio[inside])
+    log_post = safe_log(prior) + log_odds
+    log_post -= log_post.max(axis=1, keepdims=True)
+    out = np.exp(log_post)
+    return out / out.sum(axis=1, keepdims=True)
 
 
 # ------------------------------------------------------------------ verification answers
@@ -261,6 +310,8 @@ def round_plan(
     exploration: float = EXPLORATION,
     asked: np.ndarray | None = None,
     noise: float = 0.0,
+    token_keys: np.ndarray | None = None,
+    repeat_discount: float = 1.0,
     random_state: int | np.random.Generator | None = None,
 ) -> RoundPlan:
     """The next ``n_tasks`` count tasks (module docstring).
@@ -305,7 +356,14 @@ def round_plan(
                 )
     if asked is not None and len(asked) and values.size:
         values = np.where(_already_asked(asked, sentence, start, length, tags, n_tags), -1, values)
-    chosen = _disjoint_best(sentence, start, length, values, n_value)
+    keys = None
+    if token_keys is not None and repeat_discount < 1.0 and values.size:
+        # Each window's key: the word of its least sure token (what its answer mostly teaches).
+        entropy = _window_tokens(_tag_entropy(token_probs)[:, None], offsets, sentence, start,
+                                 length, width)[:, :, 0]  # fmt: skip
+        position = offsets[sentence] + start + entropy.argmax(axis=1)
+        keys = np.asarray(token_keys, dtype=np.int64)[position]
+    chosen = _disjoint_best(sentence, start, length, values, n_value, keys, repeat_discount)
     if chosen.shape[0] < n_value:  # fewer valuable tasks than asked for: the rest uniform
         explore[np.flatnonzero(~explore)[chosen.shape[0] :]] = True
     if not (lengths > 0).any():
@@ -384,20 +442,42 @@ def _row_bytes(sentence, start, length, mask) -> np.ndarray:
     return np.ascontiguousarray(rows).view(np.dtype((np.void, rows.shape[1]))).ravel()
 
 
-def _disjoint_best(sentence, start, length, values, n: int) -> np.ndarray:
+def _disjoint_best(sentence, start, length, values, n: int, keys=None, discount=1.0):
     """Indices of up to ``n`` candidates with positive value, greedily by value, no two
-    overlapping in one sentence."""
+    overlapping in one sentence. With ``keys``, a candidate's value is multiplied by
+    ``discount`` for each chosen candidate of its key (lazily: a popped candidate whose key was
+    chosen since it was valued goes back re-valued; values only fall, so the order is exact)."""
     order = np.argsort(-values, kind="stable")
     order = order[values[order] > 0]
     taken: dict[int, list[tuple[int, int]]] = {}
     chosen: list[int] = []
-    for i in order.tolist():
-        if len(chosen) == n:
-            break
-        s, a, b = int(sentence[i]), int(start[i]), int(start[i] + length[i])
-        spans = taken.setdefault(s, [])
-        if any(a < end and begin < b for begin, end in spans):
-            continue
-        spans.append((a, b))
-        chosen.append(i)
+    if keys is None:
+        for i in order.tolist():
+            if len(chosen) == n:
+                break
+            if _take(i, sentence, start, length, taken):
+                chosen.append(i)
+    else:
+        used: dict[int, int] = {}
+        heap = [(-float(values[i]), rank, 0, i) for rank, i in enumerate(order.tolist())]
+        heapq.heapify(heap)
+        while heap and len(chosen) < n:
+            _, rank, seen, i = heapq.heappop(heap)
+            key = int(keys[i])
+            now = used.get(key, 0)
+            if now != seen:
+                heapq.heappush(heap, (-float(values[i]) * discount**now, rank, now, i))
+            elif _take(i, sentence, start, length, taken):
+                chosen.append(i)
+                used[key] = now + 1
     return np.asarray(chosen, dtype=np.int64)
+
+
+def _take(i, sentence, start, length, taken) -> bool:
+    """Whether candidate ``i`` overlaps no window taken in its sentence; if so, take it."""
+    s, a, b = int(sentence[i]), int(start[i]), int(start[i] + length[i])
+    spans = taken.setdefault(s, [])
+    if any(a < end and begin < b for begin, end in spans):
+        return False
+    spans.append((a, b))
+    return True

@@ -7,8 +7,9 @@ annotator seconds) on tasks chosen by the policy from the current version, then 
 the platform's scheduled retrain does (warm from the version when the answers grew little):
 
 * ``uniform`` — tasks drawn as the paper's ``S(o | y)``, as before adaptive tasks;
-* ``adaptive`` — :func:`.task_value.round_plan` on the version's token probabilities (the code the
-  platform runs after a retrain), with its exploration share; with ``verification``, the share of
+* ``adaptive`` — :func:`.task_value.round_plan` on the version's token probabilities given the
+  answers in hand (:func:`.task_value.given_answers`; the code the platform runs after a
+  retrain), with its exploration share; with ``verification``, the share of
   verification tasks :func:`.task_value.verification_share` gives by bits per second, on each
   sentence's most informative window.
 
@@ -33,6 +34,7 @@ from learning.core.schedule import warm_start_suits
 from learning.core.task_value import (
     EXPLORATION,
     best_verification_windows,
+    given_answers,
     round_plan,
     verification_share,
 )
@@ -65,6 +67,7 @@ class _Campaign:
     observations: Observations
     explored: np.ndarray  # per observation: drawn as S(o | y)
     verifications: VerificationAnswers | None = None
+    word_ids: np.ndarray | None = None  # per token: its lowercased form's index
 
 
 def campaign_rounds(
@@ -82,6 +85,8 @@ def campaign_rounds(
     spam_fraction: float = 0.0,
     verification: bool = False,
     exploration: float = EXPLORATION,
+    given_answers: bool = True,
+    repeat_discount: float = 1.0,
     seed: int = 0,
 ):
     """Run the campaign; yields one JSON-ready dict per round (module docstring)."""
@@ -118,6 +123,7 @@ def campaign_rounds(
         crowd=crowd,
         observations=crowd.observations,
         explored=np.ones(len(crowd.observations), dtype=bool),
+        word_ids=np.unique([w.lower() for s in sentences for w in s], return_inverse=True)[1],
     )
     count_seconds = seconds_per_count(tags_per_task, n_tags)
     seconds = {"count": count_seconds * len(crowd.observations), "verify": 0.0}
@@ -126,19 +132,24 @@ def campaign_rounds(
     model = None
     history: list[tuple[float, float]] = []
     budget_answers = None
+    full_fit_answers = 0  # the answers of the last fit that did not go on warm
     for number in range(rounds):
         planning = time.perf_counter()
         if number > 0:
             spent = _round(state, model, policy, round_seconds, count_seconds, window,
-                           tags_per_task, verification, exploration, rng)  # fmt: skip
+                           tags_per_task, verification, exploration, given_answers,
+                           repeat_discount, rng)  # fmt: skip
             for kind, value in spent.items():
                 seconds[kind] += value
         fitting = time.perf_counter()
         answers = len(state.observations) + (
             len(state.verifications) if state.verifications is not None else 0
         )
-        # As a retrain: warm from the version when the answers of both kinds grew little.
-        warm = model is not None and warm_start_suits(history[-1][0], answers)
+        # As a retrain: warm from the version when the answers of both kinds grew little since
+        # the last full fit.
+        warm = model is not None and warm_start_suits(full_fit_answers, answers)
+        if not warm:
+            full_fit_answers = answers
         model = CountTagger(
             random_state=seed,
             word_classes=model.word_classes_ if model is not None else True,
@@ -189,15 +200,21 @@ def campaign_rounds(
 
 
 def _round(state, model, policy, round_seconds, count_seconds, window, tags_per_task,
-           verification, exploration, rng) -> dict[str, float]:  # fmt: skip
+           verification, exploration, given, discount, rng) -> dict[str, float]:  # fmt: skip
     """Ask the round's tasks and add their answers to ``state``; returns seconds spent by kind."""
     n_tags = len(state.tagset)
     probs = model.token_proba(state.sentences) if policy == "adaptive" else None
+    counted = probs
+    if given and probs is not None:
+        o = state.observations  # as the platform: not the flagged annotators' answers
+        kept = ~np.isin(o.annotator, model.flagged_annotators_)
+        counted = given_answers(probs, state.offsets, o.sentence[kept], o.start[kept],
+                                o.length[kept], o.tag_mask[kept], o.counts[kept])  # fmt: skip
     share = 0.0
     verify_seconds = SECONDS_PER_ANSWER["verify"]
     if verification and policy == "adaptive":
         starts, verify_value = best_verification_windows(probs, state.offsets, window)
-        plan = round_plan(probs, state.offsets, window=window, tags_per_task=tags_per_task,
+        plan = round_plan(counted, state.offsets, window=window, tags_per_task=tags_per_task,
                           n_tasks=int(round_seconds / count_seconds), exploration=0.0,
                           asked=_asked(state.observations), random_state=rng)  # fmt: skip
         share = verification_share(plan.value, count_seconds, verify_value, verify_seconds)
@@ -211,9 +228,10 @@ def _round(state, model, policy, round_seconds, count_seconds, window, tags_per_
                           tags_per_task=tags_per_task, n_tasks=n_count, exploration=1.0,
                           random_state=rng)  # fmt: skip
     else:
-        plan = round_plan(probs, state.offsets, window=window, tags_per_task=tags_per_task,
+        plan = round_plan(counted, state.offsets, window=window, tags_per_task=tags_per_task,
                           n_tasks=n_count, exploration=exploration,
-                          asked=_asked(state.observations), random_state=rng)  # fmt: skip
+                          asked=_asked(state.observations), token_keys=state.word_ids,
+                          repeat_discount=discount, random_state=rng)  # fmt: skip
     new = answer_counts(
         state.crowd, state.gold, plan.sentence, plan.start, plan.length, plan.tag_mask, rng
     )

@@ -30,6 +30,11 @@ def region(task):
     return (task.sentence_id, task.start, task.length, list(task.tags))
 
 
+def _answered(project, sentences):
+    data = adapter.training_data_load(project_id=project.pk, excluded_annotators=set())
+    return rounds.answered_rows([data.fit, data.held_out], data.sentence_ids, sentences)
+
+
 def test_a_version_replaces_the_never_leased_tasks_by_its_round_in_serving_order(project, crowd):
     answer_tasks(project, crowd, 120)
     live = scheduler.task_lease_next(project=project, annotator=crowd[1])  # held, unanswered
@@ -61,6 +66,7 @@ def test_a_version_replaces_the_never_leased_tasks_by_its_round_in_serving_order
         verification=None,
         seconds=None,
         random_state=outcome.version.number,
+        answered=_answered(project, sentences),
     )
     stayed = {str(region(task)) for task in Task.objects.filter(pk__in=before & remaining)}
     expected = [task for task in plan.tasks if str(region(task)) not in stayed]
@@ -84,6 +90,18 @@ def test_a_version_replaces_the_never_leased_tasks_by_its_round_in_serving_order
         Assignment.objects.filter(pk=got.assignment_id).update(status="submitted")
         served.append(got.task_id)
     assert served == [task.pk for task in expected]
+
+
+def test_the_answers_in_hand_are_one_per_region_on_the_training_sentences(project, crowd):
+    answer_tasks(project, crowd, 120)
+    sentences = training(project)
+    rows = _answered(project, sentences)
+    assert rows.shape[1] == 3 + 2 * 4 and 0 < len(rows) <= 120
+    regions = {tuple(row[:7]) for row in rows.tolist()}
+    assert len(regions) == len(rows)  # a region answered twice: once
+    lengths = [len(tokens) for _, tokens in sentences]
+    assert all(row[1] + row[2] <= lengths[row[0]] for row in rows.tolist())
+    assert (rows[:, 7:].sum(axis=1) <= rows[:, 2]).all()  # counts within their window
 
 
 def _mix(tagger, project, windows, seconds):

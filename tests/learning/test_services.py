@@ -71,6 +71,20 @@ def test_retrain_only_when_there_is_something_new(project, crowd):
     assert second.version.hyperparameters["schedule"]["name"] == "warm"
 
 
+def test_a_chain_of_warm_retrains_fits_afresh_past_a_quarter_more_than_its_full_fit(project, crowd):
+    """Each warm retrain absorbs a little; the growth is counted from the last full fit, so
+    small periodic retrains do not go on warm for ever."""
+    answer_tasks(project, crowd, 80)
+    first = retrain(project).version
+    assert first.hyperparameters["full_fit_answers"] == 80
+    answer_tasks(project, crowd, 12, seed=5)
+    second = retrain(project).version
+    assert second.warm_started_from == 1 and second.hyperparameters["full_fit_answers"] == 80
+    answer_tasks(project, crowd, 12, seed=6)  # 104 answers: 1.3 × the full fit's, 1.13 × v2's
+    third = retrain(project).version
+    assert third.warm_started_from is None and third.hyperparameters["full_fit_answers"] == 104
+
+
 def test_no_observations_is_skipped_not_failed(project):
     assert retrain(project).status == "skipped"
     assert not ModelVersion.objects.exists()

@@ -3,6 +3,7 @@ retrain after each, one JSON object per round (learning.experiments.campaign).""
 
 from __future__ import annotations
 
+import argparse
 import json
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
@@ -46,6 +47,20 @@ class Command(BaseCommand):
             default=EXPLORATION,
             help=f"share of an adaptive round drawn uniformly (default {EXPLORATION})",
         )
+        parser.add_argument(
+            "--given-answers",
+            action=argparse.BooleanOptionalAction,
+            default=True,
+            help="value tasks on the model's probabilities given the answers in hand, as the "
+            "platform does (default; --no-given-answers: on the model's probabilities alone)",
+        )
+        parser.add_argument(
+            "--repeat-discount",
+            type=float,
+            default=1.0,
+            help="multiply a window's value by this for each window of a round already asking "
+            "about the same word (1: off)",
+        )
         parser.add_argument("--seed", type=int, default=0)
         parser.add_argument("--json", action="store_true", help="print only the JSON lines")
 
@@ -77,6 +92,8 @@ class Command(BaseCommand):
             spam_fraction=options["spam_fraction"],
             verification=options["verification"],
             exploration=options["exploration"],
+            given_answers=options["given_answers"],
+            repeat_discount=options["repeat_discount"],
             seed=options["seed"],
         )
         try:

@@ -10,6 +10,7 @@ from scipy import stats
 from learning.core.task_value import (
     count_answer_distribution,
     count_values,
+    given_answers,
     round_plan,
     verification_share,
     verification_values,
@@ -75,6 +76,63 @@ def test_the_value_of_a_count_task_is_the_mutual_information_of_its_answer(noise
         )
         value = count_values(token_probs[None, :, list(asked)], noise=noise)[0]
         assert value == pytest.approx(information, abs=1e-9)
+
+
+def _brute_given(token_probs, windows):
+    """P(tagging | answers) for a sentence by enumeration: ``windows`` are (start, length,
+    asked tags, counts)."""
+    width, n_tags = token_probs.shape
+    taggings, weights = [], []
+    for tagging in product(range(n_tags), repeat=width):
+        if all(
+            sum(t == b for t in tagging[a : a + n]) == c
+            for a, n, asked, counts in windows
+            for b, c in zip(asked, counts, strict=True)
+        ):
+            taggings.append(tagging)
+            weights.append(float(np.prod(token_probs[np.arange(width), tagging])))
+    weights = np.array(weights)
+    return np.array(taggings), weights / weights.sum()
+
+
+def test_the_probabilities_given_an_answer_are_its_exact_posterior():
+    rng = np.random.default_rng(3)
+    token_probs = _random_probs(rng, 6, 3, sharp=0.8)
+    answer = (1, 3, (0, 2), (1, 1))  # tokens 1..3 hold one tag 0 and one tag 2
+    mask = np.zeros((1, 3), dtype=bool)
+    mask[0, list(answer[2])] = True
+    counts = np.zeros((1, 3), dtype=np.int64)
+    counts[0, list(answer[2])] = answer[3]
+    given = given_answers(token_probs, np.array([0, 6]), np.array([0]), np.array([1]),
+                          np.array([3]), mask, counts, floor=0.0)  # fmt: skip
+    taggings, weights = _brute_given(token_probs, [answer])
+    brute = np.stack([np.bincount(taggings[:, i], weights, minlength=3) for i in range(6)])
+    assert given == pytest.approx(brute, abs=1e-9)
+    assert given[[0, 4, 5]] == pytest.approx(token_probs[[0, 4, 5]])  # outside: unchanged
+
+
+def test_the_value_of_a_second_window_is_what_the_first_answer_left():
+    """A window sharing one token with an answered one: its value given that answer is the
+    conditional entropy of its counts, H(N2 | N1 = n1), by enumeration; several answers on
+    disjoint windows each condition their own tokens."""
+    rng = np.random.default_rng(11)
+    token_probs = _random_probs(rng, 7, 3, sharp=0.7)
+    answers = [(0, 3, (1,), (1,)), (4, 3, (0, 2), (1, 0))]
+    mask = np.zeros((2, 3), dtype=bool)
+    counts = np.zeros((2, 3), dtype=np.int64)
+    for row, (_, _, asked, c) in enumerate(answers):
+        mask[row, list(asked)] = True
+        counts[row, list(asked)] = c
+    given = given_answers(token_probs, np.array([0, 7]), np.array([0, 0]), np.array([0, 4]),
+                          np.array([3, 3]), mask, counts, floor=0.0)  # fmt: skip
+    taggings, weights = _brute_given(token_probs, answers)
+    for asked in [(0,), (0, 1), (1, 2)]:  # the new window: tokens 2..4, one shared with each
+        dist: dict[tuple, float] = {}
+        for tagging, w in zip(taggings, weights, strict=True):
+            key = tuple(sum(t == b for t in tagging[2:5]) for b in asked)
+            dist[key] = dist.get(key, 0.0) + w
+        value = count_values(given[None, 2:5, list(asked)])[0]
+        assert value == pytest.approx(_entropy(dist.values()), abs=1e-9)
 
 
 def test_asking_all_tags_is_valued_by_an_upper_bound_that_is_tight_without_shared_doubt():
@@ -143,6 +201,28 @@ def test_a_round_takes_the_most_valuable_windows_without_overlap():
             count_values(probs[None, :, [i, j]])[0] for i in range(6) for j in range(i + 1, 6)
         )
         assert plan.value[row] == pytest.approx(best)
+
+
+def test_a_round_discounts_windows_about_a_word_it_already_asks_about():
+    """Six one-window sentences: three doubt most on word 0, three a little less on word 1.
+    Undiscounted, a round of 2 asks twice about word 0; with the discount, once about each,
+    and a discount of 1 changes nothing."""
+    sure = np.array([0.97, 0.01, 0.01, 0.01])
+    token_probs = np.tile(sure, (30, 1))
+    keys = np.full(30, 2)
+    for s in range(6):
+        token_probs[5 * s + 2] = [0.5, 0.5, 0.0, 0.0] if s < 3 else [0.6, 0.4, 0.0, 0.0]
+        keys[5 * s + 2] = 0 if s < 3 else 1
+    offsets = np.arange(0, 31, 5)
+
+    def asked_words(**options):
+        plan = round_plan(token_probs, offsets, window=5, tags_per_task=2, n_tasks=2,
+                          exploration=0.0, token_keys=keys, random_state=0, **options)  # fmt: skip
+        return sorted(int(s >= 3) for s in plan.sentence)
+
+    assert asked_words() == [0, 0] == asked_words(repeat_discount=1.0)
+    assert asked_words(repeat_discount=0.5) == [0, 1]
+    assert asked_words(repeat_discount=0.99) == [0, 0]  # 0.99 × 1 bit > 0.97 bit
 
 
 def test_a_round_leaves_out_what_was_asked_and_values_all_tags_tasks():
