@@ -3,7 +3,8 @@
 adds the process's peak resident memory.
 
 - `seed`: the project, its phones, its corpus repeated to `--sentences`, the simulated crowd and
-  `--answers` answers, then a first retrain (the model the live model starts from);
+  `--answers` answers, then a first retrain (the model the live model starts from; none with
+  `--no-first-retrain`, for `--only retrain`);
 - `grow`: answers up to `--answers`;
 - `online`: the seconds of live model updates of `--answers` new answers each;
 - `export`: every answer through the export view, streamed;
@@ -103,7 +104,9 @@ def _seed(options: dict) -> dict:
         "sentences": sentences,
         "answers_stored": stored,
         "seconds_seeding": round(seconds, 2),
-        "retrain": timed_retrain(project, _test_corpus(options)),
+        "retrain": (
+            None if options["no_first_retrain"] else timed_retrain(project, _test_corpus(options))
+        ),
     }
 
 

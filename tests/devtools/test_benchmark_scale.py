@@ -52,3 +52,24 @@ def test_benchmark_scale_prints_the_figures_of_issue_27(tmp_path):
     assert result["export_rows"] == result["retrain_1m"]["observations"] >= result["answers_large"]
     assert result["freshness_caught_up"] and result["freshness_seconds"] < 60
     assert result["pair_answers_per_project"] > 0
+
+
+def test_only_retrain_seeds_the_answers_and_times_the_cold_retrain(tmp_path):
+    admin = urlsplit(os.environ["DATABASE_URL"])._replace(path="/postgres").geturl()
+    ewt_folder(tmp_path, train=200, dev=20, test=40)
+    command = [sys.executable, "manage.py", "benchmark_scale", "--only", "retrain", "--json"]
+    command += ["--data", str(tmp_path), "--sentences", "400", "--answers", "1000"]
+    command += ["--annotators", "10", "--admin-database-url", admin]
+    command += ["--redis-url", os.environ["REDIS_URL"]]
+    env = {**child_env(), "TALLY_DATA_DIR": str(tmp_path / "state")}
+    done = subprocess.run(
+        command, cwd=ROOT, env=env, capture_output=True, text=True, timeout=300, check=True
+    )
+    result = json.loads(done.stdout)
+    assert result["sentences"] == 400 and result["answers_large"] >= 900
+    assert result["retrain_finished"] and result["retrain_seconds_1m"] > 0
+    assert result["retrain_peak_mb_1m"] > 0
+    retrain = result["retrain_1m"]
+    assert retrain["version"] == 1 and retrain["warm_started_from"] is None  # cold
+    assert retrain["observations"] == result["answers_large"]
+    assert "cycles_per_second_1m" not in result

@@ -2,6 +2,7 @@
 
     python manage.py benchmark_scale --json
     python manage.py benchmark_scale --answers 20000 --sentences 2000 --seconds 3 --json
+    python manage.py benchmark_scale --only retrain --answers 300000 --json
 
 It creates a scratch PostgreSQL database (dropped at the end), migrates it, and in one run:
 
@@ -25,6 +26,9 @@ It creates a scratch PostgreSQL database (dropped at the end), migrates it, and 
    through the API to that answer being applied by the live model (its watermark);
 6. two Celery workers retraining two projects of `--pair-answers` answers at once, against the
    same two retrains one at a time (four identical projects, EWT train).
+
+`--only retrain` seeds `--answers` answers at once and measures the full retrain alone (step 4's
+retrain, cold as at a million after 10,000 answers), to measure it at intermediate sizes.
 
 It prints one JSON object (`cycles_per_second_10k`, `cycles_per_second_1m`, `p99_ms_1m`,
 `online_update_seconds_10k`, `online_update_seconds_1m`, `retrain_seconds_1m`,
@@ -94,6 +98,13 @@ class Command(BaseCommand):
             default=os.environ.get("BENCHMARK_ADMIN_DATABASE_URL", ADMIN_URL_DEFAULT),
             help="PostgreSQL URL of a database to connect to while creating the scratch one",
         )
+        parser.add_argument(
+            "--only",
+            choices=("all", "retrain"),
+            default="all",
+            help="retrain: seed, store answers up to --answers and time the full retrain only "
+            "(no first retrain, cycle, online update, export, freshness or pair)",
+        )
         parser.add_argument("--json", action="store_true", help="print the JSON on one line")
         parser.add_argument(
             "--step", default="", help="(internal) one step in a child on the scratch database"
@@ -101,6 +112,7 @@ class Command(BaseCommand):
         parser.add_argument("--project", type=int, default=0, help="(internal)")
         parser.add_argument("--projects", default="", help="(internal)")
         parser.add_argument("--seed", type=int, default=0, help="(internal)")
+        parser.add_argument("--no-first-retrain", action="store_true", help="(internal)")
 
     def handle(self, *args, **options):
         if options["step"]:
@@ -167,6 +179,8 @@ class _Run:
         small, large = options["small_answers"], options["answers"]
         self.log(f"scratch database {self.name}: migrating…")
         platform.manage("migrate", "--noinput", "-v0")
+        if options["only"] == "retrain":
+            return self.retrain_only()
         self.log(f"seeding {options['sentences']} sentences and {small} answers…")
         seeded = self.step(
             "seed", "--sentences", str(options["sentences"]), "--answers", str(small),
@@ -227,6 +241,31 @@ class _Run:
             "seconds_total": round(time.monotonic() - self.started, 1),
         }
         return result
+
+    def retrain_only(self) -> dict:
+        """``--only retrain``: the project seeded with ``--answers`` answers at once (no first
+        retrain: the full retrain is then cold, as at a million after 10,000), and the full
+        retrain measured as in a whole run."""
+        options = self.options
+        self.log(f"seeding {options['sentences']} sentences and {options['answers']} answers…")
+        seeded = self.step(
+            "seed", "--sentences", str(options["sentences"]), "--answers", str(options["answers"]),
+            "--clients", "1", "--annotators", str(options["annotators"]), "--no-first-retrain",
+        )  # fmt: skip
+        project = seeded["seed"]["project"]
+        self.log(f"full retrain (at most {options['retrain_timeout']:.0f} s)…")
+        figures, retrain = self.measured("retrain", project, options["retrain_timeout"])
+        return {
+            "sentences": seeded["sentences"],
+            "answers_large": seeded["answers_stored"],
+            "seconds_seeding_large": seeded["seconds_seeding"],
+            "seeding_peak_mb": seeded["peak_mb"],
+            **figures,
+            "retrain_1m": retrain.get("retrain"),
+            "cpus": os.cpu_count(),
+            "load_average": [round(x, 2) for x in os.getloadavg()],
+            "seconds_total": round(time.monotonic() - self.started, 1),
+        }
 
     def online(self, project: int, *, seed: int) -> dict:
         out = self.step(

@@ -122,3 +122,18 @@ def test_noisy_annotators_weigh_less_than_exact_ones():
     noisy = np.isin(result.annotators, crowd.annotators_of_kind("noisy"))
     assert result.weight[noisy].max() < result.weight[~noisy].min()
     assert not result.flagged.any()
+
+
+def test_expected_counts_in_chunks_equal_the_sums_at_once(monkeypatch):
+    from learning.core import counts
+
+    rng = np.random.default_rng(0)
+    probs = rng.dirichlet(np.ones(4), size=30)
+    windows = rng.integers(0, 30, size=(11, 3))
+    windows[::3, 2] = -1  # shorter windows
+    inside = (windows >= 0)[:, :, None]
+    p = np.where(inside, probs[np.maximum(windows, 0)], 0.0)
+    monkeypatch.setattr(counts, "_CHUNK", 4)
+    mean, var = counts.expected_counts(probs, windows)
+    np.testing.assert_array_equal(mean, p.sum(axis=1))
+    np.testing.assert_array_equal(var, (p * (1.0 - p)).sum(axis=1))
