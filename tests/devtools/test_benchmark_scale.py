@@ -26,20 +26,27 @@ FIGURES = [
 ]  # fmt: skip
 
 
-def test_benchmark_scale_prints_the_figures_of_issue_27(tmp_path):
+def _benchmark_scale(tmp_path, *arguments: str) -> dict:
+    """`benchmark_scale --json` on a slice of EWT in `tmp_path`, with `arguments`: its figures."""
     admin = urlsplit(os.environ["DATABASE_URL"])._replace(path="/postgres").geturl()
     ewt_folder(tmp_path, train=200, dev=20, test=40)
     command = [sys.executable, "manage.py", "benchmark_scale", "--json", "--data", str(tmp_path)]
-    command += ["--sentences", "400", "--small-answers", "200", "--answers", "2000"]
-    command += ["--annotators", "10", "--clients", "2", "--seconds", "1", "--online-answers", "50"]
-    command += ["--online-repeats", "1", "--live-seconds", "1", "--freshness-samples", "1"]
-    command += ["--pair-answers", "100", "--admin-database-url", admin]
-    command += ["--redis-url", os.environ["REDIS_URL"]]
+    command += [*arguments, "--admin-database-url", admin, "--redis-url", os.environ["REDIS_URL"]]
     env = {**child_env(), "TALLY_DATA_DIR": str(tmp_path / "state")}
     done = subprocess.run(
         command, cwd=ROOT, env=env, capture_output=True, text=True, timeout=300, check=True
     )
-    result = json.loads(done.stdout)
+    return json.loads(done.stdout)
+
+
+def test_benchmark_scale_prints_the_figures_of_issue_27(tmp_path):
+    result = _benchmark_scale(
+        tmp_path,
+        *("--sentences", "400", "--small-answers", "200", "--answers", "2000"),
+        *("--annotators", "10", "--clients", "2", "--seconds", "1", "--online-answers", "50"),
+        *("--online-repeats", "1", "--live-seconds", "1", "--freshness-samples", "1"),
+        *("--pair-answers", "100"),
+    )
     assert {key: result[key] for key in FIGURES if not result[key] > 0} == {}
     # The corpus was repeated past the slice, and the answers stored in bulk reached the size.
     assert result["sentences"] == 400
@@ -55,17 +62,10 @@ def test_benchmark_scale_prints_the_figures_of_issue_27(tmp_path):
 
 
 def test_only_retrain_seeds_the_answers_and_times_the_cold_retrain(tmp_path):
-    admin = urlsplit(os.environ["DATABASE_URL"])._replace(path="/postgres").geturl()
-    ewt_folder(tmp_path, train=200, dev=20, test=40)
-    command = [sys.executable, "manage.py", "benchmark_scale", "--only", "retrain", "--json"]
-    command += ["--data", str(tmp_path), "--sentences", "400", "--answers", "1000"]
-    command += ["--annotators", "10", "--admin-database-url", admin]
-    command += ["--redis-url", os.environ["REDIS_URL"]]
-    env = {**child_env(), "TALLY_DATA_DIR": str(tmp_path / "state")}
-    done = subprocess.run(
-        command, cwd=ROOT, env=env, capture_output=True, text=True, timeout=300, check=True
-    )
-    result = json.loads(done.stdout)
+    result = _benchmark_scale(
+        tmp_path, "--only", "retrain", "--sentences", "400", "--answers", "1000",
+        "--annotators", "10",
+    )  # fmt: skip
     assert result["sentences"] == 400 and result["answers_large"] >= 900
     assert result["retrain_finished"] and result["retrain_seconds_1m"] > 0
     assert result["retrain_peak_mb_1m"] > 0
