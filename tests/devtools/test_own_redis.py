@@ -97,7 +97,7 @@ def test_tally_test_hands_pytest_a_redis_of_its_own(tmp_path, mode):
     done = subprocess.run(
         ["./tally", "test", *mode], cwd=ROOT, env=env, capture_output=True, text=True, timeout=300
     )
-    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.returncode == 0, (done.stdout[-4000:], done.stderr[-2000:])
     given = [line.split("=", 1)[1] for line in done.stdout.splitlines() if "pytest got" in line]
     assert given[0].startswith("redis://127.0.0.1:") and given[0] != theirs
     assert theirs not in given
