@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 from django.db import connection
 from django.utils import timezone
 
-from annotation import hotpath, scheduler, selectors, services
+from annotation import hotpath, kinds, scheduler, selectors, services
 from annotation.cycle.submission import NextTaskRequest, Submission
 from annotation.kinds import KINDS
 from annotation.scheduler import Lease
@@ -197,8 +197,8 @@ def _stored_by_statement(*, caller: Caller, submission: Submission, now: datetim
     if submission.next is not None:
         draws = _Draws.new()
         lease = _lease_params(request=submission.next, now=now, draws=draws)
-    result = kind.submit_plain(
-        key=caller.key, user_id=caller.user_id, submission=submission, now=now, lease=lease
+    result = kinds.submit_plain(
+        kind, key=caller.key, user_id=caller.user_id, submission=submission, now=now, lease=lease
     )
     row, next_row = result if lease is not None and result is not None else (result, None)
     if row is None or not row.is_active:

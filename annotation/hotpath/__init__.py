@@ -24,7 +24,14 @@ from psycopg.types.json import JsonbLoader
 from annotation.hotpath import statements
 from annotation.hotpath.rows import NextTaskRow
 
-__all__ = ["NextTaskRow", "fetch_row", "lease_params", "next_task"]
+__all__ = [
+    "NextTaskRow",
+    "fetch_row",
+    "lease_params",
+    "next_task",
+    "submission_common",
+    "submission_store",
+]
 
 _PREPARE_THRESHOLD = 5  # psycopg's default; these statements pass prepare=True anyway
 # One cursor per connection for its whole life: making one per statement cost as much Python as
@@ -99,6 +106,47 @@ def fetch_row(statement: str, params: dict, row_type: type | tuple[type, type]):
             return cursor.fetchone()
     finally:
         raw.prepare_threshold = None
+
+
+def submission_store(
+    statements: tuple[str, str],
+    row_type: type,
+    *,
+    common: dict,
+    answer: dict,
+    lease: dict | None,
+):
+    """A kind's answer stored by its statement (`statements`: its `SUBMIT` and
+    `SUBMIT_AND_LEASE`, answering `row_type` rows): `common`, the parameters every submission
+    has (`submission_common`), and `answer`, the kind's own. With `lease` (`lease_params`) the
+    caller's next task is leased in the same statement and the row is a pair: the answer's, the
+    lease's."""
+    submit, submit_and_lease = statements
+    params = common | answer
+    if lease is None:
+        return fetch_row(submit, params, row_type)
+    return fetch_row(submit_and_lease, params | lease, (row_type, NextTaskRow))
+
+
+def submission_common(
+    *,
+    key: str | None,
+    user_id: int | None,
+    assignment_id: int,
+    idempotency_key: str,
+    seconds_on_device: float | None,
+    now: datetime,
+) -> dict:
+    """The parameters of every kind's submission statement: the caller (the session's `user_id`,
+    or else the token `key`), the lease answered, the idempotency key, the seconds, the time."""
+    return {
+        "user_id": user_id,
+        "key": key,
+        "assignment": assignment_id,
+        "idempotency_key": idempotency_key,
+        "seconds": seconds_on_device,
+        "now": now,
+    }
 
 
 def lease_params(

@@ -225,64 +225,38 @@ def fits_statement(submission) -> bool:
 
 def submit(
     *,
-    key: str | None,
-    user_id: int | None,
-    assignment_id: int,
-    idempotency_key: str,
+    common: dict,
     names: list[str],
     counts: list[int],
-    seconds_on_device: float | None,
-    now: datetime,
     released: bool = False,
     mechanism: str | None = None,
     alpha: float | None = None,
     lease: dict | None = None,
 ) -> Row | tuple[Row, hotpath.NextTaskRow] | None:
-    """Store the answer if it is in order (`SUBMIT`); None when the token names nobody. The
-    caller is the session's `user_id`, or else the token `key`. `names` and `counts`: the
-    submitted counts, well formed (`counts_well_formed`); `released` when they are a private
-    project's released values, sent with the mechanism's parameters `mechanism` and `alpha`.
-    With `lease` (`hotpath.lease_params`) the caller's next task is leased in the same statement
-    (`SUBMIT_AND_LEASE`), and the row is a pair: the answer's, the lease's."""
-    params = {
-        "user_id": user_id,
-        "key": key,
-        "assignment": assignment_id,
-        "idempotency_key": idempotency_key,
+    """Store the answer if it is in order (`SUBMIT`); None when the token names nobody.
+    `common`: `hotpath.submission_common`. `names` and `counts`: the submitted counts, well
+    formed (`counts_well_formed`); `released` when they are a private project's released
+    values, sent with the mechanism's parameters `mechanism` and `alpha`. With `lease`, the next
+    task too (`hotpath.submission_store`)."""
+    answer = {
         "names": names,
         "counts": counts,
         "released": released,
         "mechanism": mechanism,
         "alpha": None if alpha is None else float(alpha),
-        "seconds": seconds_on_device,
-        "now": now,
     }
-    if lease is None:
-        return hotpath.fetch_row(SUBMIT, params, Row)
-    return hotpath.fetch_row(SUBMIT_AND_LEASE, params | lease, (Row, hotpath.NextTaskRow))
-
-
-def submit_plain(
-    *,
-    key: str | None,
-    user_id: int | None,
-    submission,
-    now: datetime,
-    lease: dict | None = None,
-) -> Row | tuple[Row, hotpath.NextTaskRow] | None:
-    """`submit` with what `submission` says (it `fits_statement`)."""
-    values, privacy = submission.values, submission.privacy or {}
-    return submit(
-        key=key,
-        user_id=user_id,
-        assignment_id=submission.assignment_id,
-        idempotency_key=submission.idempotency_key,
-        names=list(values),
-        counts=list(values.values()),
-        released=submission.released is not None,
-        mechanism=privacy.get("mechanism"),
-        alpha=privacy.get("alpha"),
-        seconds_on_device=submission.seconds_on_device,
-        now=now,
-        lease=lease,
+    return hotpath.submission_store(
+        (SUBMIT, SUBMIT_AND_LEASE), Row, common=common, answer=answer, lease=lease
     )
+
+
+def answer_of(submission) -> dict:
+    """`submit`'s answer arguments from a `Submission` that `fits_statement`."""
+    values, privacy = submission.values, submission.privacy or {}
+    return {
+        "names": list(values),
+        "counts": list(values.values()),
+        "released": submission.released is not None,
+        "mechanism": privacy.get("mechanism"),
+        "alpha": privacy.get("alpha"),
+    }

@@ -147,51 +147,23 @@ def fits_statement(submission) -> bool:
 
 def submit(
     *,
-    key: str | None,
-    user_id: int | None,
-    assignment_id: int,
-    idempotency_key: str,
+    common: dict,
     answer: bool,
     wrong: int | None,
-    seconds_on_device: float | None,
-    now: datetime,
     lease: dict | None = None,
 ) -> Row | tuple[Row, hotpath.NextTaskRow] | None:
     """Store a verification answer if it is in order (`SUBMIT`); None when the token names
-    nobody. `wrong`: None or a whole number that fits a smallint. With `lease`, the next task
-    too, as count's `submit`."""
-    params = {
-        "user_id": user_id,
-        "key": key,
-        "assignment": assignment_id,
-        "idempotency_key": idempotency_key,
-        "answer": answer,
-        "wrong": wrong,
-        "seconds": seconds_on_device,
-        "now": now,
-    }
-    if lease is None:
-        return hotpath.fetch_row(SUBMIT, params, Row)
-    return hotpath.fetch_row(SUBMIT_AND_LEASE, params | lease, (Row, hotpath.NextTaskRow))
-
-
-def submit_plain(
-    *,
-    key: str | None,
-    user_id: int | None,
-    submission,
-    now: datetime,
-    lease: dict | None = None,
-) -> Row | tuple[Row, hotpath.NextTaskRow] | None:
-    """`submit` with what `submission` says (it `fits_statement`)."""
-    return submit(
-        key=key,
-        user_id=user_id,
-        assignment_id=submission.assignment_id,
-        idempotency_key=submission.idempotency_key,
-        answer=submission.answer,
-        wrong=submission.wrong,
-        seconds_on_device=submission.seconds_on_device,
-        now=now,
+    nobody. `common`: `hotpath.submission_common`; `wrong`: None or a whole number that fits a
+    smallint. With `lease`, the next task too (`hotpath.submission_store`)."""
+    return hotpath.submission_store(
+        (SUBMIT, SUBMIT_AND_LEASE),
+        Row,
+        common=common,
+        answer={"answer": answer, "wrong": wrong},
         lease=lease,
     )
+
+
+def answer_of(submission) -> dict:
+    """`submit`'s answer arguments from a `Submission` that `fits_statement`."""
+    return {"answer": submission.answer, "wrong": submission.wrong}

@@ -32,6 +32,18 @@ pytestmark = pytest.mark.postgres
 UNKNOWN = "NOT-A-TAG"
 
 
+def sent_by(annotator, assignment_id: int, idempotency_key: str, seconds=1.0, now=None) -> dict:
+    """The parameters every submission statement takes: the annotator's token, their lease."""
+    return hotpath.submission_common(
+        key=annotator.auth_token.key,
+        user_id=None,
+        assignment_id=assignment_id,
+        idempotency_key=idempotency_key,
+        seconds_on_device=seconds,
+        now=now or timezone.now(),
+    )
+
+
 def random_counts(rng: random.Random, asked: list[str], others: list[str], length: int) -> dict:
     names = list(asked)
     shape = rng.randrange(6)
@@ -75,14 +87,9 @@ def test_the_statement_stores_exactly_what_the_service_accepts(manager, annotato
         _, errors = services.counts_check(counts, names=asked, length=lease.length)
         with transaction.atomic():
             row = kinds.count.submit(
-                key=annotator.auth_token.key,
-                user_id=None,
-                assignment_id=lease.assignment_id,
-                idempotency_key=f"k{trial}",
+                common=sent_by(annotator, lease.assignment_id, f"k{trial}"),
                 names=list(counts),
                 counts=list(counts.values()),
-                seconds_on_device=1.0,
-                now=timezone.now(),
             )
             stored = row.id is not None
             if stored:
@@ -134,17 +141,12 @@ def test_the_statement_stores_exactly_what_the_service_accepts_in_a_private_proj
             )
         with transaction.atomic():
             row = kinds.count.submit(
-                key=annotator.auth_token.key,
-                user_id=None,
-                assignment_id=lease.assignment_id,
-                idempotency_key=f"k{trial}",
+                common=sent_by(annotator, lease.assignment_id, f"k{trial}"),
                 names=list(counts),
                 counts=list(counts.values()),
                 released=released,
                 mechanism=mechanism,
                 alpha=alpha,
-                seconds_on_device=1.0,
-                now=timezone.now(),
             )
             stored = row.id is not None
             if stored:
@@ -272,23 +274,16 @@ def test_an_answer_and_its_lease_in_one_statement_do_what_the_two_statements_do_
         else:
             kind = kinds.verify
             answer_args = dict(answer=rng.choice([True, False]), wrong=rng.choice([None, 0, 5]))
-        common = dict(
-            key=key,
-            user_id=None,
-            assignment_id=lease.assignment_id,
-            idempotency_key=f"k{trial}",
-            seconds_on_device=1.0,
-            now=now,
-            **answer_args,
-        )
+        sent = dict(common=sent_by(annotator, lease.assignment_id, f"k{trial}", now=now))
+        sent |= answer_args
         held_before = {x.assignment_id for x in held}
         ways = []
         for together in (False, True):
             with transaction.atomic():
                 if together:
-                    row, next_row = kind.submit(**common, lease=hotpath.lease_params(**lease_args))
+                    row, next_row = kind.submit(**sent, lease=hotpath.lease_params(**lease_args))
                 else:
-                    row = kind.submit(**common)
+                    row = kind.submit(**sent)
                     next_row = None
                     if row.id is not None:
                         next_row = hotpath.next_task(
@@ -303,7 +298,7 @@ def test_an_answer_and_its_lease_in_one_statement_do_what_the_two_statements_do_
                      _cycle_state(project, annotator))
                 )  # fmt: skip
                 transaction.set_rollback(True)
-        assert ways[0] == ways[1], (trial, lease.kind, common, lease_args)
+        assert ways[0] == ways[1], (trial, lease.kind, sent, lease_args)
         was_stored, _, seen, _ = ways[0]
         outcomes["stored" if was_stored else "refused"] += 1
         if was_stored:
@@ -403,14 +398,9 @@ def test_the_verification_statement_stores_exactly_what_the_service_accepts(
         _, errors = services.verification_check(answer_value, wrong, length=lease.length)
         with transaction.atomic():
             row = kinds.verify.submit(
-                key=annotator.auth_token.key,
-                user_id=None,
-                assignment_id=lease.assignment_id,
-                idempotency_key=f"k{trial}",
+                common=sent_by(annotator, lease.assignment_id, f"k{trial}"),
                 answer=answer_value,
                 wrong=wrong,
-                seconds_on_device=1.0,
-                now=timezone.now(),
             )
             stored = row.id is not None
             if stored:
@@ -428,14 +418,12 @@ def test_the_verification_statement_stores_exactly_what_the_service_accepts(
     )
     assert count.kind == "count"
     row = kinds.verify.submit(
-        key=annotator.auth_token.key, user_id=None, assignment_id=count.assignment_id,
-        idempotency_key="x", answer=True, wrong=None, seconds_on_device=None, now=timezone.now(),
-    )  # fmt: skip
+        common=sent_by(annotator, count.assignment_id, "x", seconds=None), answer=True, wrong=None
+    )
     assert row.id is None
     row = kinds.count.submit(
-        key=annotator.auth_token.key, user_id=None, assignment_id=lease.assignment_id,
-        idempotency_key="y", names=[], counts=[], seconds_on_device=None, now=timezone.now(),
-    )  # fmt: skip
+        common=sent_by(annotator, lease.assignment_id, "y", seconds=None), names=[], counts=[]
+    )
     assert row.id is None
 
 
@@ -447,9 +435,8 @@ def test_a_verification_answer_is_refused_once_the_project_is_private(project, c
     assert lease.kind == "verify"
     Project.objects.filter(pk=project.pk).update(private=True, mechanism="krr", alpha=3.0)
     row = kinds.verify.submit(
-        key=annotator.auth_token.key, user_id=None, assignment_id=lease.assignment_id,
-        idempotency_key="v", answer=True, wrong=None, seconds_on_device=None, now=timezone.now(),
-    )  # fmt: skip
+        common=sent_by(annotator, lease.assignment_id, "v", seconds=None), answer=True, wrong=None
+    )
     assert row.id is None
     response = client_for(annotator).post(
         "/api/observations/",
