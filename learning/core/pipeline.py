@@ -83,6 +83,8 @@ class _Problem:
     node_features: NodeFeatures  # of the covered tokens (one row per covered type)
     context: _SentenceTokens | None  # the contextual model's view of the covered tokens
     fold_views: list | None = None  # of the cross-fitted folds (:func:`_fold_views`)
+    fitted: np.ndarray | None = None  # covered tokens the contextual M-steps fit (fit_sample)
+    fit_context: _SentenceTokens | None = None  # the contextual view of their sentences
 
 
 @dataclass(frozen=True)
@@ -115,28 +117,68 @@ class _SentenceTokens:
         return out
 
 
+def _sentence_view(
+    context: _SentenceTokens, sentences: np.ndarray, tokens: np.ndarray
+) -> _SentenceTokens:
+    """The contextual view of the sentences ``sentences`` (a mask over ``context``'s sentences)
+    and of their covered tokens ``tokens`` (a mask over ``context.rows``)."""
+    keep = np.repeat(sentences, context.lengths)
+    return _SentenceTokens(
+        features=context.features[keep],
+        lengths=context.lengths[sentences],
+        rows=(np.cumsum(keep) - 1)[context.rows[tokens]],
+    )
+
+
+def _sentence_of_covered(context: _SentenceTokens) -> np.ndarray:
+    """The sentence (of ``context``) of each covered token."""
+    sentence_of_row = np.repeat(np.arange(context.lengths.shape[0]), context.lengths)
+    return sentence_of_row[context.rows]
+
+
 def _fold_views(
-    context: _SentenceTokens, folds: np.ndarray, n_folds: int
+    context: _SentenceTokens, folds: np.ndarray, n_folds: int, fitted: np.ndarray
 ) -> list[tuple[_SentenceTokens, _SentenceTokens]]:
     """For each fold, the contextual view of its own sentences (its covered tokens, in the order
-    of ``folds``: what its priors are read on) and of the other sentences (the other folds'
-    covered tokens: what its model is fitted on)."""
-    sentence_of_row = np.repeat(np.arange(context.lengths.shape[0]), context.lengths)
+    of ``folds``: what its priors are read on) and of the other sentences among those the
+    M-steps fit on (``fitted``, a mask over the covered tokens: what its model is fitted on)."""
+    sentence = _sentence_of_covered(context)
     fold_of_sentence = np.empty(context.lengths.shape[0], dtype=np.int64)
-    fold_of_sentence[sentence_of_row[context.rows]] = folds
-
-    def view(sentences: np.ndarray, tokens: np.ndarray) -> _SentenceTokens:
-        keep = sentences[sentence_of_row]
-        return _SentenceTokens(
-            features=context.features[keep],
-            lengths=context.lengths[sentences],
-            rows=(np.cumsum(keep) - 1)[context.rows[tokens]],
-        )
-
+    fold_of_sentence[sentence] = folds
+    fitted_sentence = np.zeros(context.lengths.shape[0], dtype=bool)
+    fitted_sentence[sentence[fitted]] = True
     return [
-        (view(fold_of_sentence == f, folds == f), view(fold_of_sentence != f, folds != f))
+        (
+            _sentence_view(context, fold_of_sentence == f, folds == f),
+            _sentence_view(
+                context, (fold_of_sentence != f) & fitted_sentence, (folds != f) & fitted
+            ),
+        )
         for f in range(n_folds)
     ]
+
+
+def _fitted_view(context: _SentenceTokens, fitted: np.ndarray) -> _SentenceTokens:
+    """The contextual view of the sentences whose covered tokens ``fitted`` are."""
+    if fitted.all():
+        return context
+    sentences = np.zeros(context.lengths.shape[0], dtype=bool)
+    sentences[_sentence_of_covered(context)[fitted]] = True
+    return _sentence_view(context, sentences, fitted)
+
+
+def fit_sample(sentence: np.ndarray, budget: int | None, rng: np.random.Generator) -> np.ndarray:
+    """Which covered tokens (of sentences ``sentence``) the contextual M-steps fit on: all when
+    they are at most ``budget`` (or ``budget`` is None), else those of whole sentences in a
+    random order until the next would pass it. The M-step's cost follows the tokens it fits,
+    while the weights a few hundred thousand tokens pin down barely move with more; the E-step
+    still reads every answer (docs/learning-notes.md, "A full retrain at a million answers")."""
+    if budget is None or sentence.shape[0] <= budget:
+        return np.ones(sentence.shape[0], dtype=bool)
+    ids, size = np.unique(sentence, return_counts=True)
+    order = rng.permutation(ids.shape[0])
+    taken = order[: np.searchsorted(np.cumsum(size[order]), budget, side="right")]
+    return np.isin(sentence, ids[taken])
 
 
 class CountTagger:
@@ -268,6 +310,11 @@ class CountTagger:
         self.word_classes_ = self._word_classes(sentences, text, previous, rng, watch)
         problem = self._problem(sentences, observations, verifications, mechanism, watch)
         holdout = rng.random(len(observations)) < self.holdout_fraction
+        if problem.context is not None:
+            problem.fitted = fit_sample(
+                _sentence_of_covered(problem.context), self.schedule_.context_fit_tokens, rng
+            )
+            problem.fit_context = _fitted_view(problem.context, problem.fitted)
 
         # Steps 1-4: moments, node-only fit, reliability.
         weights = np.ones(len(problem.observations))
@@ -472,16 +519,29 @@ class CountTagger:
             max_iter=max_iter,
         )
 
-    def _token_probs(self, problem: _Problem, tagger) -> np.ndarray:
+    def _token_probs(self, problem: _Problem, tagger, needed=None) -> np.ndarray:
         """The tagger's priors of every covered token, as fitted (a previous version's
-        calibration is for its users, not for EM)."""
+        calibration is for its users, not for EM); with ``needed`` (a mask over the covered
+        tokens), a contextual tagger reads only the sentences holding those and the other rows
+        are zero (at a million answers the whole corpus' second stage takes gigabytes)."""
         if tagger.kind == "node":
             return tagger.token_proba(None, features=problem.node_features, calibrated=False)
-        context = problem.context
-        return tagger.token_proba(
+        context, rows = problem.context, slice(None)
+        if needed is not None:
+            sentence = _sentence_of_covered(context)
+            sentences = np.zeros(context.lengths.shape[0], dtype=bool)
+            sentences[sentence[needed]] = True
+            rows = sentences[sentence]
+            context = _sentence_view(context, sentences, rows)
+        probs = tagger.token_proba(
             None, features=context.features, lengths=context.lengths, rows=context.rows,
             calibrated=False,
         )  # fmt: skip
+        if needed is None:
+            return probs
+        out = np.zeros((problem.tokens.shape[0], probs.shape[1]))
+        out[rows] = probs
+        return out
 
     # -------------------------------------------------------------- steps 1-3: moments
     def _choose_ridge(self, problem, holdout, weights, watch) -> None:
@@ -650,7 +710,9 @@ class CountTagger:
             evidence.append(problem.verification)
         folds = self._folds(problem) if kind == "context" else None
         if folds is not None:
-            problem.fold_views = _fold_views(problem.context, folds, schedule.cross_fit)
+            problem.fold_views = _fold_views(
+                problem.context, folds, schedule.cross_fit, problem.fitted
+            )
         fold_models = [warm] * (0 if folds is None else schedule.cross_fit)
         tagger = prior
         probs = self._token_probs(problem, prior)  # the next E-step's priors
@@ -730,12 +792,14 @@ class CountTagger:
 
     def _fit_beliefs(self, problem: _Problem, tagger, labels: np.ndarray, warm, context=None):
         """M-step: ``tagger`` fitted to the covered tokens' weighted beliefs ``labels`` (of the
-        tokens of ``context``, a view of some sentences: all by default)."""
+        tokens of ``context``, a view of some sentences; by default every covered token's
+        beliefs, of which a contextual model fits those of ``problem.fitted``)."""
         if tagger.kind == "node":
             return tagger.fit(
                 None, labels, self.tagset_, warm_start=warm, features=problem.node_features
             )
-        context = problem.context if context is None else context
+        if context is None:
+            context, labels = problem.fit_context, labels[problem.fitted]
         return tagger.fit(
             None, context.labels(labels), self.tagset_, warm_start=warm,
             features=context.features, lengths=context.lengths,
@@ -756,7 +820,7 @@ class CountTagger:
             lambda f, fold_labels, start: self._fit_beliefs(
                 problem,
                 self._new_tagger(max_iter, "context", self.schedule_.cross_fit_alpha),
-                fold_labels[folds != f],
+                fold_labels[(folds != f) & problem.fitted],
                 start,
                 context=views[f][1],
             ),
@@ -827,9 +891,11 @@ class CountTagger:
             model = self._fit_beliefs(
                 problem, self._new_tagger(max_iter, served.kind, alpha), labels, model
             )
-        probs = self._token_probs(problem, model)
         rows = np.flatnonzero(held)
         windows = problem.evidence.windows[rows]
+        needed = np.zeros(problem.tokens.shape[0], dtype=bool)
+        needed[windows[windows >= 0]] = True
+        probs = self._token_probs(problem, model, needed)
         window_probs = np.where((windows >= 0)[:, :, None], probs[np.maximum(windows, 0)], 0.0)
         fitted = problem.evidence.windows[~held]
         lower = np.array([form.lower() for form in problem.forms])

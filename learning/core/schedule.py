@@ -61,6 +61,9 @@ class EMSchedule:
     n_bp_rounds : belief-propagation rounds per E-step where windows overlap (1: each window's
         exact posterior as independent evidence).
     posterior_floor : uniform mixing weight of the E-step's priors (robustness to over-confidence).
+    context_fit_tokens : the contextual M-steps fit the beliefs of at most this many covered
+        tokens, of whole sentences drawn at random once per fit (None: all); a corpus of
+        today's size is fitted whole (:func:`.pipeline.fit_sample`).
 
     See docs/learning-notes.md for the measurements behind each preset.
     """
@@ -83,6 +86,7 @@ class EMSchedule:
     keep_temperature: bool = False
     n_bp_rounds: int = 1
     posterior_floor: float = 1e-6
+    context_fit_tokens: int | None = 400_000
 
     def __post_init__(self) -> None:
         counts = ("n_em_iter", "n_context_iter", "cross_fit")
@@ -103,6 +107,15 @@ class EMSchedule:
             raise ValueError("every L2 strength must be positive (and alpha_grid non-empty)")
         if self.em_tol is not None and not self.em_tol >= 0:
             raise ValueError(f"em_tol must be non-negative or None, not {self.em_tol!r}")
+        if self.context_fit_tokens is not None and (
+            isinstance(self.context_fit_tokens, bool)
+            or not isinstance(self.context_fit_tokens, int)
+            or self.context_fit_tokens < 1
+        ):
+            raise ValueError(
+                f"context_fit_tokens must be a positive integer or None, not "
+                f"{self.context_fit_tokens!r}"
+            )
         if not 0 <= self.posterior_floor < 1:
             raise ValueError("posterior_floor must be in [0, 1)")
         object.__setattr__(self, "alpha_grid", tuple(float(a) for a in self.alpha_grid))

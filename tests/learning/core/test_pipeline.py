@@ -5,6 +5,8 @@ import numpy as np
 import pytest
 
 from learning.core import CountTagger, FeatureConfig, Observations, accuracy
+from learning.core.context_tagger import ContextTagger
+from learning.core.pipeline import _Stopwatch, fit_sample
 from learning.core.schedule import EMSchedule, choose_schedule
 from learning.experiments.simulate import simulate_crowd
 from tests.support.synthetic import make_corpus
@@ -193,3 +195,82 @@ def test_tasks_chosen_by_the_model_do_not_enter_the_moments(data):
     assert max(np.abs(moved[w] - clean[w]).max() for w in shared) > 0.1
     with pytest.raises(ValueError, match="one flag per observation"):
         CountTagger(**settings).fit(sentences, obs, tagset, uniform=np.ones(3, bool))
+
+
+def test_fit_sample_takes_whole_sentences_up_to_the_budget():
+    rng = np.random.default_rng(0)
+    sentence = np.repeat(np.arange(200), rng.integers(1, 30, 200))  # covered tokens' sentences
+    untouched = np.random.default_rng(5)
+    assert fit_sample(sentence, sentence.shape[0], untouched).all()
+    assert fit_sample(sentence, None, untouched).all()
+    assert untouched.random() == np.random.default_rng(5).random()  # no draw under the budget
+    for budget in (1_000, 2_000):
+        fitted = fit_sample(sentence, budget, np.random.default_rng(1))
+        taken = np.unique(sentence[fitted])
+        assert np.isin(sentence, taken).sum() == fitted.sum()  # whole sentences only
+        assert budget - 30 < fitted.sum() <= budget
+        again = fit_sample(sentence, budget, np.random.default_rng(1))
+        other = fit_sample(sentence, budget, np.random.default_rng(2))
+        assert (again == fitted).all() and (other != fitted).any()
+
+
+def test_contextual_m_steps_fit_a_sample_of_sentences_past_the_token_budget(data, monkeypatch):
+    """Past ``context_fit_tokens`` every contextual M-step (fold models, served model and the
+    calibration refit) fits whole sentences holding at most that many covered tokens; within
+    it the fit is the same as with no budget."""
+    sentences, gold, _, tagset = data
+    crowd = simulate_crowd(gold[:600], len(tagset), window=4, tags_per_task=2, random_state=7)
+    obs = crowd.observations
+    offsets = np.cumsum([0] + [len(s) for s in sentences[:600]])
+    windows = zip(obs.sentence, obs.start, obs.length, strict=True)
+    n_covered = len(
+        {offsets[s] + i for s, start, length in windows for i in range(start, start + length)}
+    )
+    fits = []
+    original = ContextTagger.fit
+
+    def recording(self, sentences, token_counts, tagset, **kwargs):
+        fits.append((int((token_counts.sum(axis=1) > 0).sum()), token_counts.shape[0],
+                     int(kwargs["lengths"].sum())))  # fmt: skip
+        return original(self, sentences, token_counts, tagset, **kwargs)
+
+    monkeypatch.setattr(ContextTagger, "fit", recording)
+    schedule = EMSchedule(n_em_iter=2, n_context_iter=3, cross_fit=2)
+
+    def fit(budget):
+        fits.clear()
+        model = CountTagger(
+            features=CONFIG, schedule=schedule.replace(context_fit_tokens=budget), random_state=0
+        ).fit(sentences[:600], crowd.observations, tagset)
+        return model, list(fits)
+
+    whole, whole_fits = fit(None)
+    same, _ = fit(n_covered)
+    np.testing.assert_array_equal(same.coef_, whole.coef_)
+    budget = n_covered // 3
+    sampled, sampled_fits = fit(budget)
+    assert len(sampled_fits) == len(whole_fits) >= 5  # 2 folds × 2, served, calibration
+    for labelled, rows, sentence_tokens in sampled_fits:
+        assert labelled <= budget and rows == sentence_tokens  # whole sentences, within budget
+    assert max(labelled for labelled, _, _ in sampled_fits) > budget // 2
+    # Every sentence still gets its priors (and predictions) from the sampled fits.
+    assert len(sampled.predict(sentences[:600])) == 600
+
+
+def test_priors_read_on_some_sentences_equal_those_of_the_whole_corpus(data):
+    """The calibration reads the refitted model on the held-out answers' sentences only: their
+    tokens' priors are those the whole corpus' reading gives (each sentence is read alone)."""
+    sentences, gold, _, tagset = data
+    crowd = simulate_crowd(gold[:300], len(tagset), window=4, tags_per_task=2, random_state=8)
+    model = CountTagger(
+        features=CONFIG, schedule=EMSchedule(n_em_iter=1, n_context_iter=1), random_state=0
+    ).fit(sentences[:300], crowd.observations, tagset)
+    problem = model._problem(sentences[:300], crowd.observations, None, None, _Stopwatch())
+    whole = model._token_probs(problem, model.tagger_)
+    needed = np.random.default_rng(0).random(whole.shape[0]) < 0.05
+    part = model._token_probs(problem, model.tagger_, needed)
+    sentence = np.searchsorted(problem.corpus.offsets, problem.tokens, side="right") - 1
+    read = np.isin(sentence, sentence[needed])
+    assert needed.sum() > 0 and not read.all()
+    np.testing.assert_allclose(part[read], whole[read], rtol=1e-12, atol=1e-15)
+    assert (part[~read] == 0).all()
