@@ -753,6 +753,7 @@ class CountTagger:
                 )
                 fitted = fold_models
             else:
+                problem.fold_views = None  # the served model's M-step: their gigabyte back
                 start = fold_models[0] if fold_models else warm if iteration == 0 else tagger
                 tagger = self._fit_beliefs(
                     problem, self._new_tagger(max_iter, kind, alpha), labels, start
@@ -898,12 +899,12 @@ class CountTagger:
         probs = self._token_probs(problem, model, needed)
         window_probs = np.where((windows >= 0)[:, :, None], probs[np.maximum(windows, 0)], 0.0)
         fitted = problem.evidence.windows[~held]
-        lower = np.array([form.lower() for form in problem.forms])
-        covered_lower = lower[problem.node_features.type_ids]  # of each covered token
-        seen = set(covered_lower[fitted[fitted >= 0]])
-        groups = np.where(
-            (windows >= 0) & ~np.isin(covered_lower[np.maximum(windows, 0)], list(seen)), 1, 0
-        )
+        # Lowercased forms as integers: arrays of a million forms' strings took gigabytes.
+        _, lower = np.unique([form.lower() for form in problem.forms], return_inverse=True)
+        covered_lower = lower.ravel()[problem.node_features.type_ids]  # of each covered token
+        seen = np.zeros(lower.max(initial=-1) + 1, dtype=bool)
+        seen[covered_lower[fitted[fitted >= 0]]] = True
+        groups = np.where((windows >= 0) & ~seen[covered_lower[np.maximum(windows, 0)]], 1, 0)
         seen_t, unseen_t = fit_temperatures_posterior(
             window_probs,
             groups,

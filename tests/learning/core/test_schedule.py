@@ -63,6 +63,8 @@ def test_releases_and_warm_starts_have_their_own_presets():
         ({"alpha_grid": ()}, "every L2 strength must be positive"),
         ({"em_tol": -1.0}, "em_tol must be non-negative"),
         ({"posterior_floor": 1.0}, "posterior_floor must be in"),
+        ({"context_fit_tokens": 0}, "context_fit_tokens must be a positive integer or None"),
+        ({"context_fit_tokens": 1e5}, "context_fit_tokens must be a positive integer or None"),
     ],
 )
 def test_a_wrong_setting_is_refused_with_its_name(change, message):
