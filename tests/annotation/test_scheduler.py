@@ -303,8 +303,9 @@ def test_the_draws_are_uniform_and_each_thread_reads_its_own_bytes():
     rng = scheduler._system_random
     draws = [rng.random() for _ in range(20_000)]
     assert all(0.0 <= x < 1.0 for x in draws)
-    assert chisquare(list(Counter(int(x * 10) for x in draws).values())).pvalue > 1e-4
-    assert chisquare(list(Counter(rng.randrange(7) for _ in range(14_000)).values())).pvalue > 1e-4
+    # The operating system's bytes cannot be seeded: bounds at p = 1e-6 keep a false alarm rare.
+    assert chisquare(list(Counter(int(x * 10) for x in draws).values())).pvalue > 1e-6
+    assert chisquare(list(Counter(rng.randrange(7) for _ in range(14_000)).values())).pvalue > 1e-6
     assert rng.getrandbits(0) == 0 and rng.getrandbits(100) < 2**100
     seen = {}
 
