@@ -158,21 +158,22 @@ def _fold_views(
     ]
 
 
-def _fitted_view(context: _SentenceTokens, fitted: np.ndarray) -> _SentenceTokens:
-    """The contextual view of the sentences whose covered tokens ``fitted`` are."""
-    if fitted.all():
+def _tokens_view(context: _SentenceTokens, tokens: np.ndarray) -> _SentenceTokens:
+    """The contextual view of the covered tokens ``tokens`` (a mask) and of their sentences."""
+    if tokens.all():
         return context
     sentences = np.zeros(context.lengths.shape[0], dtype=bool)
-    sentences[_sentence_of_covered(context)[fitted]] = True
-    return _sentence_view(context, sentences, fitted)
+    sentences[_sentence_of_covered(context)[tokens]] = True
+    return _sentence_view(context, sentences, tokens)
 
 
 def fit_sample(sentence: np.ndarray, budget: int | None, rng: np.random.Generator) -> np.ndarray:
     """Which covered tokens (of sentences ``sentence``) the contextual M-steps fit on: all when
     they are at most ``budget`` (or ``budget`` is None), else those of whole sentences in a
-    random order until the next would pass it. The M-step's cost follows the tokens it fits,
-    while the weights a few hundred thousand tokens pin down barely move with more; the E-step
-    still reads every answer (docs/learning-notes.md, "A full retrain at a million answers")."""
+    random order until the next would pass it. The M-step's cost follows the tokens it fits, so
+    a budget bounds a retrain's time at sizes beyond today's projects, at some accuracy; the
+    E-step still reads every answer (docs/learning-notes.md, "The contextual M-steps' token
+    budget")."""
     if budget is None or sentence.shape[0] <= budget:
         return np.ones(sentence.shape[0], dtype=bool)
     ids, size = np.unique(sentence, return_counts=True)
@@ -314,7 +315,7 @@ class CountTagger:
             problem.fitted = fit_sample(
                 _sentence_of_covered(problem.context), self.schedule_.context_fit_tokens, rng
             )
-            problem.fit_context = _fitted_view(problem.context, problem.fitted)
+            problem.fit_context = _tokens_view(problem.context, problem.fitted)
 
         # Steps 1-4: moments, node-only fit, reliability.
         weights = np.ones(len(problem.observations))
@@ -529,10 +530,8 @@ class CountTagger:
         context, rows = problem.context, slice(None)
         if needed is not None:
             sentence = _sentence_of_covered(context)
-            sentences = np.zeros(context.lengths.shape[0], dtype=bool)
-            sentences[sentence[needed]] = True
-            rows = sentences[sentence]
-            context = _sentence_view(context, sentences, rows)
+            rows = np.isin(sentence, sentence[needed])  # every covered token of their sentences
+            context = _tokens_view(context, rows)
         probs = tagger.token_proba(
             None, features=context.features, lengths=context.lengths, rows=context.rows,
             calibrated=False,
