@@ -161,7 +161,7 @@ def _publish(
         ),
     )
     buffer = io.BytesIO()
-    np.savez_compressed(buffer, **learner.state())
+    np.savez(buffer, **learner.state())  # compressed: 4 MB instead of 22, but 0.15 s of each update
     state_name = default_storage.save(stem + ".state.npz", ContentFile(buffer.getvalue()))
     point = {
         key: learner.progressive_[-1][key] for key in ("answers", "log_likelihood", "count_error")

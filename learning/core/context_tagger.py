@@ -31,7 +31,13 @@ from collections.abc import Sequence
 import numpy as np
 import scipy.sparse as sp
 
-from .features import ContextConfig, FeatureConfig, featurize_tokens, neighbour_tag_features
+from .features import (
+    ContextConfig,
+    FeatureConfig,
+    featurize_tokens,
+    join_rows,
+    neighbour_tag_features,
+)
 from .softmax import softmax_rows
 from .tagger_base import LinearTagger, check_soft_labels
 from .wordclasses import WordClasses
@@ -124,23 +130,27 @@ class ContextTagger(LinearTagger):
         x, lengths = self._features(sentences, features, lengths)
         if x.shape[0] != token_counts.shape[0]:
             raise ValueError("token_counts must have one row per token")
-        labelled = token_counts.sum(axis=1) > 0
+        # Both stages fit the labelled rows only; the unlabelled ones are read as neighbours.
+        labelled = np.flatnonzero(token_counts.sum(axis=1) > 0)
+        x_labelled, counts = x[labelled], token_counts[labelled]
         previous_tags = getattr(warm_start, "tag_coef_", None)
         self.tagset_ = tagset
         self.temperature_, self.unseen_temperature_, self.seen_forms_ = 1.0, None, None
         self.coef_, self.intercept_, self.objective_, n_iter = self._fit_stage(
-            x, token_counts, labelled, tagset, warm_start, self.max_iter
+            x_labelled, counts, tagset, warm_start, self.max_iter
         )
         self.tag_coef_ = self.tag_intercept_ = None
         if self.stacked:
             first = softmax_rows(self.decision_function(x))
-            stacked = x + neighbour_tag_features(first, lengths, tagset, self.feature_config_)
+            extra = neighbour_tag_features(
+                first, lengths, tagset, self.feature_config_, rows=labelled
+            )
             start = warm_start if previous_tags is not None else self
             tag_max_iter = self.tag_max_iter
             if tag_max_iter is None:
                 tag_max_iter = self.max_iter // 2
             self.tag_coef_, self.tag_intercept_, self.objective_, more = self._fit_stage(
-                stacked, token_counts, labelled, tagset, _Stage2(start), tag_max_iter
+                join_rows(x_labelled, extra), counts, tagset, _Stage2(start), tag_max_iter
             )
             n_iter += more
         self.n_iter_ = int(n_iter)
@@ -180,7 +190,9 @@ class ContextTagger(LinearTagger):
         if self.tag_coef_ is None:
             return x
         first = softmax_rows(self.decision_function(x))
-        return x + neighbour_tag_features(first, lengths, self.tagset_, self.feature_config_)
+        return join_rows(
+            x, neighbour_tag_features(first, lengths, self.tagset_, self.feature_config_)
+        )
 
     # ------------------------------------------------------------------ internals
     def _features(self, sentences, features, lengths) -> tuple[sp.csr_matrix, np.ndarray | None]:
@@ -191,12 +203,11 @@ class ContextTagger(LinearTagger):
             raise ValueError("a stacked tagger needs the sentence lengths of its features' rows")
         return features, lengths
 
-    def _fit_stage(self, x, token_counts, labelled, tagset, warm_start, max_iter):
-        """One stage's fit on the labelled rows: (coef, intercept, objective, iterations)."""
+    def _fit_stage(self, x, token_counts, tagset, warm_start, max_iter):
+        """One stage's fit on labelled rows: (coef, intercept, objective, iterations)."""
         return self._fit_linear(
-            x[labelled], token_counts[labelled], tagset, warm_start, max_iter=max_iter,
-            dtype=np.float32,
-        )  # fmt: skip
+            x, token_counts, tagset, warm_start, max_iter=max_iter, dtype=np.float32
+        )
 
 
 class _Stage2:

@@ -21,6 +21,7 @@ __all__ = [
     "feature_strings",
     "featurize",
     "featurize_tokens",
+    "join_rows",
     "neighbour_tag_features",
 ]
 
@@ -273,6 +274,7 @@ def neighbour_tag_features(
     lengths: np.ndarray,
     tagset: Sequence[str],
     config: ContextConfig,
+    rows: np.ndarray | None = None,
 ) -> sp.csr_matrix:
     """(n_tokens × n_features) features of each token's neighbours' tags, from ``probs``
     (n_tokens, K): a first-stage model's tag probabilities of every token of sentences of
@@ -281,25 +283,29 @@ def neighbour_tag_features(
     under 1e-3 are left out, they would only fill the matrix); with ``tag_pairs``, the most
     likely tags of the neighbours at ``(−1, +1)``, ``(−2, −1)`` and ``(+1, +2)`` are one binary
     feature each (``<s>``/``</s>`` past the ends). Hashed by tag name into the word features'
-    space, so models with other tag sets or orders keep their meaning."""
-    n_tokens, n_tags = probs.shape
+    space, so models with other tag sets or orders keep their meaning. ``rows``: those tokens'
+    rows only (flat indices, in the order given), their neighbours still read in ``probs``."""
+    n_all, n_tags = probs.shape
     n_features = config.n_features
     lengths = np.asarray(lengths, dtype=np.int64)
-    if int(lengths.sum()) != n_tokens:
+    if int(lengths.sum()) != n_all:
         raise ValueError("lengths must add up to the number of rows of probs")
+    token = np.arange(n_all) if rows is None else np.asarray(rows, dtype=np.int64)
+    n_tokens = token.shape[0]
     offsets = config.tag_offsets
     pairs = [p for p in _TAG_PAIRS if config.tag_pairs and set(p) <= set(offsets)]
     if not offsets:
         return sp.csr_matrix((n_tokens, n_features))
-    position = np.arange(n_tokens) - np.repeat(
-        np.concatenate([[0], np.cumsum(lengths)[:-1]]), lengths
-    )
+    starts = np.concatenate([[0], np.cumsum(lengths)[:-1]])
+    position = np.arange(n_all) - np.repeat(starts, lengths)
     length_of = np.repeat(lengths, lengths)
+    if rows is not None:
+        position, length_of = position[token], length_of[token]
     # Built straight into CSR (no COO sort: this runs at every contextual M-step). Each row has
     # a slot per offset and tag, kept when its value reaches 1e-3, then one per pair (always).
     reach = max(abs(d) for d in offsets)
-    padded = np.zeros((n_tokens + 2 * reach, n_tags))
-    padded[reach : reach + n_tokens] = probs
+    padded = np.zeros((n_all + 2 * reach, n_tags))
+    padded[reach : reach + n_all] = probs
     n_slots = len(offsets) * n_tags
     values = np.ones((n_tokens, n_slots + len(pairs)))
     columns = np.empty((n_tokens, n_slots + len(pairs)), dtype=np.int32)
@@ -308,22 +314,22 @@ def neighbour_tag_features(
     ).astype(np.int32)
     for i, d in enumerate(offsets):
         inside = (position + d >= 0) & (position + d < length_of)
-        np.multiply(
-            padded[reach + d : reach + d + n_tokens], inside[:, None],
-            out=values[:, i * n_tags : (i + 1) * n_tags],
-        )  # fmt: skip
+        neighbours = (
+            padded[reach + d : reach + d + n_all] if rows is None else padded[reach + d + token]
+        )
+        np.multiply(neighbours, inside[:, None], out=values[:, i * n_tags : (i + 1) * n_tags])
     if pairs:
-        best = probs.argmax(axis=1) if n_tokens else np.zeros(0, dtype=np.int64)
+        best = probs.argmax(axis=1) if n_all else np.zeros(0, dtype=np.int64)
         names = _crc([*tagset, "<s>", "</s>"])
-        padded_best = np.zeros(n_tokens + 2 * reach, dtype=np.int64)
-        padded_best[reach : reach + n_tokens] = best
+        padded_best = np.zeros(n_all + 2 * reach, dtype=np.int64)
+        padded_best[reach : reach + n_all] = best
         for p, (first, second) in enumerate(pairs):
             pair = []
             for d in (first, second):
                 where = position + d
                 inside = (where >= 0) & (where < length_of)
                 edge = np.where(where < 0, n_tags, n_tags + 1)
-                neighbour = padded_best[reach + d : reach + d + n_tokens]
+                neighbour = padded_best[reach + d + token]
                 pair.append(names[np.where(inside, neighbour, edge)])
             salt = 300 + 10 * first + second
             hashed = _mix(_mix(pair[0], salt) ^ pair[1], salt + 1) % np.uint64(n_features)
@@ -333,3 +339,16 @@ def neighbour_tag_features(
     np.cumsum(kept.sum(axis=1), out=indptr[1:])
     # Rows may hold a column twice (hash collisions): products and sums add them up.
     return sp.csr_matrix((values[kept], columns[kept], indptr), shape=(n_tokens, n_features))
+
+
+def join_rows(x: sp.csr_matrix, extra: sp.csr_matrix) -> sp.csr_matrix:
+    """``x + extra`` as products and sums read it: each row holds the entries of both, a column
+    possibly twice (as hashed features already may). Built by one C stack of the two side by side,
+    without the sorted merge of ``x + extra`` (a fifth of an online update, measured)."""
+    if x.shape != extra.shape:
+        raise ValueError(f"shapes differ: {x.shape} and {extra.shape}")
+    width = x.shape[1]
+    joined = sp.hstack([x, extra], format="csr")
+    indices = joined.indices
+    indices[indices >= width] -= width
+    return sp.csr_matrix((joined.data, indices, joined.indptr), shape=x.shape)

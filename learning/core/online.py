@@ -433,13 +433,16 @@ class OnlineCountTagger:
         ids = np.concatenate([block["sentences"], self._sentence[candidates]])
         lengths = np.concatenate([block["lengths"], self._lengths[candidates]])
         store_starts = np.concatenate([[0], np.cumsum(self._lengths)[:-1]])
-        x = sp.vstack(
-            [block["x"], self._x[_ranges(store_starts[candidates], self._lengths[candidates])]],
-            format="csr",
+        replayed_x = self._x[_ranges(store_starts[candidates], self._lengths[candidates])]
+        # The block's priors are already known: only the replayed sentences are read.
+        replayed_probs = self.tagger_.token_proba(
+            None, features=replayed_x, lengths=self._lengths[candidates]
         )
         order = np.argsort(ids)
         x_starts = np.concatenate([[0], np.cumsum(lengths)[:-1]])
-        x = x[_ranges(x_starts[order], lengths[order])]
+        wanted_rows = _ranges(x_starts[order], lengths[order])
+        x = sp.vstack([block["x"], replayed_x], format="csr")[wanted_rows]
+        wide_probs = np.concatenate([probs, replayed_probs])[wanted_rows]
         featurized = (ids[order], lengths[order], x)
         wide = self._block(sentences, answers, verifications, mechanism, featurized)
         new_tokens = np.zeros(wide["x"].shape[0], dtype=bool)
@@ -449,7 +452,7 @@ class OnlineCountTagger:
         wide["new_tokens"] = new_tokens
         replayed = answers.subset(np.arange(len(new), len(answers)))
         wide_weights = np.concatenate([weights, self._weights(replayed)])
-        return wide, self._token_probs(wide), wide_weights
+        return wide, wide_probs, wide_weights
 
     def _token_probs(self, block: dict) -> np.ndarray:
         return self.tagger_.token_proba(None, features=block["x"], lengths=block["lengths"])

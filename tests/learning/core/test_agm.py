@@ -121,7 +121,9 @@ def test_count_tagger_fits_an_adversarial_model_beside_the_served_one():
     np.testing.assert_allclose(model.token_proba(sentences), plain.token_proba(sentences))
     decided = model.agm_.decide(sentences)
     flat = np.concatenate(gold)
-    assert decided.shape == flat.shape and model.agm_.info_["moment_gap"] < 0.01
+    # Stopped at its iteration limit, the adversary matches the moments to within 0.3-1.6 %
+    # of the mass (over five seeds of the fit); after one iteration it is off by 19 %.
+    assert decided.shape == flat.shape and model.agm_.info_["moment_gap"] < 0.02
     bayes = (model.token_proba(sentences) @ cost).argmin(axis=1)
     agm_cost, bayes_cost = cost[flat, decided].mean(), cost[flat, bayes].mean()
     assert agm_cost < 1.2 * bayes_cost  # of the same order: it learned the same answers

@@ -2,6 +2,7 @@ import zlib
 
 import numpy as np
 import pytest
+import scipy.sparse as sp
 
 from learning.core import (
     ContextConfig,
@@ -12,7 +13,7 @@ from learning.core import (
     accuracy,
     featurize_tokens,
 )
-from learning.core.features import neighbour_tag_features
+from learning.core.features import join_rows, neighbour_tag_features
 from learning.core.schedule import EMSchedule
 from learning.core.softmax import compact_columns, soft_label_objective
 from learning.experiments.simulate import simulate_crowd
@@ -161,6 +162,31 @@ def test_neighbour_tag_features_read_the_neighbours_tags_and_nothing_else():
     changed[2] = [0.1, 0.9]
     y = neighbour_tag_features(changed, [3, 2], tagset, config).toarray()
     assert [bool((x[j] != y[j]).any()) for j in range(5)] == [True, False, False, False, False]
+
+
+def test_neighbour_tag_features_of_some_rows_are_those_rows_of_all():
+    config = ContextConfig(word=WORD, tag_offsets=(-2, -1, 1, 2), tag_pairs=True)
+    rng = np.random.default_rng(3)
+    lengths = np.array([1, 4, 2, 5])
+    probs = rng.dirichlet(np.ones(3) * 0.3, size=lengths.sum())
+    full = neighbour_tag_features(probs, lengths, ["A", "B", "C"], config)
+    rows = np.array([7, 0, 3, 11, 3])  # any order, a row twice
+    some = neighbour_tag_features(probs, lengths, ["A", "B", "C"], config, rows=rows)
+    assert some.shape == (5, WORD.n_features)
+    np.testing.assert_array_equal(some.toarray(), full[rows].toarray())
+
+
+def test_join_rows_is_the_sum_for_products():
+    rng = np.random.default_rng(4)
+    x = sp.random(30, 50, density=0.2, random_state=1, format="csr")
+    extra = sp.random(30, 50, density=0.2, random_state=2, format="csr")  # shared columns too
+    joined = join_rows(x, extra)
+    np.testing.assert_allclose(joined.toarray(), (x + extra).toarray())
+    w = rng.normal(size=(50, 3))
+    np.testing.assert_allclose(joined @ w, (x + extra) @ w)
+    np.testing.assert_allclose(joined.T @ w[:30], (x + extra).T @ w[:30])
+    with pytest.raises(ValueError, match="shapes differ"):
+        join_rows(x, extra[:5])
 
 
 def _distant_corpus(rng, n_sentences):
