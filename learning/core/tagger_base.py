@@ -143,8 +143,9 @@ def warm_start_params(previous, word_features: FeatureConfig, n_features: int, t
     w0 = np.zeros((active.shape[0], n_tags))
     c0 = np.zeros(n_tags)
     index = {tag: k for k, tag in enumerate(previous.tagset_)}
-    for k, tag in enumerate(tagset):
-        if tag in index:
-            w0[:, k] = previous.coef_[active, index[tag]]
-            c0[k] = previous.intercept_[index[tag]]
+    mine = np.array([k for k, tag in enumerate(tagset) if tag in index], dtype=np.int64)
+    theirs = np.array([index[tag] for tag in tagset if tag in index], dtype=np.int64)
+    # One gather of the active rows, then the columns (not a strided gather per tag).
+    w0[:, mine] = previous.coef_[active][:, theirs]
+    c0[mine] = previous.intercept_[theirs]
     return w0, c0

@@ -34,6 +34,21 @@ def test_warm_start_with_other_features_is_refused():
         )
 
 
+def test_a_warm_start_matches_tags_by_name_and_starts_new_tags_at_zero():
+    from learning.core.tagger_base import warm_start_params
+
+    forms = ["a", "b", "c"]
+    soft = np.eye(3)
+    config = FeatureConfig(n_features=64)
+    first = NodeTagger(features=config).fit_types(forms, soft, ["X", "Y", "Z"])
+    active = np.array([5, 0, 63, 17])
+    w0, c0 = warm_start_params(first, config, 64, ("Z", "NEW", "X"), active)
+    np.testing.assert_array_equal(w0[:, 0], first.coef_[active, 2])
+    np.testing.assert_array_equal(w0[:, 2], first.coef_[active, 0])
+    assert not w0[:, 1].any() and c0[1] == 0
+    np.testing.assert_array_equal(c0[[0, 2]], first.intercept_[[2, 0]])
+
+
 def test_features_are_stable_hashes():
     config = FeatureConfig(n_features=2**10)
     a = featurize(["Running", "running"], config)
