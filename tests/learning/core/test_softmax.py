@@ -100,3 +100,38 @@ def test_compact_columns_by_frequency_put_the_most_frequent_first():
     frequency = np.bincount(compact.indices)
     assert (np.diff(frequency) <= 0).all()
     np.testing.assert_array_equal(compact.toarray(), x.toarray()[:, active])
+
+
+def test_lbfgs_backtracks_to_the_parabolas_minimum_in_one_evaluation():
+    from learning.core.softmax import _lbfgs
+
+    # The first step, −g/‖g‖ at length 1, lands 4 times as far past the minimum as it started.
+    curvature, start = 20.0, 0.2
+    evaluations = []
+
+    def fun(x):
+        evaluations.append(float(x[0]))
+        return 0.5 * curvature * float(x @ x), curvature * x
+
+    x, value, iterations = _lbfgs(
+        fun, np.array([start, 0.0]), memory=5, max_iter=1, gtol=0.0, ftol=0.0, stop_below=None
+    )
+    # Start, the overshoot, then the exact minimum along the line (halving: two more, past it).
+    assert len(evaluations) == 3 and iterations == 1
+    np.testing.assert_allclose(x, [0.0, 0.0], atol=1e-12)
+    assert value == pytest.approx(0.0, abs=1e-20)
+
+
+def test_lbfgs_still_minimises_a_function_that_is_not_a_parabola():
+    from learning.core.softmax import _lbfgs
+
+    def fun(x):  # Rosenbrock's valley
+        a, b = x
+        value = (1 - a) ** 2 + 100 * (b - a * a) ** 2
+        grad = np.array([-2 * (1 - a) - 400 * a * (b - a * a), 200 * (b - a * a)])
+        return value, grad
+
+    x, value, _ = _lbfgs(
+        fun, np.array([-1.2, 1.0]), memory=5, max_iter=500, gtol=1e-8, ftol=0.0, stop_below=None
+    )
+    np.testing.assert_allclose(x, [1.0, 1.0], atol=1e-5)
