@@ -27,7 +27,8 @@ Liang & Klein's stepwise EM. Block ``t`` of new answers is used once:
 
 5. **Refresh** (incremental EM, Neal & Hinton): the store keeps its sentences' answers; each
    update E-steps again, under the current model, those of the least recently E-stepped
-   sentences (``refresh`` times the block's answers), whose new beliefs replace their old ones.
+   sentences (``refresh`` times the block's answers, at least ``refresh_min_answers``), whose
+   new beliefs replace their old ones.
 
 The learner starts, on its first block, from a batch :class:`.pipeline.CountTagger` fit of that
 block (the moments, the node-only EM, then the contextual EM), and restarts from a batch fit of
@@ -94,6 +95,10 @@ class OnlineCountTagger:
         the least recently E-stepped sentences, about ``r`` times the block's answers (``inf``:
         all), and their new beliefs replace their old ones in the statistics, at the same mass
         (incremental EM, Neal & Hinton). The answers are stored with the sentences.
+    refresh_min_answers : the fewest stored answers an update E-steps again when ``refresh``
+        is on (default 2,000, all of them when fewer are stored): small blocks arrive often
+        and each gains little, so their beliefs went stale where the batch's EM iterations
+        would have corrected them. A block of 1,000 answers refreshes 2,000 anyway.
     refit_growth, refit_until : a batch :class:`.pipeline.CountTagger` fit of every stored
         answer restarts the learner (its counters, curve and annotator table kept) whenever the
         answers have grown ``refit_growth`` times (default 2; None: never) since the learner's
@@ -131,6 +136,7 @@ class OnlineCountTagger:
         replay: float | None = 1.0,
         replay_min_tokens: int = 100_000,
         refresh: float | None = 2.0,
+        refresh_min_answers: int = 2000,
         refit_growth: float | None = 2.0,
         refit_until: int | None = None,
         n_slots: int = 2**16,
@@ -152,6 +158,7 @@ class OnlineCountTagger:
         self.replay = replay
         self.replay_min_tokens = replay_min_tokens
         self.refresh = refresh
+        self.refresh_min_answers = refresh_min_answers
         self.refit_growth = refit_growth
         self.refit_until = refit_until
         self.n_slots = n_slots
@@ -419,6 +426,8 @@ class OnlineCountTagger:
             (per_sentence > 0) & ~np.isin(self._sentence, block["sentences"])
         )
         budget = self.refresh * len(new)
+        if budget > 0:  # small blocks still refresh a floor of answers (a cost that is fixed)
+            budget = max(budget, self.refresh_min_answers)
         if budget <= 0:
             candidates = candidates[:0]
         elif np.isfinite(budget):

@@ -324,13 +324,35 @@ def test_a_bounded_refresh_replays_the_least_recently_e_stepped_sentences(data):
     sentences, gold, _, tagset = data
     crowd = simulate_crowd(gold[:500], len(tagset), window=4, obs_per_sentence=1, random_state=5)
     blocks = _blocks(crowd.observations, 5)
-    learner = _stream(_learner(refresh=1.0), sentences, blocks[:2], tagset)
+    learner = _stream(_learner(refresh=1.0, refresh_min_answers=0), sentences, blocks[:2], tagset)
     oldest = learner._sentence[: len(blocks[2])].copy()
     learner.partial_fit(sentences, blocks[2], tagset)
     # The oldest stored sentences (one block's worth) moved to the newest end, re-E-stepped.
     tail = learner._sentence[-(len(blocks[2]) + len(oldest) + 1) :]
     assert set(oldest) <= set(tail)
     assert learner._sentence.shape[0] == len(blocks[0]) + len(blocks[1]) + len(blocks[2])
+
+
+def test_small_blocks_still_refresh_a_floor_of_answers(data):
+    sentences, gold, _, tagset = data
+    crowd = simulate_crowd(gold[:500], len(tagset), window=4, obs_per_sentence=1, random_state=5)
+    blocks = _blocks(crowd.observations, 25)  # 20 answers each: refresh = 1 would replay 20
+    learner = _stream(_learner(refresh=1.0, refresh_min_answers=100), sentences, blocks[:10],
+                      tagset)  # fmt: skip
+    stored = learner._sentence.copy()
+    replayed = []
+    original = learner.e_step
+
+    def spy(block, probs, weights):
+        replayed.append(len(block["observations"]) - len(blocks[10]))
+        return original(block, probs, weights)
+
+    learner.e_step = spy
+    learner.partial_fit(sentences, blocks[10], tagset)
+    # One answer per sentence: the 100 least recently E-stepped sentences, give or take the
+    # last one (whole sentences are replayed), the newer ones left where they were.
+    assert 100 <= replayed[0] <= 101
+    assert np.array_equal(learner._sentence[: len(stored) - replayed[0]], stored[replayed[0] :])
 
 
 def test_refits_restart_from_a_batch_fit_as_the_stream_doubles(data):
