@@ -24,3 +24,13 @@ def test_the_campaign_chart_draws_both_policies():
     )
     assert svg.startswith("<svg") and "tasks drawn uniformly" in svg
     assert "tasks chosen by the model" in svg
+
+
+def test_the_online_chart_draws_online_and_batch_for_each_setting():
+    from devtools.management.commands.learning_curves import online_chart
+
+    curve = {"online": [(10, 80.0), (100, 92.5)], "batch": [(10, 81.0), (100, 93.0)]}
+    svg = online_chart({"curves": {"all tags": curve, "2 tags": curve}})
+    assert svg.startswith("<svg")
+    for label in ("online, all tags", "batch, all tags", "online, 2 tags", "batch, 2 tags"):
+        assert label in svg

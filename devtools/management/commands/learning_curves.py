@@ -4,6 +4,7 @@ pipeline, printed as one JSON object and drawn as an SVG chart.
     python manage.py learning_curves verification --train T --test S --svg docs/verification.svg
     python manage.py learning_curves privacy --train T --test S --svg docs/privacy.svg
     python manage.py learning_curves campaign --train T --test S --svg docs/adaptive-curve.svg
+    python manage.py learning_curves online --train T --test S --svg docs/online-curve.svg
 
 - ``verification``: accuracy against the number of answers, count tasks only and count tasks plus
   one verification task per sentence, at 0.1, 0.25, 0.5 and 1 count task per sentence (each run
@@ -15,6 +16,9 @@ pipeline, printed as one JSON object and drawn as an SVG chart.
 - ``campaign``: accuracy against answers of two simulated campaigns (``simulate_campaign``: window
   5, 2 tags per task, 1 uniform task per sentence, then 3 rounds up to 3 tasks per sentence), tasks
   drawn uniformly against tasks chosen where the model learns most.
+- ``online``: the online learner's accuracy along a stream of 100 blocks (``simulate_crowd
+  --online 100``) against batch fits on the answers so far, at 10, 25, 50 and 100 % of the stream,
+  for 1 task per sentence asking all tags and for 3 tasks per sentence asking 2 tags each.
 """
 
 from __future__ import annotations
@@ -43,7 +47,7 @@ class Command(BaseCommand):
     )
 
     def add_arguments(self, parser: CommandParser) -> None:
-        parser.add_argument("study", choices=["verification", "privacy", "campaign"])
+        parser.add_argument("study", choices=["verification", "privacy", "campaign", "online"])
         parser.add_argument("--train", required=True, help="gold CoNLL-U (plain or .gz)")
         parser.add_argument("--test", required=True, help="gold CoNLL-U for evaluation")
         parser.add_argument("--svg", help="write the chart here")
@@ -59,6 +63,8 @@ class Command(BaseCommand):
             result = _verification(train, test, common, self.stderr)
         elif options["study"] == "campaign":
             result = _campaign(train, test, common, self.stderr)
+        elif options["study"] == "online":
+            result = _online(train, test, common, self.stderr)
         else:
             result = _privacy(train, test, common, options["mechanism"], self.stderr)
         if options["svg"]:
@@ -131,6 +137,51 @@ def campaign_chart(result: dict) -> str:
         title="Accuracy against answers (window 5, 2 tags per task)",
         x_label="count answers (round 0: one uniform task per sentence)",
         y_label="test accuracy (%)",
+    )
+
+
+ONLINE_SETTINGS = {  # name: (tasks per sentence, tags per task; None: all)
+    "all tags": (1, None),
+    "2 tags, 3 tasks per sentence": (3, 2),
+}
+
+
+def _online(train, test, common: dict, log) -> dict:
+    curves = {}
+    for name, (tasks, tags) in ONLINE_SETTINGS.items():
+        report, _ = simulation_report(
+            train, test, obs_per_sentence=tasks, tags_per_task=tags, online_blocks=100,
+            references=False, **common,
+        )  # fmt: skip
+        curve = report["online_curve"]
+        for point in curve:
+            log.write(
+                f"{name}, {point['fraction']:.0%} of the stream: online "
+                f"{point['accuracy_online']:.2%}, batch {point['accuracy_batch']:.2%}\n"
+            )
+        curves[name] = {
+            "answers": report["n_observations"],
+            "seconds_online_per_1000": report["seconds_online_per_1000"],
+            "online": [(100 * p["fraction"], 100 * p["accuracy_online"]) for p in curve],
+            "batch": [(100 * p["fraction"], 100 * p["accuracy_batch"]) for p in curve],
+        }
+    result = {"study": "online", "sentences": len(train), "curves": curves}
+    return result | {"svg": online_chart(result)}
+
+
+def online_chart(result: dict) -> str:
+    """The chart of :func:`_online`'s result: accuracy (%) along the stream, online and batch,
+    for each setting."""
+    series = []
+    for name, curve in result["curves"].items():
+        series.append(Series(f"online, {name}", curve["online"]))
+        series.append(Series(f"batch, {name}", curve["batch"]))
+    return line_chart(
+        series,
+        title="The live model along the stream (window 5, 100 blocks)",
+        x_label="share of the stream's answers (%)",
+        y_label="test accuracy (%)",
+        x_ticks=[(x, f"{x}") for x in (0, 25, 50, 75, 100)],
     )
 
 
