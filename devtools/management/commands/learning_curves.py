@@ -142,7 +142,7 @@ def campaign_chart(result: dict) -> str:
 
 ONLINE_SETTINGS = {  # name: (tasks per sentence, tags per task; None: all)
     "all tags": (1, None),
-    "2 tags, 3 tasks per sentence": (3, 2),
+    "2 tags, 3 tasks": (3, 2),  # per sentence
 }
 
 
@@ -178,7 +178,7 @@ def online_chart(result: dict) -> str:
         series.append(Series(f"batch, {name}", curve["batch"]))
     return line_chart(
         series,
-        title="The live model along the stream (window 5, 100 blocks)",
+        title="The live model along the stream (UD EWT, window 5, 100 blocks)",
         x_label="share of the stream's answers (%)",
         y_label="test accuracy (%)",
         x_ticks=[(x, f"{x}") for x in (0, 25, 50, 75, 100)],
