@@ -32,9 +32,9 @@ Liang & Klein's stepwise EM. Block ``t`` of new answers is used once:
 
 The learner starts, on its first block, from a batch :class:`.pipeline.CountTagger` fit of that
 block (the moments, the node-only EM, then the contextual EM), and restarts from a batch fit of
-every stored answer whenever they have doubled (``refit_growth``); or it starts from a fitted model
-given as ``warm_start`` or to :meth:`seed` (the batch retrain's result), which then does the
-refitting. Why the defaults: docs/learning-notes.md, "Online EM".
+every stored answer whenever they have grown by half (``refit_growth``); or it starts from a
+fitted model given as ``warm_start`` or to :meth:`seed` (the batch retrain's result), which then
+does the refitting. Why the defaults: docs/learning-notes.md, "Online EM".
 """
 
 from __future__ import annotations
@@ -101,7 +101,7 @@ class OnlineCountTagger:
         would have corrected them. A block of 1,000 answers refreshes 2,000 anyway.
     refit_growth, refit_until : a batch :class:`.pipeline.CountTagger` fit of every stored
         answer restarts the learner (its counters, curve and annotator table kept) whenever the
-        answers have grown ``refit_growth`` times (default 2; None: never) since the learner's
+        answers have grown ``refit_growth`` times (default 1.5; None: never) since the learner's
         last fit, as long as they are at most ``refit_until`` (default None: always): a small
         stream starts from as good a model as its answers allow, at a cost per answer that the
         geometric growth keeps bounded. A learner started by :meth:`seed` or ``warm_start``
@@ -137,7 +137,7 @@ class OnlineCountTagger:
         replay_min_tokens: int = 100_000,
         refresh: float | None = 2.0,
         refresh_min_answers: int = 2000,
-        refit_growth: float | None = 2.0,
+        refit_growth: float | None = 1.5,
         refit_until: int | None = None,
         n_slots: int = 2**16,
         schedule: EMSchedule = WARM,

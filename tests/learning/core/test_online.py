@@ -274,7 +274,9 @@ def test_with_every_answer_refreshed_an_update_is_a_batch_em_iteration(data):
     sentences, gold = [sentences[k] for k in long], [gold[k] for k in long]
     crowd = simulate_crowd(gold, len(tagset), window=4, obs_per_sentence=1, random_state=3)
     blocks = _blocks(crowd.observations, 3)
-    learner = _stream(_learner(refresh=np.inf, reliability=False), sentences, blocks[:2], tagset)
+    learner = _stream(
+        _learner(refresh=np.inf, reliability=False, refit_growth=2.0), sentences, blocks[:2], tagset
+    )
     before = copy.deepcopy(learner.tagger_)
     # The batch iteration: every answer's E-step under the model before, then the M-step.
     everything = learner._block(sentences, crowd.observations, None, None)
