@@ -32,7 +32,8 @@ Liang & Klein's stepwise EM. Block ``t`` of new answers is used once:
 
 The learner starts, on its first block, from a batch :class:`.pipeline.CountTagger` fit of that
 block (the moments, the node-only EM, then the contextual EM), and restarts from a batch fit of
-every stored answer whenever they have grown by half (``refit_growth``); or it starts from a
+every stored answer on every update while they are few (``refit_below``), then whenever they
+have grown by half (``refit_growth``); or it starts from a
 fitted model given as ``warm_start`` or to :meth:`seed` (the batch retrain's result), which then
 does the refitting. Why the defaults: docs/learning-notes.md, "Online EM".
 """
@@ -106,6 +107,10 @@ class OnlineCountTagger:
         stream starts from as good a model as its answers allow, at a cost per answer that the
         geometric growth keeps bounded. A learner started by :meth:`seed` or ``warm_start``
         (the batch retrain's model) leaves refits to the batch retrain.
+    refit_below : while the stored answers, the block's included, are at most this many
+        (default 2,000), every update of a learner that started from nothing is such a refit:
+        there each update E-steps every stored answer anyway (``refresh_min_answers``), a batch
+        fit costs seconds, and the online steps fell up to 4 points behind it.
     n_slots : rows of the hashed annotator table (default 2**16).
     schedule : the :class:`.schedule.EMSchedule` whose ``context_alpha`` and
         ``posterior_floor`` the online steps use (default the ``warm`` preset).
@@ -139,6 +144,7 @@ class OnlineCountTagger:
         refresh_min_answers: int = 2000,
         refit_growth: float | None = 1.5,
         refit_until: int | None = None,
+        refit_below: int = 2000,
         n_slots: int = 2**16,
         schedule: EMSchedule = WARM,
         reliability: bool = True,
@@ -161,6 +167,7 @@ class OnlineCountTagger:
         self.refresh_min_answers = refresh_min_answers
         self.refit_growth = refit_growth
         self.refit_until = refit_until
+        self.refit_below = refit_below
         self.n_slots = n_slots
         self.schedule = schedule
         self.reliability = reliability
@@ -238,9 +245,11 @@ class OnlineCountTagger:
         return self
 
     def _refit_due(self, answers: int) -> bool:
+        total = self._answers_counted + answers
+        if hasattr(self, "_fitted_at") and total <= self.refit_below:
+            return True
         if self.refit_growth is None:
             return False
-        total = self._answers_counted + answers
         small = self.refit_until is None or total <= self.refit_until
         return small and total >= self.refit_growth * getattr(self, "_fitted_at", np.inf)
 

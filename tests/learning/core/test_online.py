@@ -28,6 +28,8 @@ def data():
 
 
 def _learner(**params) -> OnlineCountTagger:
+    """The online steps themselves: no refits of a small stream unless asked for."""
+    params.setdefault("refit_below", 0)
     return OnlineCountTagger(features=CONFIG, context=CONTEXT, random_state=0, **params)
 
 
@@ -375,6 +377,26 @@ def test_refits_restart_from_a_batch_fit_as_the_stream_doubles(data):
         learner.state(), learner.tagger_, sentences
     )
     assert restored._fitted_at == sizes[7] and restored.stored_answers_ == len(crowd.observations)
+
+
+def test_a_small_stream_is_refitted_on_every_update(data):
+    sentences, gold, _, tagset = data
+    crowd = simulate_crowd(gold[:400], len(tagset), window=4, obs_per_sentence=1, random_state=6)
+    blocks = _blocks(crowd.observations, 4)
+    learner = _learner(refit_below=250, refit_growth=None)
+    fitted_at = []
+    for block in blocks:
+        learner.partial_fit(sentences, block, tagset)
+        fitted_at.append(learner._fitted_at)
+    sizes = np.cumsum([len(b) for b in blocks])
+    assert fitted_at == [sizes[0], sizes[1], sizes[1], sizes[1]]
+    # A learner started from the batch retrain's model leaves refits to the batch retrain.
+    batch = CountTagger(model="context", features=CONFIG, context=CONTEXT, random_state=0)
+    seeded = _learner(refit_below=10**6).partial_fit(
+        sentences, blocks[0], tagset, warm_start=batch.fit(sentences, blocks[0], tagset)
+    )
+    seeded.partial_fit(sentences, blocks[1], tagset)
+    assert not hasattr(seeded, "_fitted_at")
 
 
 def test_a_state_saved_before_answers_were_stored_is_still_read(data):
