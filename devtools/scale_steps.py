@@ -9,11 +9,14 @@ adds the process's peak resident memory.
 - `online`: the seconds of live model updates of `--answers` new answers each;
 - `export`: every answer through the export view, streamed;
 - `retrain`: a full retrain as the Celery job runs it;
-- `pair-seed`, `pair-retrain`: projects for two workers, and their retrains queued and waited for.
+- `pair-seed`, `pair-retrain`: projects for two workers, and their retrains queued and waited for;
+- `annotators`: the online learner (no database) through `--answers` simulated answers from
+  `--annotator-ids` distinct annotators, for its memory with few and with a million ids.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import statistics
 import time
 from pathlib import Path
@@ -32,6 +35,9 @@ from devtools.seeding import (
     seed_corpus,
 )
 from learning import selectors
+from learning.core.online import OnlineCountTagger
+from learning.core.pipeline import CountTagger
+from learning.experiments.simulate import simulate_crowd
 from learning.live import live_model_reset, live_model_update
 from learning.management.commands.simulate_crowd import read_corpus
 from learning.models import LiveModel, ModelVersion
@@ -53,6 +59,7 @@ def run(step: str, options: dict) -> dict:
         "retrain": _retrain,
         "pair-seed": _pair_seed,
         "pair-retrain": _pair_retrain,
+        "annotators": _annotators,
     }
     if step not in steps:
         raise CommandError(f"unknown step {step!r}")
@@ -159,6 +166,47 @@ def _online(options: dict) -> dict:
         "seconds_per_1000": round(statistics.median(per_thousand), 3),
         "first_update_seconds": round(first, 3),
         "answers_per_update": sizes,
+    }
+
+
+def _annotators(options: dict) -> dict:
+    """The online learner as the platform runs it (started from a batch fit of the first
+    2,000 answers, never refitted) through `--answers` simulated 1-tag answers on EWT train in
+    blocks of `--annotator-block`, each answer from one of `--annotator-ids` annotators; what
+    the learner keeps afterwards, and its table's rows. The command adds the peak memory."""
+    train = read_corpus(str(Path(options["data"]) / "en_ewt-ud-train.conllu.gz"), "train")
+    tagset = sorted({tag for sentence in train for tag in sentence.upos})
+    index = {tag: k for k, tag in enumerate(tagset)}
+    sentences = [sentence.tokens for sentence in train]
+    gold = [[index[tag] for tag in sentence.upos] for sentence in train]
+    answers, ids = options["answers"], options["annotator_ids"]
+    crowd = simulate_crowd(
+        gold, len(tagset), window=5, tags_per_task=1, obs_per_sentence=answers / len(gold),
+        random_state=options["seed"],
+    )  # fmt: skip
+    rng = np.random.default_rng(options["seed"])
+    observations = dataclasses.replace(
+        crowd.observations,
+        annotator=rng.permutation(np.arange(len(crowd.observations)) % ids).astype(np.int64),
+    )
+    order = rng.permutation(len(observations))
+    first, rest = np.sort(order[:2000]), order[2000:]
+    tic = time.perf_counter()
+    start = CountTagger(model="context", random_state=0).fit(
+        sentences, observations.subset(first), tagset
+    )
+    learner = OnlineCountTagger(random_state=0)
+    learner.partial_fit(sentences, observations.subset(first), tagset, warm_start=start)
+    for block in np.array_split(rest, max(1, len(rest) // options["annotator_block"])):
+        learner.partial_fit(sentences, observations.subset(np.sort(block)), tagset)
+    state = learner.state()
+    return {
+        "answers": len(observations),
+        "annotator_ids": int(np.unique(observations.annotator).shape[0]),
+        "seconds": round(time.perf_counter() - tic, 1),
+        "state_mb": round(sum(v.nbytes for v in state.values()) / 2**20, 1),
+        "table_rows_used": int((learner.slot_owner_ >= 0).sum()),
+        "table_rows_shared": int(learner.slot_shared_.sum()),
     }
 
 

@@ -73,3 +73,20 @@ def test_only_retrain_seeds_the_answers_and_times_the_cold_retrain(tmp_path):
     assert retrain["version"] == 1 and retrain["warm_started_from"] is None  # cold
     assert retrain["observations"] == result["answers_large"]
     assert "cycles_per_second_1m" not in result
+
+
+def test_benchmark_scale_compares_the_learners_memory_with_few_and_many_annotators(tmp_path):
+    result = _benchmark_scale(
+        tmp_path,
+        *("--only", "annotators", "--answers", "3000", "--annotator-ids", "3000"),
+        *("--annotator-block", "500"),
+    )
+    assert result["answers"] >= 2900 and result["annotator_ids"] == result["answers"]
+    # Every answer had its own annotator; consecutive ids hash to distinct rows.
+    assert result["annotators_table_rows_used"] == result["annotator_ids"]
+    assert result["annotators_table_rows_shared"] == 0
+    assert result["annotators_peak_mb_50"] > 0 and result["annotators_peak_mb_many"] > 0
+    assert result["annotators_state_mb_many"] >= result["annotators_state_mb_50"] > 0
+    assert result["annotators_extra_peak_mb"] == round(
+        result["annotators_peak_mb_many"] - result["annotators_peak_mb_50"], 1
+    )

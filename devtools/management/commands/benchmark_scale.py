@@ -3,6 +3,7 @@
     python manage.py benchmark_scale --json
     python manage.py benchmark_scale --answers 20000 --sentences 2000 --seconds 3 --json
     python manage.py benchmark_scale --only retrain --answers 300000 --json
+    python manage.py benchmark_scale --only annotators --json
 
 It creates a scratch PostgreSQL database (dropped at the end), migrates it, and in one run:
 
@@ -100,10 +101,17 @@ class Command(BaseCommand):
         )
         parser.add_argument(
             "--only",
-            choices=("all", "retrain"),
+            choices=("all", "retrain", "annotators"),
             default="all",
             help="retrain: seed, store answers up to --answers and time the full retrain only "
-            "(no first retrain, cycle, online update, export, freshness or pair)",
+            "(no first retrain, cycle, online update, export, freshness or pair); annotators: "
+            "the online learner's memory with --annotator-ids against 50 ids (no database)",
+        )
+        parser.add_argument(
+            "--annotator-ids", type=int, default=1_000_000, help="distinct ids, --only annotators"
+        )
+        parser.add_argument(
+            "--annotator-block", type=int, default=20_000, help="answers per update, ditto"
         )
         parser.add_argument("--json", action="store_true", help="print the JSON on one line")
         parser.add_argument(
@@ -181,6 +189,8 @@ class _Run:
         platform.manage("migrate", "--noinput", "-v0")
         if options["only"] == "retrain":
             return self.retrain_only()
+        if options["only"] == "annotators":
+            return self.annotators()
         self.log(f"seeding {options['sentences']} sentences and {small} answers…")
         seeded = self.step(
             "seed", "--sentences", str(options["sentences"]), "--answers", str(small),
@@ -264,6 +274,33 @@ class _Run:
             "retrain_1m": retrain.get("retrain"),
             "cpus": os.cpu_count(),
             "load_average": [round(x, 2) for x in os.getloadavg()],
+            "seconds_total": round(time.monotonic() - self.started, 1),
+        }
+
+    def annotators(self) -> dict:
+        """``--only annotators``: the online learner through the same ``--answers`` answers
+        from 50 and from ``--annotator-ids`` distinct annotators, each in a child process:
+        what the ids cost in peak memory and in the learner's kept state."""
+        options, runs = self.options, {}
+        for ids in (50, options["annotator_ids"]):
+            self.log(f"online learner through {options['answers']} answers of {ids} annotators…")
+            runs[ids] = self.step(
+                "annotators", "--answers", str(options["answers"]), "--annotator-ids", str(ids),
+                "--annotator-block", str(options["annotator_block"]), "--seed", "0",
+            )  # fmt: skip
+        few, many = runs[50], runs[options["annotator_ids"]]
+        return {
+            "answers": many["answers"],
+            "annotator_ids": many["annotator_ids"],
+            "annotators_peak_mb_50": few["peak_mb"],
+            "annotators_peak_mb_many": many["peak_mb"],
+            "annotators_extra_peak_mb": round(many["peak_mb"] - few["peak_mb"], 1),
+            "annotators_state_mb_50": few["state_mb"],
+            "annotators_state_mb_many": many["state_mb"],
+            "annotators_table_rows_used": many["table_rows_used"],
+            "annotators_table_rows_shared": many["table_rows_shared"],
+            "annotators_seconds": [few["seconds"], many["seconds"]],
+            "cpus": os.cpu_count(),
             "seconds_total": round(time.monotonic() - self.started, 1),
         }
 
