@@ -8,8 +8,9 @@ loss the project tends to), ``b ≥ 0`` (the curve improves with answers) and ``
 ``prior(c) · exp(−RSS(c) / 2σ²)`` (a log-uniform prior), which keeps every exponent the points
 do not rule out. The interval is a parametric bootstrap over that mixture: draw ``c`` by its weight,
 redraw the points around its fitted curve with noise ``σ``, refit ``(a, b)``; a predicted metric
-adds the noise of one more version. ``σ`` pools a floor (the binomial noise of an evaluation set
-of ``n_eval`` items, or ``min_noise``) with the residuals of the best fit. With two versions
+adds the noise of one more version. ``σ`` pools a floor (the noise of retraining, ``min_noise``,
+and the binomial noise of an evaluation set of ``n_eval`` items, added in quadrature: independent
+sources) with the residuals of the best fit. With two versions
 every exponent fits exactly and the interval is the prior's spread (wide, finite); with one
 version :meth:`LearningCurve.fit` refuses. The experiments behind the curve and the defaults are
 in docs/learning-notes.md ("Forecasting the learning curve").
@@ -53,8 +54,8 @@ class LearningCurve:
         The exponents ``c`` the fit may use (log-uniform prior); wider than learning curves
         measured in the literature and here, so the prior widens intervals rather than biases them.
     min_noise : float, default 0.003
-        Floor of the noise of one version's metric (in the metric's units) when ``fit`` gets no
-        ``n_eval``; the noise of retraining on more answers, not only of the evaluation.
+        The noise of retraining on more answers (in the metric's units): the floor of σ, to
+        which ``fit``'s ``n_eval`` adds the evaluation's binomial noise.
     asymptote_scale : float, None or "auto", default "auto"
         Scale of a Gaussian prior ``a ~ N(0, scale²)`` on the loss the curve tends to (None: flat).
         A few early versions cannot tell a near asymptote from a slow exponent; real accuracy
@@ -103,7 +104,8 @@ class LearningCurve:
     ) -> LearningCurve:
         """Fit to versions trained on ``answers[i]`` answers that scored ``metric[i]``.
 
-        ``n_eval``: items the metric was measured on (gold tokens); its binomial noise floors σ.
+        ``n_eval``: items the metric was measured on (gold tokens); its binomial noise adds to σ's
+        floor.
         Raises ``ValueError`` with fewer than two distinct answer counts.
         """
         n = np.asarray(answers, dtype=np.float64).ravel()
@@ -168,7 +170,7 @@ class LearningCurve:
         """σ: the floor, pooled with the best fit's residuals as two pseudo-observations."""
         if n_eval is not None and self.higher_is_better:
             p = float(np.clip(loss[-1], 0.01, 0.99))
-            floor = max(math.sqrt(p * (1 - p) / n_eval), self.min_noise)
+            floor = math.hypot(math.sqrt(p * (1 - p) / n_eval), self.min_noise)
         else:
             floor = self.min_noise
         prior_dof, dof = 2.0, max(len(loss) - 3, 0)

@@ -58,6 +58,17 @@ def test_interval_widens_with_a_smaller_evaluation_set():
     assert widths[0] < widths[1] < widths[2]
 
 
+def test_evaluation_noise_adds_to_the_retrains():
+    """Two independent sources: an evaluation set whose binomial noise equals the retrain's
+    noise widens σ by √2 (a version's accuracy moves with both)."""
+    observed = _accuracy(ANSWERS[:4])  # on the curve: σ is its floor, pooled
+    loss = 1.0 - observed[-1]
+    n_eval = round(loss * (1 - loss) / 0.003**2)
+    alone = LearningCurve(random_state=0, min_noise=0.003).fit(ANSWERS[:4], observed)
+    both = LearningCurve(random_state=0, min_noise=0.003).fit(ANSWERS[:4], observed, n_eval=n_eval)
+    assert both.noise_ / alone.noise_ == pytest.approx(math.sqrt(2), rel=0.01)
+
+
 @pytest.mark.parametrize(
     "draw_asymptote, asymptote_scale",
     [
