@@ -64,9 +64,23 @@ def test_evaluation_noise_adds_to_the_retrains():
     observed = _accuracy(ANSWERS[:4])  # on the curve: σ is its floor, pooled
     loss = 1.0 - observed[-1]
     n_eval = round(loss * (1 - loss) / 0.003**2)
-    alone = LearningCurve(random_state=0, min_noise=0.003).fit(ANSWERS[:4], observed)
-    both = LearningCurve(random_state=0, min_noise=0.003).fit(ANSWERS[:4], observed, n_eval=n_eval)
+    curve = dict(random_state=0, min_noise=0.003, answer_noise=0.0)
+    alone = LearningCurve(**curve).fit(ANSWERS[:4], observed)
+    both = LearningCurve(**curve).fit(ANSWERS[:4], observed, n_eval=n_eval)
     assert both.noise_ / alone.noise_ == pytest.approx(math.sqrt(2), rel=0.01)
+
+
+def test_a_project_of_fewer_answers_gets_a_wider_interval():
+    """The same accuracies reached on a tenth of the answers: each version learnt from fewer
+    answers moves more from one retrain to the next, so the forecast is less sure."""
+    observed = _accuracy(ANSWERS[:4])
+    widths = []
+    for scale in (100.0, 1.0, 0.1):
+        answers = ANSWERS[:4] * scale
+        forecast = LearningCurve(random_state=0).fit(answers, observed).predict(4 * answers[-1])
+        widths.append(forecast.high - forecast.low)
+    assert widths[0] < widths[1] < widths[2]
+    assert widths[2] > 2 * widths[0]
 
 
 @pytest.mark.parametrize(
