@@ -70,6 +70,14 @@ def no_more_tasks(page) -> None:
     page.route("**/tasks/next/", lambda route: route.fulfill(status=204))
 
 
+def submit_says(page, label: str) -> None:
+    """Waits for Submit's label: the page checks what is on screen a frame after layout, which on
+    a loaded machine comes after the test's next read."""
+    page.wait_for_function(
+        "label => document.getElementById('submit').textContent === label", arg=label
+    )
+
+
 def test_every_question_is_reached_before_submit_takes_the_answer(new_context, manager):
     """The most tags a project may ask (all of MAX_TAGS), on the longest sentence: Submit first
     brings each unseen question on screen, and takes the answer only once all have been."""
@@ -122,7 +130,7 @@ def test_two_questions_fit_beside_the_longest_sentence(new_context, manager):
     shown_lease(page)
     wait_for_lookahead(page, user, project)
     assert page.evaluate(ON_SCREEN) == [0, 1]
-    assert page.inner_text("#submit") == "Submit"
+    submit_says(page, "Submit")
     assert " ".join(tokens[:3]) not in page.inner_text("#sentence")
 
     page.tap("#sentence .more-words")

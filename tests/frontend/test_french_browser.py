@@ -10,7 +10,7 @@ from annotation import services
 from annotation.models import Membership, Observation, Task
 from tests.frontend.conftest import DESKTOP, PHONE
 from tests.frontend.test_annotate_browser import shown_lease
-from tests.frontend.test_annotate_phone_browser import no_more_tasks
+from tests.frontend.test_annotate_phone_browser import no_more_tasks, submit_says
 from tests.frontend.test_dashboard_browser import answer_tasks, retrain
 from tests.support.factories import UserFactory
 
@@ -87,7 +87,7 @@ def test_annotators_read_au_and_count_a_and_le(new_context, french):
     assert page.get_attribute("html", "lang") == "fr"
     assert page.inner_text("#q0 h3") == "Combien de ADP dans la partie surlignée ?"
     assert page.inner_text("#q0 .guide").startswith("Préposition")
-    assert page.inner_text("#submit") == "Envoyer"
+    submit_says(page, "Envoyer")  # both questions fit: Submit sends
     assert page.inner_text(".today .unit") == "aujourd’hui"
     # No horizontal scroll, and the questions still fit.
     assert page.evaluate("document.documentElement.scrollWidth") <= 360
