@@ -102,6 +102,11 @@ class TrainingData:
     def text_tokens(self) -> int:
         return sum(len(s) for s in self.text)
 
+    @property
+    def training_tokens(self) -> int:
+        """Tokens of the training sentences: what count tasks ask about."""
+        return sum(len(tokens) for _, tokens, gold_check in self.served or () if not gold_check)
+
 
 def holdout_mask(observation_ids: np.ndarray) -> np.ndarray:
     """True for observations held out of fitting (see the module docstring)."""

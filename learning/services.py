@@ -35,7 +35,7 @@ from delivery.webhooks.outbox import deliveries_create
 from learning import adapter, costs, locks, rounds, selectors, verification
 from learning.core import report
 from learning.core.pipeline import CountTagger
-from learning.core.schedule import warm_start_suits
+from learning.core.schedule import asked_share, warm_start_suits
 from learning.core.wordclasses import WordClasses
 from learning.live import live_model_reset
 from learning.models import (
@@ -93,14 +93,23 @@ def _usernames(user_ids) -> dict[int, str]:
     )
 
 
-def _full_fit_answers(current: ModelVersion | None) -> int:
-    """The answers of the last full fit `current` descends from: a chain of warm versions
-    absorbs no more than one warm fit does (docs/learning-notes.md, "Warm retrains"). Versions
-    stored before the field: their own answers."""
+def _full_fit_answers(current: ModelVersion | None) -> tuple[int, int | None]:
+    """The answers of the last full fit `current` descends from, of every kind and of those
+    chosen by value: a chain of warm versions absorbs no more than one warm fit does
+    (docs/learning-notes.md, "Warm retrains"). Versions stored before the fields: their own
+    answers, and None for the chosen ones (unknown: any now is taken as new)."""
     if current is None:
-        return 0
+        return 0, 0
     hyper = current.hyperparameters
-    return int(hyper.get("full_fit_answers", hyper.get("answers", current.observations_count)))
+    answers = hyper.get("full_fit_answers", hyper.get("answers", current.observations_count))
+    return int(answers), hyper.get("full_fit_chosen")
+
+
+def _chosen_answers(data: adapter.TrainingData) -> int:
+    """The fitted answers whose tasks a version chose by value: count tasks not drawn as
+    S(o | y), and verifications."""
+    verifications = len(data.verifications) if data.verifications is not None else 0
+    return int((~data.fit_uniform).sum()) + verifications
 
 
 def _warm_start(current: ModelVersion | None):
@@ -157,6 +166,7 @@ class Learned:
     number: int  # the version it will be
     warm_started: bool
     full_fit_answers: int  # the answers of the last full fit it descends from (itself if full)
+    full_fit_chosen: int  # of them, those chosen by value (`_chosen_answers`)
     evaluation: dict
     consistency: float | None
     table: list[dict]
@@ -175,12 +185,15 @@ def version_learn(*, project_id: int, current: ModelVersion | None) -> Learned:
     tic = time.perf_counter()
     excluded = selectors.flagged_annotator_ids(project_id)
     data = adapter.training_data_load(project_id=project_id, excluded_annotators=excluded)
-    full_fit_answers = _full_fit_answers(current)
-    warm = (
-        _warm_start(current)
-        if current is not None and warm_start_suits(full_fit_answers, data.answers_total)
-        else None
+    full_fit_answers, full_fit_chosen = _full_fit_answers(current)
+    chosen = _chosen_answers(data)
+    suits = current is not None and warm_start_suits(
+        full_fit_answers,
+        data.answers_total,
+        asked=asked_share(data.fit, data.training_tokens),
+        chosen_since=chosen - (full_fit_chosen or 0),
     )
+    warm = _warm_start(current) if suits else None
     timings["read"] = time.perf_counter() - tic
     if len(data.fit) == 0:
         raise RetrainError("No observations to fit: every answer is held out or flagged.")
@@ -273,6 +286,7 @@ def version_learn(*, project_id: int, current: ModelVersion | None) -> Learned:
         number=number,
         warm_started=warm is not None,
         full_fit_answers=full_fit_answers if warm is not None else data.answers_total,
+        full_fit_chosen=(full_fit_chosen or 0) if warm is not None else chosen,
         evaluation=evaluation,
         consistency=consistency,
         table=table,
@@ -340,6 +354,7 @@ def version_store(
                     "fitted_observations": len(data.fit),
                     "answers": data.answers_total,  # of both kinds
                     "full_fit_answers": learned.full_fit_answers,  # what a warm start weighs
+                    "full_fit_chosen": learned.full_fit_chosen,
                     "excluded_observations": data.excluded_observations,
                     "em_iterations": len(estimator.history_),
                     "model_kind": tagger.kind,

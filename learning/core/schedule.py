@@ -18,7 +18,9 @@ __all__ = [
     "EMSchedule",
     "PRESETS",
     "WARM_GROWTH",
+    "WARM_MIN_ASKED",
     "WEAK_SHARE",
+    "asked_share",
     "choose_schedule",
     "schedule_named",
     "warm_start_suits",
@@ -26,8 +28,10 @@ __all__ = [
 
 # Tasks asking on average fewer than this share of the tag set give weak answers.
 WEAK_SHARE = 0.5
-# A warm retrain suits answers up to this share more than the previous version was fitted on.
-WARM_GROWTH = 0.25
+# A warm retrain suits answers up to this share more than the last full fit was fitted on...
+WARM_GROWTH = 0.1
+# ...once the answers have asked about this share of the corpus's token × tag cells.
+WARM_MIN_ASKED = 0.06
 
 
 @dataclass(frozen=True)
@@ -193,9 +197,27 @@ def choose_schedule(
     return WEAK if answers_are_weak(observations) else INFORMATIVE
 
 
-def warm_start_suits(full_fit_answers: int, answers: int) -> bool:
+def asked_share(observations: Observations, n_tokens: int) -> float:
+    """How much of a corpus of ``n_tokens`` tokens the count answers asked about: their windows'
+    tokens × asked tags over the corpus's tokens × the tag set (a cell asked twice counts twice)."""
+    if n_tokens <= 0 or len(observations) == 0:
+        return 0.0
+    cells = float((observations.length * observations.tag_mask.sum(axis=1)).sum())
+    return cells / (n_tokens * observations.n_tags)
+
+
+def warm_start_suits(
+    full_fit_answers: int, answers: int, *, asked: float, chosen_since: int
+) -> bool:
     """Whether a fit on ``answers`` should go on from the current version, when the last full
-    (not warm) fit it descends from saw ``full_fit_answers``: the short warm preset absorbs a
-    tenth more answers well, not two thirds more, and a chain of warm fits absorbs no more than
-    one (docs/learning-notes.md, "Warm retrains")."""
-    return full_fit_answers > 0 and answers <= (1.0 + WARM_GROWTH) * full_fit_answers
+    (not warm) fit it descends from saw ``full_fit_answers``. The short warm preset keeps up with
+    a full fit only on a tenth more answers drawn uniformly, once the answers have ``asked``
+    :data:`WARM_MIN_ASKED` of the corpus (:func:`asked_share`); answers chosen by value since
+    the full fit (``chosen_since``: count tasks and verifications) teach what the version does
+    not know, and a warm fit absorbs about half of it (docs/learning-notes.md, "Warm retrains")."""
+    return (
+        full_fit_answers > 0
+        and answers <= (1.0 + WARM_GROWTH) * full_fit_answers
+        and asked >= WARM_MIN_ASKED
+        and chosen_since <= 0
+    )

@@ -4,7 +4,8 @@ crowd, each followed by a retrain, as a project lives on the platform.
 Round 0 asks ``start`` uniform count tasks per sentence and fits the first version. Each later
 round spends an equal share of the rest of the budget (``budget`` tasks per sentence in all, in
 annotator seconds) on tasks chosen by the policy from the current version, then retrains as
-the platform's scheduled retrain does (warm from the version when the answers grew little):
+the platform's scheduled retrain does (warm from the version only when a few more answers, drawn
+uniformly, came since the last full fit):
 
 * ``uniform`` — tasks drawn as the paper's ``S(o | y)``, as before adaptive tasks;
 * ``adaptive`` — :func:`.task_value.round_plan` on the version's token probabilities given the
@@ -30,7 +31,7 @@ from learning.core.conllu import ConlluSentence
 from learning.core.evaluate import accuracy
 from learning.core.observations import Observations
 from learning.core.pipeline import CountTagger
-from learning.core.schedule import warm_start_suits
+from learning.core.schedule import asked_share, warm_start_suits
 from learning.core.task_value import (
     EXPLORATION,
     best_verification_windows,
@@ -132,7 +133,8 @@ def campaign_rounds(
     model = None
     history: list[tuple[float, float]] = []
     budget_answers = None
-    full_fit_answers = 0  # the answers of the last fit that did not go on warm
+    full_fit_answers = full_fit_chosen = 0  # of the last fit that did not go on warm: the
+    # answers, and those chosen by value (count tasks not drawn uniformly, and verifications)
     for number in range(rounds):
         planning = time.perf_counter()
         if number > 0:
@@ -146,10 +148,16 @@ def campaign_rounds(
             len(state.verifications) if state.verifications is not None else 0
         )
         # As a retrain: warm from the version when the answers of both kinds grew little since
-        # the last full fit.
-        warm = model is not None and warm_start_suits(full_fit_answers, answers)
+        # the last full fit, and by uniform draws only.
+        chosen = answers - int(state.explored.sum())
+        warm = model is not None and warm_start_suits(
+            full_fit_answers,
+            answers,
+            asked=asked_share(state.observations, int(state.offsets[-1])),
+            chosen_since=chosen - full_fit_chosen,
+        )
         if not warm:
-            full_fit_answers = answers
+            full_fit_answers, full_fit_chosen = answers, chosen
         model = CountTagger(
             random_state=seed,
             word_classes=model.word_classes_ if model is not None else True,

@@ -23,7 +23,8 @@ def test_benchmark_retrain_seeds_simulate_crowds_answers_and_prints_both_accurac
     admin = urlsplit(os.environ["DATABASE_URL"])._replace(path="/postgres").geturl()
     ewt_folder(tmp_path, train=300, dev=40, test=60)
     command = [sys.executable, "manage.py", "benchmark_retrain", "--json", "--data", str(tmp_path)]
-    command += ["--obs-per-sentence", "3", "--tags-per-task", "2", "--admin-database-url", admin]
+    # Enough answers that a tenth more go on warm (`schedule.WARM_MIN_ASKED`).
+    command += ["--obs-per-sentence", "3", "--tags-per-task", "3", "--admin-database-url", admin]
     env = {**child_env(), "TALLY_DATA_DIR": str(tmp_path / "state")}
     done = subprocess.run(
         command, cwd=ROOT, env=env, capture_output=True, text=True, timeout=600, check=True

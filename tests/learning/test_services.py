@@ -14,7 +14,7 @@ from django.utils import timezone
 from annotation import scheduler
 from annotation import selectors as selectors_annotation
 from annotation import services as annotation_services
-from annotation.models import Observation, Project, Sentence
+from annotation.models import Observation, Project, Sentence, Task, TaskOrigin
 from common.exceptions import InvalidInput
 from learning import adapter, locks, selectors, services
 from learning.models import (
@@ -66,23 +66,41 @@ def test_retrain_only_when_there_is_something_new(project, crowd):
     assert ModelVersion.objects.filter(project=project).count() == 1
     answer_tasks(project, crowd, 10, seed=5)
     second = retrain(project)
-    assert second.status == "succeeded"
-    assert second.version.number == 2 and second.version.warm_started_from == 1
-    assert second.version.hyperparameters["schedule"]["name"] == "warm"
+    assert second.status == "succeeded" and second.version.number == 2
 
 
-def test_a_chain_of_warm_retrains_fits_afresh_past_a_quarter_more_than_its_full_fit(project, crowd):
-    """Each warm retrain absorbs a little; the growth is counted from the last full fit, so
-    small periodic retrains do not go on warm for ever."""
-    answer_tasks(project, crowd, 80)
+def test_answers_chosen_by_value_are_fitted_afresh(project, crowd):
+    """A warm retrain absorbs about half of what answers chosen by value teach (the version did
+    not know it): however few came since the last full fit, the next version fits afresh."""
+    answer_tasks(project, crowd, 100)
     first = retrain(project).version
-    assert first.hyperparameters["full_fit_answers"] == 80
-    answer_tasks(project, crowd, 12, seed=5)
+    assert first.hyperparameters["full_fit_chosen"] == 0  # no model chose them: all uniform
+    answer_tasks(project, crowd, 4, seed=5)  # 4 % more, from the first version's round
+    chosen = Observation.objects.filter(
+        project=project, assignment__task__origin=TaskOrigin.VALUE
+    ).count()
+    assert chosen > 0
     second = retrain(project).version
-    assert second.warm_started_from == 1 and second.hyperparameters["full_fit_answers"] == 80
-    answer_tasks(project, crowd, 12, seed=6)  # 104 answers: 1.3 × the full fit's, 1.13 × v2's
+    assert second.warm_started_from is None and second.hyperparameters["schedule"]["name"] != "warm"
+    assert 0 < second.hyperparameters["full_fit_chosen"] <= chosen  # fitted: not held out
+
+
+def test_a_chain_of_warm_retrains_fits_afresh_past_a_tenth_more_than_its_full_fit(project, crowd):
+    """A few more answers drawn uniformly go on warm; the growth is counted from the last full
+    fit, so small periodic retrains do not go on warm for ever."""
+    answer_tasks(project, crowd, 100)
+    first = retrain(project).version
+    assert first.hyperparameters["full_fit_answers"] == 100
+    # Tasks drawn as S(o | y) from here on (as a round made when the open pool ran dry).
+    Task.objects.filter(project=project).update(origin=TaskOrigin.UNIFORM)
+    answer_tasks(project, crowd, 6, seed=5)
+    second = retrain(project).version
+    assert second.warm_started_from == 1 and second.hyperparameters["schedule"]["name"] == "warm"
+    assert second.hyperparameters["full_fit_answers"] == 100
+    Task.objects.filter(project=project).update(origin=TaskOrigin.UNIFORM)
+    answer_tasks(project, crowd, 6, seed=6)  # 112 answers: 1.12 × the full fit's, 1.06 × v2's
     third = retrain(project).version
-    assert third.warm_started_from is None and third.hyperparameters["full_fit_answers"] == 104
+    assert third.warm_started_from is None and third.hyperparameters["full_fit_answers"] == 112
 
 
 def test_no_observations_is_skipped_not_failed(project):

@@ -82,8 +82,23 @@ def test_replace_makes_a_custom_schedule_and_names_are_checked():
     assert EMSchedule().as_dict()["alpha_grid"] == [0.3, 1.0, 3.0, 10.0]
 
 
-def test_a_warm_start_suits_a_quarter_more_answers_at_most():
-    from learning.core.schedule import WARM_GROWTH, warm_start_suits
+def test_a_warm_start_suits_a_few_more_uniform_answers_on_a_corpus_asked_enough():
+    from learning.core.schedule import WARM_GROWTH, WARM_MIN_ASKED, warm_start_suits
 
-    assert warm_start_suits(1000, 1100) and warm_start_suits(1000, int(1000 * (1 + WARM_GROWTH)))
-    assert not warm_start_suits(1000, 1300) and not warm_start_suits(0, 10)
+    def suits(full, answers, asked=0.5, chosen_since=0):
+        return warm_start_suits(full, answers, asked=asked, chosen_since=chosen_since)
+
+    assert suits(1000, 1050) and suits(1000, int(1000 * (1 + WARM_GROWTH)))
+    assert not suits(1000, 1200) and not suits(0, 10)
+    # Answers chosen by value since the full fit: a full fit, however few.
+    assert not suits(1000, 1050, chosen_since=1) and suits(1000, 1050, chosen_since=-3)
+    # A corpus its answers have barely asked about: the model is young, each answer moves it.
+    assert not suits(1000, 1050, asked=WARM_MIN_ASKED / 2) and suits(1000, 1050, WARM_MIN_ASKED)
+
+
+def test_the_asked_share_counts_window_tokens_times_asked_tags():
+    from learning.core.schedule import asked_share
+
+    answers = _answers([1, 2, 10])  # windows of 3 words: 3 + 6 + 30 cells of 10 tags
+    assert asked_share(answers, n_tokens=13) == pytest.approx(39 / 130)
+    assert asked_share(answers, n_tokens=0) == 0.0
