@@ -12,7 +12,11 @@ uniformly, came since the last full fit):
   answers in hand (:func:`.task_value.given_answers`; the code the platform runs after a
   retrain), with its exploration share; with ``verification``, the share of
   verification tasks :func:`.task_value.verification_share` gives by bits per second, on each
-  sentence's most informative window.
+  sentence's most informative window;
+* ``oracle`` — a bound for any value, not a policy a project could run: the same plan on
+  probabilities that know the gold, certain where the version is right and split evenly
+  between its tag and the gold tag where it is wrong (:func:`error_oracle`), so the round asks
+  the version's errors, with the pair each confuses.
 
 Seconds per answer are simulated (``SECONDS_PER_ANSWER``): a count task costs more the more tags it
 asks, a yes/no less. From round 1 on, a learning curve fitted to the versions so far forecasts the
@@ -44,9 +48,11 @@ from learning.core.verification import VerificationAnswers
 from .crowd_report import gold_indices
 from .simulate import SimulatedCrowd, answer_counts, answer_verifications, simulate_crowd
 
-__all__ = ["POLICIES", "SECONDS_PER_ANSWER", "campaign_rounds", "seconds_per_count"]
+__all__ = [
+    "POLICIES", "SECONDS_PER_ANSWER", "campaign_rounds", "error_oracle", "seconds_per_count",
+]  # fmt: skip
 
-POLICIES = ("uniform", "adaptive")
+POLICIES = ("uniform", "adaptive", "oracle")
 # Simulated seconds an annotator spends per answer: reading the window, then per asked tag
 # (all tags: an answer per tag present); a yes/no is one look and one tap.
 SECONDS_PER_ANSWER = {"read": 4.0, "per_tag": 1.5, "verify": 4.0}
@@ -211,9 +217,11 @@ def _round(state, model, policy, round_seconds, count_seconds, window, tags_per_
            verification, exploration, given, discount, rng) -> dict[str, float]:  # fmt: skip
     """Ask the round's tasks and add their answers to ``state``; returns seconds spent by kind."""
     n_tags = len(state.tagset)
-    probs = model.token_proba(state.sentences) if policy == "adaptive" else None
+    probs = model.token_proba(state.sentences) if policy != "uniform" else None
     counted = probs
-    if given and probs is not None:
+    if policy == "oracle":
+        counted = error_oracle(probs, np.concatenate(state.gold))
+    elif given and probs is not None:
         o = state.observations  # as the platform: not the flagged annotators' answers
         kept = ~np.isin(o.annotator, model.flagged_annotators_)
         counted = given_answers(probs, state.offsets, o.sentence[kept], o.start[kept],
@@ -258,6 +266,20 @@ def _round(state, model, policy, round_seconds, count_seconds, window, tags_per_
         )
         spent["verify"] = n_verify * verify_seconds
     return spent
+
+
+def error_oracle(token_probs: np.ndarray, gold: np.ndarray) -> np.ndarray:
+    """Probabilities that know the truth: one-hot on the gold tag where the model's most likely
+    tag is right, half on each of the two where it is wrong."""
+    n = gold.shape[0]
+    decided = token_probs.argmax(axis=1)
+    known = np.zeros_like(token_probs)
+    known[np.arange(n), gold] = 1.0
+    wrong = np.flatnonzero(decided != gold)
+    known[wrong] = 0.0
+    known[wrong, gold[wrong]] = 0.5
+    known[wrong, decided[wrong]] = 0.5
+    return known
 
 
 def _asked(observations: Observations) -> np.ndarray:

@@ -196,11 +196,12 @@ def simulation_report(
         "supervised_same_tokens_node": (model.node_tagger_, shown),
         "supervised_all_tokens": (served, None),
     }
-    scores, seconds = {}, {}
+    scores, seconds, references_fitted = {}, {}, {}
     for name, (like, weight) in supervised.items() if references else ():
         tic = time.perf_counter()
         unfitted = _unfitted_like(like, max_iter=model.schedule_.moment_fit_iter * 3)
-        scores[name] = score(supervised_tagger(unfitted, sentences, gold, tagset, weight))
+        references_fitted[name] = supervised_tagger(unfitted, sentences, gold, tagset, weight)
+        scores[name] = score(references_fitted[name])
         seconds[name] = time.perf_counter() - tic
     most_frequent = MostFrequentTagger().fit(sentences, train_tags)
 
@@ -262,6 +263,10 @@ def simulation_report(
         cost = cost_matrix_named(cost_matrix, tagset)
         report["cost_matrix"] = cost_matrix
         report |= cost_figures(model, test_sentences, test_tags, tagset, cost)
+        for name, reference in references_fitted.items():  # the same class taught by gold
+            report[f"cost_{name}_bayes"] = reference_cost(
+                reference, test_sentences, test_tags, tagset, cost
+            )
         if model.agm_ is not None:
             report |= agm_figures(model, test_sentences, test_tags, tagset, cost)
     if private is not None:
@@ -301,8 +306,7 @@ def cost_figures(
     of the served probabilities (``calibration_error``, a fraction) and of the uncalibrated
     ones, what the model expects its decisions to cost, and the seconds of each decision
     (probabilities included)."""
-    index = {t: k for k, t in enumerate(tagset)}
-    gold = np.array([index.get(t, -1) for sentence in tags for t in sentence])
+    gold = flat_gold(tags, tagset)
     known = gold >= 0  # a tag the crowd corpus never had cannot be scored in its matrix
     seconds = {"argmax": np.inf, "bayes": np.inf}
     for _ in range(2):  # the better of two runs each, alternating: timings here are noisy
@@ -345,11 +349,26 @@ def cost_figures(
     return figures
 
 
+def flat_gold(tags: Sequence[Sequence[str]], tagset: Sequence[str]) -> np.ndarray:
+    """Every token's gold tag index, −1 for a tag outside ``tagset`` (one the crowd corpus
+    never had, which no matrix can score)."""
+    index = {t: k for k, t in enumerate(tagset)}
+    return np.array([index.get(t, -1) for sentence in tags for t in sentence])
+
+
+def reference_cost(tagger, sentences, tags, tagset, cost: np.ndarray) -> float:
+    """The cost per token of ``tagger``'s Bayes decision for ``cost`` on gold-tagged
+    ``sentences``: what a supervised reference would cost the manager."""
+    gold = flat_gold(tags, tagset)
+    known = gold >= 0
+    decided = bayes_decision(tagger.token_proba(sentences), cost)
+    return realised_cost(gold[known], decided[known], cost)
+
+
 def agm_figures(model: CountTagger, sentences, tags, tagset, cost: np.ndarray) -> dict:
     """``cost_agm`` and ``accuracy_agm``: the adversarial model of ``model.agm_`` on gold
     ``sentences``, and its training's moment gap."""
-    index = {t: k for k, t in enumerate(tagset)}
-    gold = np.array([index.get(t, -1) for sentence in tags for t in sentence])
+    gold = flat_gold(tags, tagset)
     known = gold >= 0
     decided = model.agm_.decide(sentences)
     return {

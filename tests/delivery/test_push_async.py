@@ -114,7 +114,9 @@ def test_async_streams_get_published_reports_through_one_subscription(versions, 
 
     events, seconds, reads = asyncio.run(scenario())
     assert all(e == ["event: report\nid: 4\n\n"] for e in events)
-    assert seconds < 1 and reads == 0  # pushed, not polled
+    # Pushed, not polled: no database read, and far sooner than the 60 s poll (1.3 s was seen
+    # on a loaded machine, where the 20 streams' wake-ups queue behind other processes).
+    assert seconds < 3 and reads == 0
 
 
 @pytest.mark.redis

@@ -3,10 +3,12 @@
 import io
 import json
 
+import numpy as np
 import pytest
 from django.core.management import call_command
 from django.core.management.base import CommandError
 
+from learning.experiments.campaign import error_oracle
 from tests.support.ewt import ewt_slice
 
 
@@ -53,16 +55,33 @@ def test_a_uniform_campaign_asks_uniform_tasks(corpora):
     assert all(r["verification_answers"] == 0 for r in rounds)
 
 
+def test_the_error_oracle_is_unsure_exactly_where_the_model_is_wrong():
+    probs = np.array([[0.7, 0.2, 0.1], [0.5, 0.4, 0.1], [0.1, 0.3, 0.6]])
+    gold = np.array([0, 1, 2])  # the model is wrong on the second token only
+    known = error_oracle(probs, gold)
+    np.testing.assert_array_equal(known, [[1, 0, 0], [0.5, 0.5, 0], [0, 0, 1]])
+
+
+def test_an_oracle_campaign_spends_the_rounds_as_the_others(corpora):
+    train, test = corpora
+    rounds = _rounds("--train", train, "--test", test, "--policy", "oracle", "--rounds", "2",
+                     "--start", "0.5", "--budget", "1")  # fmt: skip
+    first, second = (r["count_answers"] for r in rounds)
+    assert second - first == 150 and rounds[1]["policy"] == "oracle"
+    assert rounds[1]["accuracy"] > rounds[0]["accuracy"]
+
+
 @pytest.mark.parametrize(
     "change, message",
     [
         ({"--start": "4"}, "--start must be positive and at most --budget"),
         ({"--rounds": "0"}, "--rounds must be at least 1"),
         ({"--exploration": "1.5"}, "--exploration must be between 0 and 1"),
+        ({"--policy": "uniform", "--verification": None}, "--verification needs --policy adaptive"),
     ],
 )
 def test_bad_arguments_are_one_line_errors(corpora, change, message):
     train, test = corpora
     arguments = {"--train": train, "--test": test, **change}
     with pytest.raises(CommandError, match=message):
-        _rounds(*[part for pair in arguments.items() for part in pair])
+        _rounds(*[part for pair in arguments.items() for part in pair if part is not None])

@@ -85,9 +85,15 @@ def test_simulate_crowd_prints_one_json_report(corpora):
         "0.2",
         "--seed",
         "0",
+        "--cost-matrix",
+        "zero-one",
         "--json",
     )
     assert report["n_observations"] == 600
+    # The references priced in the matrix: under 0/1 a Bayes decision is the argmax, so each
+    # costs its error rate.
+    for name in ("supervised_same_tokens", "supervised_all_tokens", "supervised_same_tokens_node"):
+        assert report[f"cost_{name}_bayes"] == pytest.approx(1 - report[f"accuracy_{name}"])
     assert report["model"] == "context"
     assert report["tokens_shown"] > 0
     # The references bracket what the counts teach, and the contextual model is the better class.

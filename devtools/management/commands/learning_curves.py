@@ -32,7 +32,7 @@ from django.core.management.base import BaseCommand, CommandParser
 from devtools.svgchart import Series, line_chart
 from learning.core.counts import count_distribution
 from learning.core.privacy import DEFAULT_MECHANISM, MECHANISMS, Mechanism
-from learning.experiments.campaign import POLICIES, campaign_rounds
+from learning.experiments.campaign import campaign_rounds
 from learning.experiments.crowd_report import simulation_report
 from learning.management.commands.simulate_crowd import read_corpus
 
@@ -113,9 +113,13 @@ def verification_chart(result: dict) -> str:
     )
 
 
+# The policies a project can run (the simulator's ``oracle`` is a bound, not drawn).
+CAMPAIGN_POLICIES = ("uniform", "adaptive")
+
+
 def _campaign(train, test, common: dict, log) -> dict:
     curves = {}
-    for policy in POLICIES:
+    for policy in CAMPAIGN_POLICIES:
         rounds = list(
             campaign_rounds(
                 train, test, policy=policy, n_annotators=common["n_annotators"],
@@ -133,7 +137,7 @@ def campaign_chart(result: dict) -> str:
     """The chart of :func:`_campaign`'s result: accuracy (%) against answers, by policy."""
     labels = {"uniform": "tasks drawn uniformly", "adaptive": "tasks chosen by the model"}
     return line_chart(
-        [Series(labels[policy], result[policy]) for policy in POLICIES],
+        [Series(labels[policy], result[policy]) for policy in CAMPAIGN_POLICIES],
         title="Accuracy against answers (window 5, 2 tags per task)",
         x_label="count answers (round 0: one uniform task per sentence)",
         y_label="test accuracy (%)",

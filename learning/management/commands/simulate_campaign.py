@@ -33,7 +33,13 @@ class Command(BaseCommand):
             "--budget", type=float, default=3.0, help="count tasks per sentence in all (seconds)"
         )
         parser.add_argument("--rounds", type=int, default=4, help="rounds, round 0 included")
-        parser.add_argument("--policy", choices=POLICIES, default="adaptive")
+        parser.add_argument(
+            "--policy",
+            choices=POLICIES,
+            default="adaptive",
+            help="how later rounds choose tasks (oracle: the version's errors, known from the "
+            "gold; a bound for the value, not a policy a project can run)",
+        )
         parser.add_argument("--annotators", type=int, default=20)
         parser.add_argument("--spam-fraction", type=float, default=0.0)
         parser.add_argument(
@@ -76,6 +82,8 @@ class Command(BaseCommand):
         for name in ("spam_fraction", "exploration"):
             if not 0.0 <= options[name] <= 1.0:
                 raise CommandError(f"--{name.replace('_', '-')} must be between 0 and 1")
+        if options["verification"] and options["policy"] != "adaptive":
+            raise CommandError("--verification needs --policy adaptive")
         train = read_corpus(options["train"], "train")
         test = read_corpus(options["test"], "test")
         rounds = campaign_rounds(
