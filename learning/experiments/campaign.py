@@ -18,6 +18,9 @@ uniformly, came since the last full fit):
   between its tag and the gold tag where it is wrong (:func:`error_oracle`), so the round asks
   the version's errors, with the pair each confuses.
 
+As on the platform, an annotator the current version flags is served no more tasks of the
+rounds (only gold checks, which the simulation does not ask): the rounds go to the others.
+
 Seconds per answer are simulated (``SECONDS_PER_ANSWER``): a count task costs more the more tags it
 asks, a yes/no less. From round 1 on, a learning curve fitted to the versions so far forecasts the
 accuracy at the budget (:mod:`learning.core.forecast`).
@@ -217,6 +220,10 @@ def _round(state, model, policy, round_seconds, count_seconds, window, tags_per_
            verification, exploration, given, discount, rng) -> dict[str, float]:  # fmt: skip
     """Ask the round's tasks and add their answers to ``state``; returns seconds spent by kind."""
     n_tags = len(state.tagset)
+    # As the platform: an annotator the version flagged is served gold checks only, so the
+    # round's tasks go to the others.
+    crowd_size = state.crowd.annotator_kind.shape[0]
+    serving = np.setdiff1d(np.arange(crowd_size), model.flagged_annotators_)
     probs = model.token_proba(state.sentences) if policy != "uniform" else None
     counted = probs
     if policy == "oracle":
@@ -248,16 +255,15 @@ def _round(state, model, policy, round_seconds, count_seconds, window, tags_per_
                           n_tasks=n_count, exploration=exploration,
                           asked=_asked(state.observations), token_keys=state.word_ids,
                           repeat_discount=discount, random_state=rng)  # fmt: skip
-    new = answer_counts(
-        state.crowd, state.gold, plan.sentence, plan.start, plan.length, plan.tag_mask, rng
-    )
+    new = answer_counts(state.crowd, state.gold, plan.sentence, plan.start, plan.length,
+                        plan.tag_mask, rng, serving=serving)  # fmt: skip
     state.observations = _concat(state.observations, new, state.offsets)
     state.explored = np.concatenate([state.explored, plan.explore])
     spent = {"count": n_count * count_seconds, "verify": 0.0}
     if n_verify:
         best = np.argsort(-verify_value, kind="stable")[:n_verify]
         answers = answer_verifications(
-            state.crowd, state.gold, probs, best, starts[best], window, rng
+            state.crowd, state.gold, probs, best, starts[best], window, rng, serving=serving
         )
         state.verifications = (
             answers

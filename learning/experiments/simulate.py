@@ -149,9 +149,19 @@ def _window_counts(gold_tags, n_tags, sentence, start, length) -> np.ndarray:
     return (cumulative[first + length] - cumulative[first]).astype(np.int64)
 
 
-def _answered(kinds, true_counts, mask, length, rng, noise_rate):
-    """Each task's annotator, drawn uniformly from the crowd, and their answer."""
-    annotator = rng.integers(0, kinds.shape[0], size=mask.shape[0])
+def _drawn(n_annotators: int, serving: np.ndarray | None, size: int, rng) -> np.ndarray:
+    """``size`` annotators drawn uniformly among those the platform serves tasks to
+    (``serving``; None: the whole crowd)."""
+    if serving is None:
+        return rng.integers(0, n_annotators, size=size)
+    if serving.size == 0:
+        raise ValueError("every annotator is flagged: the platform serves no one these tasks")
+    return np.asarray(serving)[rng.integers(0, serving.size, size=size)]
+
+
+def _answered(kinds, true_counts, mask, length, rng, noise_rate, serving=None):
+    """Each task's annotator, drawn uniformly from those served, and their answer."""
+    annotator = _drawn(kinds.shape[0], serving, mask.shape[0], rng)
     counts = np.where(mask, true_counts, 0)
     kind_of = kinds[annotator]
     # Spammers first, then noisy annotators: the order the random draws are made in.
@@ -173,13 +183,15 @@ def answer_counts(
     rng: np.random.Generator,
     *,
     noise_rate: float = 0.2,
+    serving: np.ndarray | None = None,
 ) -> Observations:
     """``crowd``'s answers to given count tasks (a round chosen by a policy), each by an
-    annotator drawn uniformly, who answers as their kind does (module docstring)."""
+    annotator drawn uniformly among ``serving`` (default: all; the platform serves a flagged
+    annotator gold checks only), who answers as their kind does (module docstring)."""
     lengths = np.array([len(t) for t in gold_tags], dtype=np.int64)
     true_counts = _window_counts(gold_tags, tag_mask.shape[1], sentence, start, length)
     annotator, counts = _answered(crowd.annotator_kind, true_counts, tag_mask, length, rng,
-                                  noise_rate)  # fmt: skip
+                                  noise_rate, serving)  # fmt: skip
     return Observations.create(
         sentence=sentence,
         start=start,
@@ -303,9 +315,11 @@ def answer_verifications(
     *,
     tap: bool = True,
     noise_rate: float = 0.2,
+    serving: np.ndarray | None = None,
 ) -> VerificationAnswers:
     """``crowd``'s answers to verification questions on given windows (``sentence``, ``start``;
-    ``window`` tokens or the whole sentence), each showing the model's most likely tags."""
+    ``window`` tokens or the whole sentence), each showing the model's most likely tags, by
+    annotators drawn among ``serving`` (default: all)."""
     lengths = np.array([len(t) for t in gold_tags], dtype=np.int64)
     offsets = np.concatenate([[0], np.cumsum(lengths)[:-1]])
     flat_gold = np.concatenate(
@@ -323,7 +337,7 @@ def answer_verifications(
     truthful = right.all(axis=1)
     first_wrong = np.where(truthful, -1, np.argmax(~right, axis=1))
 
-    annotator = rng.integers(0, crowd.annotator_kind.shape[0], size=n)
+    annotator = _drawn(crowd.annotator_kind.shape[0], serving, n, rng)
     kind = crowd.annotator_kind[annotator]
     answer = truthful.copy()
     wrong = first_wrong.copy()

@@ -35,3 +35,24 @@ def test_spammer_answers_are_valid_and_ignore_the_truth():
 def test_unknown_kind_is_refused():
     with pytest.raises(ValueError, match="unknown annotator kind 'careless'"):
         simulated_answer("careless", TRUE, MASK, 5, np.random.default_rng(0))
+
+
+def test_a_round_is_answered_only_by_the_annotators_served():
+    from learning.experiments.simulate import answer_counts, answer_verifications, simulate_crowd
+
+    rng = np.random.default_rng(0)
+    gold = [list(rng.integers(0, 4, size=8)) for _ in range(30)]
+    crowd = simulate_crowd(gold, 4, window=3, n_annotators=10, spam_fraction=0.2, random_state=0)
+    sentence = np.arange(30)
+    start, length = np.zeros(30, dtype=np.int64), np.full(30, 3)
+    mask = np.ones((30, 4), dtype=bool)
+    serving = np.array([1, 4, 7])  # the platform serves flagged annotators gold checks only
+    counts = answer_counts(crowd, gold, sentence, start, length, mask, rng, serving=serving)
+    assert set(counts.annotator) == {1, 4, 7}  # 30 draws among 3: each one appears
+    probs = np.full((240, 4), 0.25)
+    verified = answer_verifications(crowd, gold, probs, sentence, start, 3, rng, serving=serving)
+    assert set(verified.annotator) <= {1, 4, 7}
+    everyone = answer_counts(crowd, gold, sentence, start, length, mask, rng)
+    assert len(set(everyone.annotator)) > 3
+    with pytest.raises(ValueError, match="every annotator is flagged"):
+        answer_counts(crowd, gold, sentence, start, length, mask, rng, serving=np.zeros(0, int))
