@@ -130,6 +130,14 @@ def _sentence_view(
     )
 
 
+def _moment_weights(weights: np.ndarray, drawn: np.ndarray) -> np.ndarray:
+    """The moments' weight of each answer: its annotator's, on the uniform draws only. When no
+    uniform answer keeps a weight (a small project whose uniform answers all came from
+    annotators found doubtful), every answer the trusted annotators gave, rather than none."""
+    moment = weights * drawn
+    return moment if (moment > 0).any() else weights
+
+
 def _sentence_of_covered(context: _SentenceTokens) -> np.ndarray:
     """The sentence (of ``context``) of each covered token."""
     sentence_of_row = np.repeat(np.arange(context.lengths.shape[0]), context.lengths)
@@ -342,9 +350,10 @@ class CountTagger:
                 weights = new_weights
                 if converged:
                     break
-                self._choose_ridge(problem, holdout, weights * drawn, watch)  # without the doubtful
+                moment_weights = _moment_weights(weights, drawn)  # without the doubtful
+                self._choose_ridge(problem, holdout, moment_weights, watch)
                 solution, moment_tagger = self._moments(
-                    problem, weights * drawn, solution, moment_tagger, watch
+                    problem, moment_weights, solution, moment_tagger, watch
                 )
         self.moment_tagger_ = moment_tagger
 

@@ -274,3 +274,24 @@ def test_priors_read_on_some_sentences_equal_those_of_the_whole_corpus(data):
     assert needed.sum() > 0 and not read.all()
     np.testing.assert_allclose(part[read], whole[read], rtol=1e-12, atol=1e-15)
     assert (part[~read] == 0).all()
+
+
+def test_moments_fall_back_to_every_trusted_answer_when_no_uniform_one_is_trusted(data):
+    """A small project whose uniform answers all came from a spammer: once the spammer is found
+    doubtful, the moments fit the trusted annotators' chosen answers instead of failing."""
+    sentences, gold, _, tagset = data
+    crowd = simulate_crowd(gold[:300], len(tagset), window=4, tags_per_task=2, n_annotators=5,
+                           spam_fraction=0.2, random_state=3)  # fmt: skip
+    spammer = crowd.annotators_of_kind("spammer")
+    uniform = np.isin(crowd.observations.annotator, spammer)
+    settings = dict(features=CONFIG, random_state=0, min_flag_observations=5,
+                    schedule=EMSchedule(n_em_iter=1, n_context_iter=0))  # fmt: skip
+    model = CountTagger(**settings).fit(
+        sentences[:300], crowd.observations, tagset, uniform=uniform
+    )
+    assert list(model.flagged_annotators_) == list(spammer)
+    from learning.core.pipeline import _moment_weights
+
+    weights, drawn = np.array([0.0, 0.0, 1.0, 0.5]), np.array([1.0, 1.0, 0.0, 0.0])
+    np.testing.assert_array_equal(_moment_weights(weights, drawn), weights)
+    np.testing.assert_array_equal(_moment_weights(weights, 1 - drawn), [0, 0, 1, 0.5])
