@@ -342,11 +342,10 @@ class CountTagger:
         reliability = None
         if self.reliability:
             for _ in range(3):
-                reliability = self._reliability(
-                    problem, self._token_probs(problem, moment_tagger), watch
+                new_weights, reliability, kept = self._reweigh(
+                    problem, self._token_probs(problem, moment_tagger), weights, reliability, watch
                 )
-                new_weights = reliability.observation_weights(problem.observations.annotator)
-                converged = np.allclose(new_weights, weights, atol=0.05)
+                converged = kept or np.allclose(new_weights, weights, atol=0.05)
                 weights = new_weights
                 if converged:
                     break
@@ -671,6 +670,19 @@ class CountTagger:
         watch.stop("reliability", tic)
         return result
 
+    def _reweigh(self, problem: _Problem, token_probs, weights, reliability, watch):
+        """The count answers' weights and reliability re-estimated against ``token_probs``, and
+        whether the last ones were kept instead: when every count answer would weigh 0, the
+        model (a weak one, on a small project) is what the crowd disagrees with, and flagging
+        everyone would leave nothing to learn from and nobody to serve."""
+        verification = self.verification_reliability_, self.verification_weights_
+        estimate = self._reliability(problem, token_probs, watch)
+        new_weights = estimate.observation_weights(problem.observations.annotator)
+        if len(new_weights) and not new_weights.any():
+            self.verification_reliability_, self.verification_weights_ = verification
+            return weights, reliability, True
+        return new_weights, estimate, False
+
     # -------------------------------------------------------------- step 5: EM
     def _refine(self, problem: _Problem, moment_tagger, previous, weights, reliability, watch):
         """5a: EM of the node-only model from the moments (the paper's model, refined); 5b: for
@@ -792,8 +804,7 @@ class CountTagger:
                 }
             )
             if self.reliability:
-                reliability = self._reliability(problem, probs, watch)
-                weights = reliability.observation_weights(obs.annotator)
+                weights, reliability, _ = self._reweigh(problem, probs, weights, reliability, watch)
             if last:
                 break
             previous_ll = ll

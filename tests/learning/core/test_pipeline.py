@@ -295,3 +295,28 @@ def test_moments_fall_back_to_every_trusted_answer_when_no_uniform_one_is_truste
     weights, drawn = np.array([0.0, 0.0, 1.0, 0.5]), np.array([1.0, 1.0, 0.0, 0.0])
     np.testing.assert_array_equal(_moment_weights(weights, drawn), weights)
     np.testing.assert_array_equal(_moment_weights(weights, 1 - drawn), [0, 0, 1, 0.5])
+
+
+def test_a_reliability_pass_that_would_flag_every_annotator_is_not_applied(data, monkeypatch):
+    """A small project whose weak model disagrees with everyone: the pass that would weigh every
+    answer 0 keeps the last weights, so the retrain ends and the crowd is still served."""
+    from learning.core import pipeline
+
+    sentences, gold, _, tagset = data
+    crowd = simulate_crowd(gold[:40], len(tagset), window=4, tags_per_task=2, n_annotators=4,
+                           spam_fraction=1.0, random_state=2)  # fmt: skip
+    everyone_flagged = []
+    estimate = pipeline.estimate_reliability
+
+    def spy(*args, **kwargs):
+        result = estimate(*args, **kwargs)
+        everyone_flagged.append(bool(result.flagged.all()))
+        return result
+
+    monkeypatch.setattr(pipeline, "estimate_reliability", spy)
+    model = CountTagger(features=CONFIG, random_state=0, min_flag_observations=5).fit(
+        sentences[:40], crowd.observations, tagset
+    )
+    assert any(everyone_flagged)  # the case this test is about did arise
+    assert len(model.flagged_annotators_) < 4
+    assert [len(tags) for tags in model.predict(sentences[:2])] == [len(s) for s in sentences[:2]]
