@@ -155,8 +155,10 @@ def count_round(
         at = [index[w.sentence_id] for w in windows]
         starts = [w.start for w in windows]
         rows = np.concatenate([np.arange(offsets[i], offsets[i + 1]) for i in at])
+        # On the same probabilities as the counts: what the answers settled is worth no
+        # verification either, or the mix would lean to the kind valued without them.
         verify_values = verification_values(
-            probs.probs[rows], _offsets(lengths[at]), np.asarray(starts), window
+            count_probs[rows], _offsets(lengths[at]), np.asarray(starts), window
         )
         share = verification_share(
             plan.value[~plan.explore],

@@ -236,7 +236,7 @@ def _round(state, model, policy, round_seconds, count_seconds, window, tags_per_
     share = 0.0
     verify_seconds = SECONDS_PER_ANSWER["verify"]
     if verification and policy == "adaptive":
-        starts, verify_value = best_verification_windows(probs, state.offsets, window)
+        starts, verify_value = best_verification_windows(counted, state.offsets, window)
         plan = round_plan(counted, state.offsets, window=window, tags_per_task=tags_per_task,
                           n_tasks=int(round_seconds / count_seconds), exploration=0.0,
                           asked=_asked(state.observations), random_state=rng)  # fmt: skip

@@ -7,6 +7,7 @@ import pytest
 
 from annotation import scheduler
 from annotation.models import Assignment, Project, Sentence, Task, TaskOrigin
+from annotation.services import VerificationWindow
 from learning import adapter, rounds, services
 from learning.core.report import TokenProbabilities
 from learning.core.task_value import EXPLORATION
@@ -160,3 +161,34 @@ def test_a_fixed_share_keeps_its_verification_round_and_zero_asks_none(project, 
     project.refresh_from_db()
     assert project.verification_version is None and project.verification_share_auto == 0.0
     assert Task.objects.filter(project=project, origin=TaskOrigin.VALUE).exists()
+
+
+def test_the_mix_values_verification_given_the_answers_in_hand():
+    """Windows whose every word an answer settled are worth no verification: the counts are
+    valued on the same probabilities, so the mix does not lean to the kind valued without them."""
+    rng = np.random.default_rng(0)
+    n_tags, window = 4, 3
+    sentences = [(100 + i, [f"w{i}_{j}" for j in range(6)]) for i in range(20)]
+    probs = TokenProbabilities(
+        probs=rng.dirichlet(np.ones(n_tags), size=120), offsets=np.arange(0, 120, 6)
+    )
+    gold = rng.integers(0, n_tags, size=120)
+    windows = [
+        VerificationWindow(sentence_id=sentence_id, start=0, shown_tags=[0] * window)
+        for sentence_id, _ in sentences
+    ]
+    # One word at a time, all tags asked: each answer settles its word's tag.
+    settled = np.array(
+        [[i, j, 1, *([1] * n_tags), *np.eye(n_tags, dtype=int)[gold[6 * i + j]]]
+         for i in range(20) for j in range(window)]
+    )  # fmt: skip
+
+    def share(answered):
+        return rounds.count_round(
+            probs, sentences, window=window, tags_per_task=2,
+            asked=np.zeros((0, 3 + n_tags), dtype=np.int64), verification=windows,
+            seconds=None, random_state=0, answered=answered,
+        ).verification_share_auto  # fmt: skip
+
+    assert share(None) > 0
+    assert share(settled) == 0.0
