@@ -19,7 +19,7 @@ null).
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
@@ -29,10 +29,12 @@ from learning.core.observations import Observations
 from learning.core.report import TokenProbabilities
 from learning.core.task_value import (
     given_answers,
+    given_verifications,
     round_plan,
     verification_share,
     verification_values,
 )
+from learning.core.verification import VerificationAnswers
 
 # Seconds of an answer of each kind assumed until the project has measured its own: a count
 # takes reading and counting, a verification a glance and a tap.
@@ -93,6 +95,21 @@ def answered_rows(
     return rows[np.sort(first)]
 
 
+def verified_answers(
+    verifications: VerificationAnswers | None,
+    sentence_ids: np.ndarray,
+    training: Sequence[tuple[int, list[str]]],
+) -> VerificationAnswers | None:
+    """The verification answers in hand on the `training` sentences, their `sentence` an index
+    into `training` (`verifications` index `sentence_ids`); None when there are none."""
+    if verifications is None or len(verifications) == 0:
+        return None
+    index = {int(sentence_id): i for i, (sentence_id, _) in enumerate(training)}
+    at = np.array([index.get(int(s), -1) for s in sentence_ids], dtype=np.int64)
+    kept = verifications.subset(at[verifications.sentence] >= 0)
+    return replace(kept, sentence=at[kept.sentence]) if len(kept) else None
+
+
 def _offsets(lengths: np.ndarray) -> np.ndarray:
     return np.concatenate([[0], np.cumsum(lengths)]).astype(np.int64)
 
@@ -108,13 +125,15 @@ def count_round(
     seconds: dict[str, tuple[float | None, int]] | None,
     random_state: int,
     answered: np.ndarray | None = None,
+    verified: VerificationAnswers | None = None,
 ) -> CountRound:
     """The next round of the new version over the `training` sentences ((id, tokens), `probs`
     its probabilities of them; `asked` regions left out, as rows [index into `training`, start,
     length, tag mask...]) and the task mix with its `verification` windows (None: the project
     asks none). `answered` (rows of :func:`answered_rows`; None for a private project, whose
     counts are releases): tasks are valued on the probabilities given those answers
-    (`task_value.given_answers`), so what the answers settled is not asked about again."""
+    (`task_value.given_answers`) and the `verified` ones (:func:`verified_answers`), so what the
+    answers settled is not asked about again."""
     if not training:
         return CountRound(tasks=[], verification_share_auto=0.0)
     lengths = np.fromiter((len(t) for _, t in training), dtype=np.int64, count=len(training))
@@ -125,6 +144,11 @@ def count_round(
         count_probs = given_answers(
             count_probs, offsets, answered[:, 0], answered[:, 1], answered[:, 2],
             answered[:, 3 : 3 + n_tags].astype(bool), answered[:, 3 + n_tags :],
+        )  # fmt: skip
+    if verified is not None:
+        count_probs = given_verifications(
+            count_probs, offsets, verified.sentence, verified.start, verified.shown,
+            verified.answer, verified.wrong,
         )  # fmt: skip
     plan = round_plan(
         count_probs,

@@ -498,6 +498,7 @@ def _count_round(
             if data.mechanism is not None  # releases of a privacy mechanism, not counts
             else rounds.answered_rows([data.fit, data.held_out], data.sentence_ids, training)
         ),
+        verified=rounds.verified_answers(data.verifications, data.sentence_ids, training),
     )
 
 

@@ -46,6 +46,7 @@ __all__ = [
     "count_answer_distribution",
     "count_values",
     "given_answers",
+    "given_verifications",
     "round_plan",
     "verification_share",
     "verification_values",
@@ -171,6 +172,58 @@ def given_answers(
     index = (offsets[sentence, None] + start[:, None] + position)[inside]
     log_odds = np.zeros_like(prior)
     np.add.at(log_odds, index, ratio[inside])
+    log_post = safe_log(prior) + log_odds
+    log_post -= log_post.max(axis=1, keepdims=True)
+    out = np.exp(log_post)
+    return out / out.sum(axis=1, keepdims=True)
+
+
+def given_verifications(
+    token_probs: np.ndarray,
+    offsets: np.ndarray,
+    sentence: np.ndarray,
+    start: np.ndarray,
+    shown: np.ndarray,
+    answer: np.ndarray,
+    wrong: np.ndarray,
+    *,
+    floor: float = 1e-6,
+) -> np.ndarray:
+    """The token probabilities given verification answers too (as :func:`given_answers` for
+    counts): a Yes settles every shown tag; a No settles those before the tapped word and rules
+    the tapped word's shown tag out; a No without a tap lowers each shown tag's probability by
+    ``P(No | that tag right) / P(No)``. Exact for a token in one answered window."""
+    token_probs = np.asarray(token_probs, dtype=np.float64)
+    sentence = np.asarray(sentence, dtype=np.int64)
+    if sentence.shape[0] == 0:
+        return token_probs
+    n_tags = token_probs.shape[1]
+    prior = (token_probs + floor) / (1.0 + n_tags * floor)
+    shown = np.asarray(shown, dtype=np.int64)
+    position = np.arange(shown.shape[1])[None, :]
+    inside = shown >= 0
+    index = np.where(inside, offsets[sentence, None] + np.asarray(start)[:, None] + position, 0)
+    right = np.where(inside, prior[index, np.maximum(shown, 0)], 1.0)  # P(shown tag right)
+    answer = np.asarray(answer, bool)
+    wrong = np.where(answer, -1, np.asarray(wrong, dtype=np.int64))
+    tapped = ~answer & (wrong >= 0)
+    # Per shown word: the log-ratio of its shown tag and of every other tag.
+    log_right = np.zeros(shown.shape)
+    log_other = np.zeros(shown.shape)
+    settled = inside & (answer[:, None] | (tapped[:, None] & (position < wrong[:, None])))
+    log_right[settled], log_other[settled] = -safe_log(right[settled]), safe_log(0.0)
+    ruled_out = inside & tapped[:, None] & (position == wrong[:, None])
+    log_right[ruled_out] = safe_log(0.0)
+    log_other[ruled_out] = -safe_log(1.0 - right[ruled_out])
+    untapped = inside & (~answer & ~tapped)[:, None]
+    p_no = 1.0 - right.prod(axis=1, keepdims=True)
+    p_no_if_right = 1.0 - right.prod(axis=1, keepdims=True) / right
+    log_right[untapped] = (safe_log(p_no_if_right) - safe_log(p_no))[untapped]
+    log_other[untapped] = -np.broadcast_to(safe_log(p_no), shown.shape)[untapped]
+    log_odds = np.zeros_like(prior)
+    rows = index[inside]
+    np.add.at(log_odds, rows, np.broadcast_to(log_other[inside][:, None], (rows.shape[0], n_tags)))
+    np.add.at(log_odds, (rows, shown[inside]), (log_right - log_other)[inside])
     log_post = safe_log(prior) + log_odds
     log_post -= log_post.max(axis=1, keepdims=True)
     out = np.exp(log_post)

@@ -43,6 +43,7 @@ from learning.core.task_value import (
     EXPLORATION,
     best_verification_windows,
     given_answers,
+    given_verifications,
     round_plan,
     verification_share,
 )
@@ -233,6 +234,12 @@ def _round(state, model, policy, round_seconds, count_seconds, window, tags_per_
         kept = ~np.isin(o.annotator, model.flagged_annotators_)
         counted = given_answers(probs, state.offsets, o.sentence[kept], o.start[kept],
                                 o.length[kept], o.tag_mask[kept], o.counts[kept])  # fmt: skip
+        if state.verifications is not None:
+            v = state.verifications
+            kept = ~np.isin(v.annotator, model.flagged_annotators_)
+            counted = given_verifications(counted, state.offsets, v.sentence[kept],
+                                          v.start[kept], v.shown[kept], v.answer[kept],
+                                          v.wrong[kept])  # fmt: skip
     share = 0.0
     verify_seconds = SECONDS_PER_ANSWER["verify"]
     if verification and policy == "adaptive":

@@ -11,6 +11,7 @@ from annotation.services import VerificationWindow
 from learning import adapter, rounds, services
 from learning.core.report import TokenProbabilities
 from learning.core.task_value import EXPLORATION
+from learning.core.verification import VerificationAnswers
 from learning.verification import round_windows
 from tests.support.crowd import answer_tasks
 from tests.support.factories import member
@@ -192,3 +193,42 @@ def test_the_mix_values_verification_given_the_answers_in_hand():
 
     assert share(None) > 0
     assert share(settled) == 0.0
+
+
+def test_verification_answers_in_hand_settle_what_a_round_values():
+    """A Yes on every word of the training sentences leaves no count worth asking by value and
+    no verification worth its seconds; answers on sentences outside the round are left out."""
+    rng = np.random.default_rng(1)
+    n_tags, window = 4, 3
+    sentences = [(200 + i, [f"v{i}_{j}" for j in range(3)]) for i in range(10)]
+    probs = TokenProbabilities(
+        probs=rng.dirichlet(np.ones(n_tags), size=30), offsets=np.arange(0, 30, 3)
+    )
+    # The answers index the project's sentences: the round's ten, reversed, and one more (99).
+    sentence_ids = np.array([99, *[200 + i for i in reversed(range(10))]])
+    shown = probs.probs.argmax(axis=1).reshape(10, 3)
+    answers = VerificationAnswers.create(
+        sentence=np.arange(11), start=np.zeros(11, dtype=np.int64),
+        shown=np.vstack([[0, 0, 0], shown[::-1]]), answer=np.ones(11, dtype=bool),
+        sentence_lengths=np.full(11, 3), n_tags=n_tags,
+    )  # fmt: skip
+    verified = rounds.verified_answers(answers, sentence_ids, sentences)
+    assert len(verified) == 10
+    assert verified.sentence.tolist() == list(reversed(range(10)))
+    assert (verified.shown == shown[verified.sentence]).all()
+    assert rounds.verified_answers(None, sentence_ids, sentences) is None
+
+    windows = [
+        VerificationWindow(sentence_id=sentence_id, start=0, shown_tags=[0] * window)
+        for sentence_id, _ in sentences
+    ]
+
+    def share(verified):
+        return rounds.count_round(
+            probs, sentences, window=window, tags_per_task=2,
+            asked=np.zeros((0, 3 + n_tags), dtype=np.int64), verification=windows,
+            seconds=None, random_state=0, verified=verified,
+        ).verification_share_auto  # fmt: skip
+
+    assert share(None) > 0
+    assert share(verified) == 0.0

@@ -11,6 +11,7 @@ from learning.core.task_value import (
     count_answer_distribution,
     count_values,
     given_answers,
+    given_verifications,
     round_plan,
     verification_share,
     verification_values,
@@ -109,6 +110,38 @@ def test_the_probabilities_given_an_answer_are_its_exact_posterior():
     brute = np.stack([np.bincount(taggings[:, i], weights, minlength=3) for i in range(6)])
     assert given == pytest.approx(brute, abs=1e-9)
     assert given[[0, 4, 5]] == pytest.approx(token_probs[[0, 4, 5]])  # outside: unchanged
+
+
+@pytest.mark.parametrize(
+    ("answer", "wrong"),
+    [(True, -1), (False, 0), (False, 2), (False, -1)],
+    ids=["yes", "no, first word tapped", "no, last word tapped", "no, no tap"],
+)
+def test_the_probabilities_given_a_verification_are_its_exact_posterior(answer, wrong):
+    """Tokens 1..3 shown with tags (0, 2, 1): the marginals given the answer (Yes, or the first
+    wrong word, or a No without a tap) equal the enumeration of every tagging of the sentence."""
+    rng = np.random.default_rng(5)
+    token_probs = _random_probs(rng, 5, 3, sharp=0.8)
+    shown = np.array([0, 2, 1])
+    given = given_verifications(token_probs, np.array([0, 5]), np.array([0]), np.array([1]),
+                                shown[None], np.array([answer]), np.array([wrong]),
+                                floor=0.0)  # fmt: skip
+    brute = np.zeros((5, 3))
+    for tagging in product(range(3), repeat=5):
+        right = np.asarray(tagging[1:4]) == shown
+        first_wrong = int(np.argmin(right)) if not right.all() else -1
+        if answer:
+            fits = right.all()
+        elif wrong >= 0:
+            fits = first_wrong == wrong
+        else:
+            fits = not right.all()
+        if fits:
+            brute[np.arange(5), tagging] += np.prod(token_probs[np.arange(5), tagging])
+    brute /= brute.sum(axis=1, keepdims=True)
+    assert given == pytest.approx(brute, abs=1e-9)
+    if answer:  # a Yes settles the shown tags
+        assert given[[1, 2, 3], shown] == pytest.approx(1.0)
 
 
 def test_the_value_of_a_second_window_is_what_the_first_answer_left():
