@@ -95,7 +95,15 @@ def _check(conn, row, media_root: Path, may_retry: bool) -> dict:
             raise _Moved
         violations += [f"the file {name} is gone" for name in missing]
         if not missing:
-            violations += _files_disagree(media_root, file, state_file, base, number, applied)
+            try:
+                violations += _files_disagree(media_root, file, state_file, base, number, applied)
+            except FileNotFoundError as exc:  # deleted between the check above and the read
+                if may_retry:
+                    raise _Moved from exc
+                gone = Path(exc.filename)
+                if gone.is_relative_to(media_root):
+                    gone = gone.relative_to(media_root)
+                violations.append(f"the file {gone} is gone")
     stored = conn.execute(ALL, [project, newest_seen, watermark]).fetchone()[0]
     if applied != stored - late:
         violations.append(f"{applied} applied, {stored} stored up to the watermark, {late} late")
@@ -115,6 +123,8 @@ def _files_disagree(
     try:
         _, metadata = load_tagger(media_root / file)
     except (OSError, ModelFileError) as exc:
+        if isinstance(exc.__cause__, FileNotFoundError):  # gone meanwhile: the caller decides
+            raise exc.__cause__ from None
         return [f"the model file does not load: {exc}"]
     found = []
     if (metadata.get("version"), metadata.get("live")) != (base, number):

@@ -152,6 +152,41 @@ def test_an_update_failing_after_its_learner_stepped_applies_nothing_and_the_ret
     assert check["answers_applied"] == row.answers_applied and check["late_commits"] == 0
 
 
+@pytest.mark.postgres
+@pytest.mark.django_db(transaction=True)
+def test_the_outside_check_reads_again_when_a_file_goes_between_its_look_and_its_read(
+    project, crowd, monkeypatch
+):
+    """A publication deletes its predecessor's files: one that was there when the check looked
+    and gone when it read is read again from a new snapshot, and gone at the last attempt is a
+    violation (benchmark_faults failed once on such a race)."""
+    from devtools import live_check
+
+    answer_tasks(project, crowd, 60)
+    services.retrain_run(project_id=project.pk, trigger="manual")
+    answer_tasks(project, crowd, 30, seed=1)
+    assert live.live_model_update(project_id=project.pk)["status"] == "published"
+    row = LiveModel.objects.get(project=project)
+    read = live_check._files_disagree
+    calls = []
+
+    def gone_at_first(media_root, file, state_file, *args):
+        calls.append(state_file)
+        if len(calls) == 1:
+            np.load(media_root / "gone" / state_file)  # FileNotFoundError, as after a deletion
+        return read(media_root, file, state_file, *args)
+
+    monkeypatch.setattr(live_check, "_files_disagree", gone_at_first)
+    assert [check["violations"] for check in _checked_from_outside()] == [[]]
+    assert calls == [row.state_file, row.state_file]
+
+    calls.clear()
+    db = connection.settings_dict
+    url = f"postgresql://{db['USER']}@{db['HOST']}:{db['PORT']}/{db['NAME']}"
+    (check,) = live_model_check(url, Path(django_settings.MEDIA_ROOT), attempts=1)
+    assert check["violations"] == [f"the file {Path('gone') / row.state_file} is gone"]
+
+
 def _update_blocked_in_publish() -> bool:
     with connection.cursor() as cursor:
         cursor.execute(
