@@ -6,6 +6,7 @@ the corpus fixed shown as text, and a project deleted after its name is typed.""
 import re
 
 import pytest
+from playwright.sync_api import expect
 
 from annotation.models import CorpusImport, Project
 from tests.frontend.conftest import DESKTOP, PHONE
@@ -95,7 +96,8 @@ def test_add_sentences_is_the_same_form_and_a_repeat_is_asked_about(
     assert page.locator("#up-evaluation_fraction").is_visible()
     assert page.locator("#up-gold_check_fraction").is_visible()
     page.set_input_files("#up-file", str(path))
-    assert page.is_checked("input[name=up-format][value=text]")  # not always CoNLL-U
+    # Not always CoNLL-U: guessed from the name once the file's change event is handled.
+    expect(page.locator("input[name=up-format][value=text]")).to_be_checked()
     assert not page.locator("#up-evaluation_fraction").is_visible()  # text has no gold tags
     page.locator("#up-preview li").nth(1).wait_for(timeout=30_000)
     assert page.locator("#up-preview li").nth(1).locator(".tok").all_inner_texts() == [

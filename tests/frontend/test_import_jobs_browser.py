@@ -2,6 +2,7 @@
 a job; the Corpus card shows it waiting, its progress, and its end, and Cancel stops it."""
 
 import pytest
+from playwright.sync_api import expect
 
 from annotation import services
 from annotation.models import ImportJob
@@ -14,6 +15,12 @@ def _tokenized(n: int, word: str) -> str:
     return "".join(f"{word}{i} runs .\n" for i in range(n))
 
 
+def _format_guessed(page) -> None:
+    """Wait for the page to guess the format from the file's name (plain text for .txt): choosing
+    the format before its change handler ran would be undone by the guess."""
+    expect(page.locator("input[name=up-format][value=text]")).to_be_checked()
+
+
 def test_a_large_upload_is_followed_and_can_be_cancelled(
     new_context, manager, project, settings, tmp_path
 ):
@@ -23,6 +30,7 @@ def test_a_large_upload_is_followed_and_can_be_cancelled(
     first = tmp_path / "first.txt"
     first.write_text(_tokenized(400, "a"), encoding="utf-8")
     page.set_input_files("#up-file", str(first))
+    _format_guessed(page)
     page.check("input[name=up-format][value=tokenized]")
     page.click("#up-submit")
     job = page.locator("#import-jobs li").first
@@ -36,6 +44,7 @@ def test_a_large_upload_is_followed_and_can_be_cancelled(
     second = tmp_path / "second.txt"
     second.write_text(_tokenized(400, "b"), encoding="utf-8")
     page.set_input_files("#up-file", str(second))
+    _format_guessed(page)
     page.check("input[name=up-format][value=tokenized]")
     page.click("#up-submit")
     page.locator("#import-jobs li", has_text="second.txt").get_by_text(
