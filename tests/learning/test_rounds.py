@@ -164,6 +164,21 @@ def test_a_fixed_share_keeps_its_verification_round_and_zero_asks_none(project, 
     assert Task.objects.filter(project=project, origin=TaskOrigin.VALUE).exists()
 
 
+def _synthetic_share(probs, sentences, *, window: int, **in_hand) -> float:
+    """The automatic mix of a round over `sentences` with one verification window at the start of
+    each, given the answers `in_hand` (count_round's `answered` / `verified`)."""
+    windows = [
+        VerificationWindow(sentence_id=sentence_id, start=0, shown_tags=[0] * window)
+        for sentence_id, _ in sentences
+    ]
+    n_tags = probs.probs.shape[1]
+    return rounds.count_round(
+        probs, sentences, window=window, tags_per_task=2,
+        asked=np.zeros((0, 3 + n_tags), dtype=np.int64), verification=windows,
+        seconds=None, random_state=0, **in_hand,
+    ).verification_share_auto  # fmt: skip
+
+
 def test_the_mix_values_verification_given_the_answers_in_hand():
     """Windows whose every word an answer settled are worth no verification: the counts are
     valued on the same probabilities, so the mix does not lean to the kind valued without them."""
@@ -174,25 +189,14 @@ def test_the_mix_values_verification_given_the_answers_in_hand():
         probs=rng.dirichlet(np.ones(n_tags), size=120), offsets=np.arange(0, 120, 6)
     )
     gold = rng.integers(0, n_tags, size=120)
-    windows = [
-        VerificationWindow(sentence_id=sentence_id, start=0, shown_tags=[0] * window)
-        for sentence_id, _ in sentences
-    ]
     # One word at a time, all tags asked: each answer settles its word's tag.
     settled = np.array(
         [[i, j, 1, *([1] * n_tags), *np.eye(n_tags, dtype=int)[gold[6 * i + j]]]
          for i in range(20) for j in range(window)]
     )  # fmt: skip
 
-    def share(answered):
-        return rounds.count_round(
-            probs, sentences, window=window, tags_per_task=2,
-            asked=np.zeros((0, 3 + n_tags), dtype=np.int64), verification=windows,
-            seconds=None, random_state=0, answered=answered,
-        ).verification_share_auto  # fmt: skip
-
-    assert share(None) > 0
-    assert share(settled) == 0.0
+    assert _synthetic_share(probs, sentences, window=window) > 0
+    assert _synthetic_share(probs, sentences, window=window, answered=settled) == 0.0
 
 
 def test_verification_answers_in_hand_settle_what_a_round_values():
@@ -218,17 +222,5 @@ def test_verification_answers_in_hand_settle_what_a_round_values():
     assert (verified.shown == shown[verified.sentence]).all()
     assert rounds.verified_answers(None, sentence_ids, sentences) is None
 
-    windows = [
-        VerificationWindow(sentence_id=sentence_id, start=0, shown_tags=[0] * window)
-        for sentence_id, _ in sentences
-    ]
-
-    def share(verified):
-        return rounds.count_round(
-            probs, sentences, window=window, tags_per_task=2,
-            asked=np.zeros((0, 3 + n_tags), dtype=np.int64), verification=windows,
-            seconds=None, random_state=0, verified=verified,
-        ).verification_share_auto  # fmt: skip
-
-    assert share(None) > 0
-    assert share(verified) == 0.0
+    assert _synthetic_share(probs, sentences, window=window) > 0
+    assert _synthetic_share(probs, sentences, window=window, verified=verified) == 0.0
