@@ -10,16 +10,12 @@ ENV PYTHONDONTWRITEBYTECODE=1 \
 RUN useradd --create-home --uid 1000 tally && mkdir -p /data /app && chown tally /data
 WORKDIR /app
 
-COPY pyproject.toml README.md LICENSE ./
-COPY config ./config
-COPY common ./common
-COPY accounts ./accounts
-COPY annotation ./annotation
-COPY learning ./learning
-COPY frontend ./frontend
-COPY devtools ./devtools
+# Tally as `pip install .` installs it: the packages pyproject.toml lists, with their templates and
+# static files, and not devtools/ or tests/ (a checkout's tools; .dockerignore keeps them out of
+# the build context too). The sources are needed only to build it.
+COPY . /src
+RUN pip install --no-cache-dir /src && rm -rf /src
 COPY manage.py gunicorn.conf.py ./
-RUN pip install --no-cache-dir .
 
 # Static files are collected at build time; the throwaway key only lets settings load here.
 RUN SECRET_KEY="$(python -c 'import secrets; print(secrets.token_urlsafe(64))')" \

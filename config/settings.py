@@ -6,6 +6,7 @@ switches to PostgreSQL, `REDIS_URL` to Redis (broker, cache and push channel), a
 `TALLY_ENV=production` turns on the production checks (a real `SECRET_KEY` is then required).
 """
 
+import importlib.util
 import secrets
 from pathlib import Path
 
@@ -77,8 +78,11 @@ INSTALLED_APPS = [
     "learning",
     "delivery",
     "frontend",
-    "devtools",
 ]
+# The demo and the benchmarks' commands (`./tally up`, `manage.py benchmark_*`) are in devtools/,
+# which a checkout has and a production install does not (pyproject.toml does not package it).
+if importlib.util.find_spec("devtools") is not None:
+    INSTALLED_APPS.append("devtools")
 
 MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",

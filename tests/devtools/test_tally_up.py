@@ -1,5 +1,6 @@
 """`./tally up`'s command: migrates, makes the demo, runs web + worker + beat, Ctrl-C stops all."""
 
+import os
 import signal
 import socket
 import subprocess
@@ -157,3 +158,36 @@ def test_routine_lines_are_hidden_and_the_rest_shown():
     ]  # fmt: skip
     assert all(routine(name, line) for name, line in hidden)
     assert not any(routine(name, line) for name, line in shown)
+
+
+def _stub_venv(tmp_path: Path, stamp: str | None) -> tuple[Path, Path]:
+    """A venv whose python only logs how it was called (what `./tally up` installs and runs)."""
+    venv, calls = tmp_path / "venv", tmp_path / "calls"
+    (venv / "bin").mkdir(parents=True)
+    (venv / "bin" / "python").write_text(f'#!/bin/sh\necho "$*" >> {calls}\n')
+    (venv / "bin" / "python").chmod(0o755)
+    if stamp is not None:
+        digest = subprocess.run(
+            ["sha256sum", "pyproject.toml"], cwd=ROOT, capture_output=True, text=True, check=True
+        ).stdout.split()[0]
+        (venv / ".tally-installed").write_text(f"{digest} {stamp}\n")
+    return venv, calls
+
+
+@pytest.mark.parametrize(
+    ("stamp", "installs"),
+    [(None, "-m pip install -q -e .[bench]"), ("[dev]", None), ("[bench]", None)],
+)
+def test_tally_up_installs_the_bench_extra_that_its_demo_needs(tmp_path, stamp, installs):
+    """`./tally up` runs `manage.py tally_up`, whose command and demo are in devtools/, which the
+    runtime install does not package: it installs the `[bench]` extra (it installed none). A venv
+    that `./tally test` made, with `[dev]`, has it already and is not installed again."""
+    venv, calls = _stub_venv(tmp_path, stamp)
+    env = {**os.environ, "TALLY_VENV": str(venv)}
+    done = subprocess.run(
+        ["./tally", "up", "--no-demo"], cwd=ROOT, env=env, capture_output=True, text=True
+    )
+    assert done.returncode == 0, done.stderr
+    lines = calls.read_text().splitlines()
+    assert lines[-1] == "manage.py tally_up --no-demo"
+    assert (installs in lines) if installs else len(lines) == 1, lines

@@ -47,3 +47,34 @@ def test_instances_do_not_share_a_control_socket():
         False,
         "/run/tally/web-a.ctl",
     )
+
+
+def _read(**env: str) -> subprocess.CompletedProcess:
+    environment = {k: v for k, v in os.environ.items() if not k.startswith("WEB_")} | env
+    script = READ.replace(
+        "print(app.cfg.control_socket_disable, repr(app.cfg.control_socket))",
+        "print(app.cfg.workers, app.cfg.threads, app.cfg.max_requests)",
+    )
+    return subprocess.run(
+        [sys.executable, "-c", script],
+        cwd=settings.BASE_DIR,
+        env=environment,
+        capture_output=True,
+        text=True,
+    )
+
+
+def test_a_bad_value_names_its_variable_and_an_empty_one_is_the_default():
+    """gunicorn.conf.py read the environment with bare int(): `WEB_WORKERS=two` stopped gunicorn
+    with "invalid literal for int()" and no name. It reads through config/env.py now, as the
+    settings do; an empty value (docker-compose's `${WEB_WORKERS:-}`) is the default."""
+    assert _read(WEB_WORKERS="3", WEB_THREADS="", WEB_MAX_REQUESTS="500").stdout.split() == [
+        "3",
+        "8",
+        "500",
+    ]
+    for name in ("WEB_WORKERS", "WEB_THREADS", "WEB_MAX_REQUESTS", "WEB_TIMEOUT"):
+        failed = _read(**{name: "two"})
+        assert failed.returncode != 0
+        assert f"{name}='two' is not a whole number" in failed.stderr, failed.stderr[-2000:]
+    assert "WEB_WORKERS=0 must be at least 1" in _read(WEB_WORKERS="0").stderr
