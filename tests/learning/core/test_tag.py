@@ -86,7 +86,7 @@ def test_errors_say_which_file_and_line(tmp_path, capsys):
 
 @pytest.mark.parametrize("kind", ["node", "context"])
 def test_runs_as_a_command_without_django(tmp_path, kind):
-    """The command line of the README, in a fresh interpreter that never imports Django."""
+    """The command line of docs/using.md, in a fresh interpreter that never imports Django."""
     model = _model(kind, tmp_path / "model.npz")
     probe = (
         "import runpy, sys\n"
@@ -126,15 +126,15 @@ def test_running_text_is_cut_as_tally_cuts_it_then_tagged(tmp_path):
 
 
 @pytest.mark.parametrize("kind", ["node", "context"])
-def test_the_readmes_python_snippet_tags_as_the_command_does(tmp_path, kind, monkeypatch):
-    """The README's "or in Python:" block, run as written on the README's file names."""
-    readme = (ROOT / "README.md").read_text(encoding="utf-8")
-    snippet = readme.split("or in Python:\n\n```python\n", 1)[1].split("```", 1)[0]
+def test_the_docs_python_snippet_tags_as_the_command_does(tmp_path, kind, monkeypatch):
+    """docs/using.md's "or in Python:" block, run as written on its file names."""
+    page = (ROOT / "docs" / "using.md").read_text(encoding="utf-8")
+    snippet = page.split("or in Python:\n\n```python\n", 1)[1].split("```", 1)[0]
     model = _model(kind, tmp_path / "project-3-model-v4.npz")
     (tmp_path / "new.conllu").write_text(SOURCE, encoding="utf-8")
     monkeypatch.chdir(tmp_path)
     names: dict = {}
-    exec(compile(snippet, "README.md", "exec"), names)  # noqa: S102
+    exec(compile(snippet, "docs/using.md", "exec"), names)  # noqa: S102
     out = io.StringIO()
     assert main([str(model)], stdin=io.StringIO(SOURCE), stdout=out) == 0
     lines = out.getvalue().splitlines()
