@@ -140,3 +140,15 @@ def test_a_production_install_holds_the_platform_and_imports_no_devtools(tmp_pat
         "print(App().cfg.threads)\n"
     )
     assert run("-c", read_config).split() == ["8"]
+
+
+def test_the_image_installs_tally_as_pip_does():
+    """The image ran from copies of the source directories (a list that had lost `delivery/`
+    and held `devtools/`); it now installs the wheel from the build context, which leaves out
+    the checkout's tools, data and any local `.env`."""
+    dockerfile = (ROOT / "Dockerfile").read_text()
+    copies = [line.split()[1:] for line in dockerfile.splitlines() if line.startswith("COPY ")]
+    assert copies == [[".", "/src"], ["manage.py", "gunicorn.conf.py", "./"]], copies
+    assert "pip install --no-cache-dir /src" in dockerfile
+    ignored = set((ROOT / ".dockerignore").read_text().split())
+    assert {"devtools", "tests", "data", ".env", ".venv", ".git", "var"} <= ignored
