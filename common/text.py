@@ -13,7 +13,7 @@ when it is tagged.
 Chosen by `devtools/tokenizer_eval.py` on UD test sets (token F1 / sentence F1): English EWT
 97.5 / 82.2, French Sequoia 98.7 / 71.6, Dutch Alpino 99.8 / 91.1; the best tokens of the six
 candidates tried in every language, and Punkt's sentences beat spaCy's own sentencizer by 7-10
-points in French and Dutch (the README's table has them all).
+points in French and Dutch (docs/decisions/022-plain-text-tokenizer.md has them all).
 
 Paragraphs are separated by blank lines; the lines inside a paragraph are joined with a space, so
 text wrapped at 72 columns reads as the sentences it holds. Imports only Python, spaCy and NLTK

@@ -324,8 +324,8 @@ TALLY_RETRAIN_LOCK_SECONDS = env_int("TALLY_RETRAIN_LOCK_SECONDS", 15, minimum=3
 TALLY_RETRAIN_INTERVAL_MINUTES = env_int("TALLY_RETRAIN_INTERVAL_MINUTES", 10, minimum=1)
 TALLY_RETRAIN_SWEEP_SECONDS = env_int("TALLY_RETRAIN_SWEEP_SECONDS", 60, minimum=1)
 # The live model (learning/live.py): published at most every TALLY_LIVE_MODEL_SECONDS (0: off,
-# the default until it learns as well as a retrain: docs/learning-notes.md), each update
-# applying at most TALLY_LIVE_BLOCK_ANSWERS new answers.
+# the default until it learns as well as a retrain: docs/decisions/015-online-em.md), each
+# update applying at most TALLY_LIVE_BLOCK_ANSWERS new answers.
 TALLY_LIVE_MODEL_SECONDS = env_int("TALLY_LIVE_MODEL_SECONDS", 0, minimum=0)
 TALLY_LIVE_BLOCK_ANSWERS = env_int("TALLY_LIVE_BLOCK_ANSWERS", 20_000, minimum=1)
 TALLY_CODE_VERSION = env_str("TALLY_CODE_VERSION")

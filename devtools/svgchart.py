@@ -1,4 +1,4 @@
-"""A small line chart as standalone SVG, for the README's figures (no plotting library needed)."""
+"""A small line chart as standalone SVG, for docs/benchmarks.md's figures (no plotting library)."""
 
 from __future__ import annotations
 

@@ -12,7 +12,8 @@ Held-out observations: an observation is held out of fitting when a multiplicati
 id falls in the lowest `HOLDOUT_FRACTION` of the range, or, in a project with more than
 `HOLDOUT_ANSWERS / HOLDOUT_FRACTION` answers, in the lowest share that holds out about
 `HOLDOUT_ANSWERS` (enough for the count-consistency; every answer held out is one the model does
-not learn from, docs/learning-notes.md). The slice is deterministic and nested: a project that
+not learn from, docs/decisions/007-held-out-answers.md). The slice is deterministic and nested:
+a project that
 grows only returns answers to fitting, so count-consistency stays comparable across the learning
 curve. Projects with fewer
 than `HOLDOUT_MIN_OBSERVATIONS` observations hold nothing out (their count-consistency is null).

@@ -106,7 +106,7 @@ def _usernames(user_ids) -> dict[int, str]:
 def _previous(current: ModelVersion | None, flagged: set[int]) -> PreviousVersion | None:
     """The current version as the retrain policy reads it: the answers of the last full fit it
     descends from, of every kind and of those chosen by value (a chain of warm versions absorbs
-    no more than one warm fit does, docs/learning-notes.md, "Warm retrains"; versions stored
+    no more than one warm fit does, docs/decisions/008-warm-retrains.md; versions stored
     before the fields: their own answers, and None for the chosen ones), the text its word
     classes were learned from, the annotators it flagged, and its model file, read when
     needed."""

@@ -1,7 +1,7 @@
 """Schemathesis, every check, as each persona, against a live server: 0 failures (issue 24).
 
 The run is bounded for CI (`TALLY_SCHEMATHESIS_EXAMPLES` examples per operation, 5 by default,
-a fixed seed); the README's *Testing the API against its schema* gives the longer run, which is
+a fixed seed); docs/api.md's *Schemathesis* gives the longer run, which is
 this test with more examples. What the checks may not expect of a schema is configured, with the
 reason, in tests/schemathesis.toml.
 """

@@ -162,7 +162,7 @@ def fit_temperatures_posterior(
     ``T = 1``; the likelihood's own optimum would
     calibrate the events the answers see (is this token one of the asked tags?), which with
     tag subsets are far easier than the top tag, and sharpens too much
-    (docs/learning-notes.md, "Calibration from the answers' posterior"). A group absent from
+    (docs/decisions/018-calibration.md). A group absent from
     the windows keeps the others' joint temperature."""
     window_probs = np.asarray(window_probs, dtype=np.float64)
     if window_probs.shape[0] == 0:

@@ -3,7 +3,7 @@
 A model fitted on a token's own soft labels can nearly memorise them and give them back as its
 prior, so EM would confirm its first beliefs' errors. With the tokens split into folds by
 sentence, fold ``f``'s priors come from a model fitted on the other folds' labels only
-(docs/learning-notes.md, ``cross_fit``).
+(docs/decisions/006-cross-fitting.md).
 """
 
 from __future__ import annotations

@@ -14,7 +14,7 @@ answers moves like an estimate from ``n`` samples, ``answer_noise·√(L(1 − L
 version, at least ``min_noise``) and the binomial noise of an evaluation set of ``n_eval``
 items. With two versions every exponent fits exactly and the interval is the prior's spread
 (wide, finite); with one version :meth:`LearningCurve.fit` refuses. The experiments behind the
-curve and the defaults are in docs/learning-notes.md ("Forecasting the learning curve").
+curve and the defaults are in docs/decisions/014-learning-curve-forecast.md.
 """
 
 from __future__ import annotations
@@ -62,7 +62,7 @@ class LearningCurve:
         For accuracy, the noise of retraining as a share of the binomial noise over the newest
         version's answers, ``√(L(1 − L)/n)``: a project of a few hundred answers moves by about a
         point from version to version, one of tens of thousands by a tenth of one (measured on
-        simulated campaigns, docs/learning-notes.md).
+        simulated campaigns, docs/decisions/014-learning-curve-forecast.md).
     asymptote_scale : float, None or "auto", default "auto"
         Scale of a Gaussian prior ``a ~ N(0, scale²)`` on the loss the curve tends to (None: flat).
         A few early versions cannot tell a near asymptote from a slow exponent; real accuracy

@@ -35,7 +35,8 @@ block (the moments, the node-only EM, then the contextual EM), and restarts from
 every stored answer on every update while they are few (``refit_below``), then whenever they
 have grown by half (``refit_growth``); or it starts from a
 fitted model given as ``warm_start`` or to :meth:`seed` (the batch retrain's result), which then
-does the refitting. Why the defaults: docs/learning-notes.md, "Online EM".
+does the refitting. Why the defaults: docs/decisions/015-online-em.md and
+016-online-update-cost.md.
 """
 
 from __future__ import annotations

@@ -4,7 +4,8 @@ each fit is regularised, as one frozen object with named presets.
 A fit reads its settings from one :class:`EMSchedule` only (``CountTagger.schedule_``), so what a
 report says ran is what ran. :func:`choose_schedule` picks the preset from the facts of a fit
 (the answers, a privacy mechanism, a previous version to start from); the retrain job and
-``simulate_crowd`` both go through it. Why each default is what it is: docs/learning-notes.md.
+``simulate_crowd`` both go through it. Why each default is what it is: docs/decisions/ (001-008,
+020, 021, 040).
 """
 
 from __future__ import annotations
@@ -69,7 +70,7 @@ class EMSchedule:
         tokens, of whole sentences drawn at random once per fit (None: all); a corpus of
         today's size is fitted whole (:func:`.pipeline.fit_sample`).
 
-    See docs/learning-notes.md for the measurements behind each preset.
+    See docs/decisions/001-schedule-presets.md for the measurements behind each preset.
     """
 
     name: str = "custom"
@@ -142,7 +143,7 @@ PRIVATE = EMSchedule(
 )
 # Warm retrains go on from the previous version (fitted on most of the same answers): its priors
 # start the contextual EM, and fewer iterations and shorter L-BFGS runs reach the full fit's
-# accuracy (docs/learning-notes.md).
+# accuracy (docs/decisions/008-warm-retrains.md).
 WARM = EMSchedule(
     name="warm",
     n_em_iter=2,
@@ -214,7 +215,7 @@ def warm_start_suits(
     a full fit only on a tenth more answers drawn uniformly, once the answers have ``asked``
     :data:`WARM_MIN_ASKED` of the corpus (:func:`asked_share`); answers chosen by value since
     the full fit (``chosen_since``: count tasks and verifications) teach what the version does
-    not know, and a warm fit absorbs about half of it (docs/learning-notes.md, "Warm retrains")."""
+    not know, and a warm fit absorbs about half of it (docs/decisions/008-warm-retrains.md)."""
     return (
         full_fit_answers > 0
         and answers <= (1.0 + WARM_GROWTH) * full_fit_answers

@@ -10,7 +10,7 @@ when an answer ``A`` is, with probability ``noise``, a uniformly random valid an
 ``N`` (the crowd's measured share of such answers). Asking all tags, the count vector has too
 many states for the program on every window; there the value is the window's tag entropy
 ``Σ_i H(p_i)``, an upper bound of ``H(N)`` (equal when no two tokens of the window are unsure
-between the same tags), measured against the exact value in docs/learning-notes.md.
+between the same tags), measured against the exact value in docs/decisions/009-task-value.md.
 
 A verification task shows the model's most likely tags of a window and is answered Yes, or No
 with a tap on the first wrong word: its outcome is one of ``w + 1`` events whose probabilities
@@ -52,7 +52,8 @@ __all__ = [
     "verification_values",
 ]
 
-EXPLORATION = 0.1  # share of a round drawn uniformly (docs/learning-notes.md, "Exploration share")
+# The share of a round drawn uniformly: docs/decisions/010-exploration-and-moments.md.
+EXPLORATION = 0.1
 CANDIDATE_TAGS = 6  # tags of a window a subset is chosen from: the ones the model is least sure of
 _CHUNK = 4096  # (window, subset) pairs per dynamic-program block: bounds the memory of a round
 

@@ -68,7 +68,7 @@ def test_a_run_of_one_punctuation_character_is_one_token():
 @pytest.mark.parametrize("language", sorted(LANGUAGES))
 def test_runs_of_sentence_ends_and_quotes_after_them_stay_with_their_sentence(language):
     """Issue 26 item 6: `We won the cup!!!` came out as "We won the cup !!" and "!" (Punkt cuts a
-    run at the end of a text), so annotators got one-word "!" tasks; and the README says `!!!`
+    run at the end of a text), so annotators got one-word "!" tasks; and docs/using.md says `!!!`
     is one token."""
     cases = {
         "We won the cup!!!": [["We", "won", "the", "cup", "!!!"]],

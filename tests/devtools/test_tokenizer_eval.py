@@ -1,4 +1,4 @@
-"""The tokenizer comparison (devtools/tokenizer_eval.py) scores spans as the README says."""
+"""The tokenizer comparison (devtools/tokenizer_eval.py) scores spans as docs/decisions/022 says."""
 
 import gzip
 import json

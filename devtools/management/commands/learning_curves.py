@@ -1,5 +1,5 @@
-"""``manage.py learning_curves``: the README's two studies, run point by point with simulate_crowd's
-pipeline, printed as one JSON object and drawn as an SVG chart.
+"""``manage.py learning_curves``: docs/benchmarks.md's studies, run point by point with
+simulate_crowd's pipeline, printed as one JSON object and drawn as an SVG chart.
 
     python manage.py learning_curves verification --train T --test S --svg docs/verification.svg
     python manage.py learning_curves privacy --train T --test S --svg docs/privacy.svg

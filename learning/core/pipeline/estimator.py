@@ -41,7 +41,7 @@ class CountTagger(Params):
     schedule : the :class:`..schedule.EMSchedule` of the fit (iterations, tolerances, L2
         strengths, L-BFGS budgets), a preset's name, or ``"auto"`` (default): the preset
         :func:`..schedule.choose_schedule` picks for the answers, a privacy mechanism and a warm
-        start. Why each preset is what it is: docs/learning-notes.md.
+        start. Why each preset is what it is: docs/decisions/001-schedule-presets.md.
     ridge : λ of the ŵ least squares, or ``"auto"`` (default) to pick it from ``ridge_grid`` by
         held-out answers' squared count error (a constant picked on one corpus does not carry).
     ridge_grid : candidates for ``"auto"``.

@@ -130,8 +130,7 @@ def fit_sample(sentence: np.ndarray, budget: int | None, rng: np.random.Generato
     they are at most ``budget`` (or ``budget`` is None), else those of whole sentences in a
     random order until the next would pass it. The M-step's cost follows the tokens it fits, so
     a budget bounds a retrain's time at sizes beyond today's projects, at some accuracy; the
-    E-step still reads every answer (docs/learning-notes.md, "The contextual M-steps' token
-    budget")."""
+    E-step still reads every answer (docs/decisions/021-contextual-token-budget.md)."""
     if budget is None or sentence.shape[0] <= budget:
         return np.ones(sentence.shape[0], dtype=bool)
     ids, size = np.unique(sentence, return_counts=True)

@@ -170,7 +170,7 @@ def test_the_value_of_a_second_window_is_what_the_first_answer_left():
 
 def test_asking_all_tags_is_valued_by_an_upper_bound_that_is_tight_without_shared_doubt():
     """All tags: Σ_i H(p_i) bounds H(N) from above, with equality when no two tokens are unsure
-    between the same tags (measured on real windows in docs/learning-notes.md)."""
+    between the same tags (measured on real windows in docs/decisions/009-task-value.md)."""
     rng = np.random.default_rng(3)
     token_probs = _random_probs(rng, 3, 3)
     everything = tuple(range(3))
