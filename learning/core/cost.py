@@ -1,7 +1,10 @@
 """A manager's cost matrix over the tag set, and the decisions and reports that use it.
 
 ``cost[i, j]`` is what it costs to predict tag ``j`` when the truth is tag ``i`` (rows gold, as
-in :func:`.evaluate.confusion_matrix`): K × K, finite, non-negative, zero on the diagonal.
+in :func:`.evaluate.confusion_matrix`): K × K, each cell from 0 to :data:`MAX_COST`, zero on the
+diagonal, not every cell zero (:func:`check_cost_matrix`). A matrix keyed by tag names is a
+:class:`TagCosts`, checked when made; its :meth:`TagCosts.over` is the one reorder onto a tag set
+that every reader goes through (a model's decisions, a report, the command-line tagger).
 
 Under token marginals ``p`` (n × K) the expected cost of deciding ``j`` for token ``t`` is
 ``(p @ cost)[t, j]``; the **Bayes decision** takes its minimum. With the 0/1 matrix the expected

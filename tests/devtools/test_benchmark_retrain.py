@@ -1,6 +1,6 @@
 """`benchmark_retrain` runs end to end on a slice of EWT (scratch database, seeding, full and warm
-retrain, a cost-matrix change, simulate_crowd's path on the same answers) and prints its figures; a check that the
-command works, not a measurement."""
+retrain, a cost-matrix change, simulate_crowd's path on the same answers) and prints its
+figures; a check that the command works, not a measurement."""
 
 import json
 import os

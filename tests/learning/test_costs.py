@@ -104,6 +104,33 @@ def test_a_wrong_matrix_is_a_400_naming_what_is_wrong(project, manager, body, fi
     assert not CostMatrix.objects.filter(project=project).exists()
 
 
+def test_a_put_reads_the_tags_once_and_checks_the_matrix_once(project, manager, monkeypatch):
+    """Issue 43.3: a PUT checked the matrix twice and read the tag set three times."""
+    from learning.core import cost
+
+    checks = []
+    check = cost.check_cost_matrix
+    monkeypatch.setattr(cost, "check_cost_matrix", lambda *a: checks.append(1) or check(*a))
+    client = client_for(manager)
+    mine = [[0, 1, 2, 3], [1, 0, 1, 2], [2, 1, 0, 1], [0.5, 2, 1, 0]]
+    csv_text = "t,NOUN,VERB,DET,ADJ\n" + "".join(
+        f"{tag},{','.join(map(str, row))}\n" for tag, row in zip(TAGS, mine, strict=True)
+    )
+    for path, body in [
+        (url(project), {"json": {"matrix": mine}}),
+        (url(project, "csv"), {"data": {"file": io.BytesIO(csv_text.encode())}}),
+    ]:
+        checks.clear()
+        with CaptureQueriesContext(connection) as captured:
+            if "json" in body:
+                response = client.put(path, body["json"], format="json")
+            else:
+                response = client.put(path, body["data"])
+        assert response.status_code == 200 and response.json()["matrix"] == mine
+        queries = [query["sql"] for query in captured.captured_queries]
+        assert len(_reads(queries, "annotation_tag")) == 1 and len(checks) == 1
+
+
 def test_csv_export_and_import(project, manager):
     client = client_for(manager)
     client.put(url(project), {"preset": "near-classes"}, format="json")
@@ -404,3 +431,17 @@ def test_the_cost_csv_shows_formula_like_tag_names_as_text(manager):
     assert response.json()["tags"] == FORMULAS and response.json()["preset"] == ""
     np.testing.assert_allclose(response.json()["matrix"], cost_matrix_preset("ordinal", FORMULAS),
                                rtol=1e-5)  # fmt: skip
+
+
+def test_costs_imports_no_task_module():
+    """Issue 43.3: `costs` imported `tasks` inside a function (`tasks` imports `costs`): the
+    API view queues the re-scoring, and `costs` has no import below its top."""
+    import ast
+    from pathlib import Path
+
+    tree = ast.parse(Path(costs.__file__).read_text(encoding="utf-8"))
+    imports = [node for node in ast.walk(tree) if isinstance(node, ast.Import | ast.ImportFrom)]
+    assert all(node in tree.body for node in imports)  # none inside a function
+    names = {alias.name for node in imports for alias in node.names}
+    names |= {node.module for node in imports if isinstance(node, ast.ImportFrom)}
+    assert "tasks" not in names and "learning.tasks" not in names
