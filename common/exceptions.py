@@ -55,6 +55,24 @@ class LeaseLimit(Conflict):
     code = "lease_limit"
 
 
+class ImportQueueFull(Conflict):
+    """The project has `TALLY_IMPORT_JOBS_PER_PROJECT` import jobs queued or running already."""
+
+    code = "import_queue_full"
+
+
+class Throttled(DomainError):
+    """The caller asked for more than their share (429): wait, or end something they hold."""
+
+    code = "throttled"
+
+
+class TooManyImports(Throttled):
+    """The caller has `TALLY_IMPORT_JOBS_PER_USER` import jobs queued or running already."""
+
+    code = "too_many_imports"
+
+
 class InvalidCorpus(DomainError):
     code = "invalid_corpus"
 

@@ -231,6 +231,10 @@ TALLY_MAX_PROJECT_TASKS = env_int("TALLY_MAX_PROJECT_TASKS", 2_000_000, minimum=
 TALLY_IMPORT_SYNC_BYTES = env_int("TALLY_IMPORT_SYNC_BYTES", 1024 * 1024, minimum=0)
 TALLY_IMPORT_SYNC_SENTENCES = env_int("TALLY_IMPORT_SYNC_SENTENCES", 2_000, minimum=0)
 DATA_UPLOAD_MAX_MEMORY_SIZE = 2_621_440
+# Import jobs queued or running at once (each keeps its upload on disk until a worker runs it):
+# per project (409 `import_queue_full` beyond) and per user (429 `too_many_imports`).
+TALLY_IMPORT_JOBS_PER_PROJECT = env_int("TALLY_IMPORT_JOBS_PER_PROJECT", 2, minimum=1)
+TALLY_IMPORT_JOBS_PER_USER = env_int("TALLY_IMPORT_JOBS_PER_USER", 3, minimum=1)
 
 REST_FRAMEWORK = {
     "DEFAULT_AUTHENTICATION_CLASSES": [

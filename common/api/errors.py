@@ -15,6 +15,7 @@ _STATUS_BY_ERROR = (  # the first class an error is an instance of gives its sta
     (domain.NotFound, status.HTTP_404_NOT_FOUND),
     (domain.Conflict, status.HTTP_409_CONFLICT),
     (domain.PayloadTooLarge, status.HTTP_413_REQUEST_ENTITY_TOO_LARGE),
+    (domain.Throttled, status.HTTP_429_TOO_MANY_REQUESTS),
 )
 
 
