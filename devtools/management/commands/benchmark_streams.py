@@ -48,7 +48,7 @@ tokens = []
 for i in range({managers}):
     user = User.objects.create_user(f"manager-{{i}}")
     Membership.objects.create(project=project, user=user, role="manager")
-    tokens.append(accounts.token_issue(user=user, name="benchmark"))
+    tokens.append(accounts.token_issue(user=user, name="benchmark").key)
 print(json.dumps({{"project": project.pk, "tokens": tokens}}))
 """
 NEW_VERSION = """
