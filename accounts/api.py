@@ -1,7 +1,7 @@
 """The accounts API: register, log in (a token for this device), log out, the tokens of one's
 devices, password change and reset, who am I."""
 
-from django.contrib.auth import logout, update_session_auth_hash
+from django.contrib.auth import get_user, logout, update_session_auth_hash
 from drf_spectacular.utils import OpenApiResponse, extend_schema
 from rest_framework import exceptions, serializers, status
 from rest_framework.permissions import AllowAny
@@ -117,9 +117,11 @@ def _device(request, data: dict) -> str:
 def _session_key_of(request, user) -> str:
     """The key of the browser session the request comes with, if it is signed in as `user`."""
     django_request = request._request
-    session_user = getattr(django_request, "user", None)
-    if session_user is not None and session_user.is_authenticated and session_user.pk == user.pk:
-        return django_request.session.session_key or ""
+    if not getattr(django_request, "session", None) or not django_request.session.session_key:
+        return ""
+    session_user = get_user(django_request)  # DRF set `request.user` from this view's classes
+    if session_user.is_authenticated and session_user.pk == user.pk:
+        return django_request.session.session_key
     return ""
 
 
@@ -183,7 +185,7 @@ class LogoutView(ApiView):
         user = request.user
         if isinstance(request.auth, ApiToken):
             request.auth.delete()
-        elif request._request.user.is_authenticated:
+        else:  # a browser's session
             logout(request._request)
         if data.validated_data["everywhere"]:
             services.sign_out_everywhere(user=user)
@@ -222,7 +224,7 @@ class PasswordChangeView(ApiView):
             **data.validated_data,
             keep_token=request.auth if isinstance(request.auth, ApiToken) else None,
         )
-        if request._request.user.is_authenticated and not isinstance(request.auth, ApiToken):
+        if not isinstance(request.auth, ApiToken):  # a browser's session: it stays signed in
             update_session_auth_hash(request._request, request.user)
         return Response(status=status.HTTP_204_NO_CONTENT)
 

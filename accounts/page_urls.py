@@ -19,7 +19,5 @@ urlpatterns = [
         pages.PasswordResetConfirmView.as_view(),
         name="password-reset-confirm",
     ),
-    path(
-        "reset/done/", pages.PasswordResetCompleteView.as_view(), name="password-reset-complete"
-    ),
+    path("reset/done/", pages.PasswordResetCompleteView.as_view(), name="password-reset-complete"),
 ]

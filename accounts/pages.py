@@ -3,6 +3,8 @@ e-mail (Django's views and forms, with the same services as the API)."""
 
 from __future__ import annotations
 
+import contextlib
+
 from django import forms
 from django.contrib.auth import views as auth_views
 from django.contrib.auth.decorators import login_required
@@ -14,7 +16,7 @@ from django.views.decorators.http import require_http_methods, require_POST
 
 from accounts import selectors, services
 from accounts.throttles import PasswordResetThrottle
-from common.exceptions import DomainError
+from common.exceptions import DomainError, NotFound
 
 
 class EmailForm(forms.Form):
@@ -56,10 +58,9 @@ def account(request: HttpRequest) -> HttpResponse:
 @login_required
 @require_POST
 def token_revoke(request: HttpRequest, token_id: int) -> HttpResponse:
-    try:
+    # Revoked already (two clicks, two tabs): the page shows what is left.
+    with contextlib.suppress(NotFound):
         services.token_revoke(user=request.user, token_id=token_id)
-    except DomainError:
-        pass  # revoked already (two clicks): the page shows what is left
     return redirect(f"{reverse_lazy('account:home')}?revoked=1")
 
 
@@ -75,6 +76,8 @@ class PasswordChangeView(auth_views.PasswordChangeView):
     """Django's form (current password, new one twice, the password validators); every token
     is revoked and every other browser session ends (this one is kept)."""
 
+    http_method_names = ["get", "post"]
+
     template_name = "accounts/password_change.html"
     success_url = reverse_lazy("account:password-changed")
 
@@ -85,12 +88,15 @@ class PasswordChangeView(auth_views.PasswordChangeView):
 
 
 class PasswordChangedView(auth_views.PasswordChangeDoneView):
+    http_method_names = ["get"]
     template_name = "accounts/password_changed.html"
 
 
 class PasswordResetView(auth_views.PasswordResetView):
     """Ask for a reset link by e-mail: the same answer whether an account has the address or
     not, and at most `TALLY_PASSWORD_RESET_RATE` asks per client address."""
+
+    http_method_names = ["get", "post"]
 
     template_name = "accounts/password_reset.html"
     success_url = reverse_lazy("account:password-reset-sent")
@@ -108,12 +114,15 @@ class PasswordResetView(auth_views.PasswordResetView):
 
 
 class PasswordResetSentView(auth_views.PasswordResetDoneView):
+    http_method_names = ["get"]
     template_name = "accounts/password_reset_sent.html"
 
 
 class PasswordResetConfirmView(auth_views.PasswordResetConfirmView):
     """The link from the e-mail: choose a new password. Every token of the account is revoked
     and every browser session ends."""
+
+    http_method_names = ["get", "post"]
 
     template_name = "accounts/password_reset_confirm.html"
     success_url = reverse_lazy("account:password-reset-complete")
@@ -125,6 +134,5 @@ class PasswordResetConfirmView(auth_views.PasswordResetConfirmView):
 
 
 class PasswordResetCompleteView(auth_views.PasswordResetCompleteView):
+    http_method_names = ["get"]
     template_name = "accounts/password_reset_complete.html"
-
-
