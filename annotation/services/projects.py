@@ -308,6 +308,7 @@ def memberships_flag_update(*, project_id: int, flags: Mapping[int, str]) -> lis
         annotator_id__in=newly,
         status=Assignment.Status.SUBMITTED,
         task__is_gold=False,
+        holds_slot=True,  # answers given while flagged took no slot
     ).values("task_id")
     Task.objects.filter(pk__in=answered).update(open_slots=F("open_slots") + 1)
     return newly
