@@ -28,6 +28,12 @@ class LeaseNotYours(NotFound):
     code = "lease_not_yours"
 
 
+class NotAllowed(DomainError):
+    """The caller may not do this (403), though they may see the object."""
+
+    code = "permission_denied"
+
+
 class Conflict(DomainError):
     code = "conflict"
 

@@ -121,7 +121,6 @@ ANNOTATOR_MAY = ANYONE_SIGNED_IN | {
     ("GET", "my-stats"),
     ("POST", "task-next"),
     ("POST", "observation-submit"),
-    ("POST", "predict"),
     ("GET", "frontend:annotate"),
 }
 

@@ -42,6 +42,7 @@ _PROJECT_FIELDS = (
     "gold_fraction",
     "verification_share",
     "lease_seconds",
+    "annotators_may_predict",
     "private",
     "alpha",
     "mechanism",
@@ -156,6 +157,7 @@ def project_create(
     gold_fraction: float = 0.0,
     verification_share: float | None = None,  # automatic: by value per second
     lease_seconds: int = 600,
+    annotators_may_predict: bool = False,
     private: bool = False,
     alpha: float | None = None,
     mechanism: str = "",
@@ -176,6 +178,7 @@ def project_create(
         gold_fraction=gold_fraction,
         verification_share=verification_share,
         lease_seconds=lease_seconds,
+        annotators_may_predict=annotators_may_predict,
         private=private,
         alpha=alpha,
         mechanism=mechanism or "",
