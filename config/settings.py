@@ -359,7 +359,7 @@ TALLY_SSE_STREAMS_PER_USER = env_int("TALLY_SSE_STREAMS_PER_USER", 10, minimum=1
 # ... per client address (accounts are free to make; an office behind one address has room) and
 # in all, across the event servers (`manage.py benchmark_streams` measures what one holds).
 TALLY_SSE_STREAMS_PER_ADDRESS = env_int("TALLY_SSE_STREAMS_PER_ADDRESS", 50, minimum=1)
-TALLY_SSE_STREAMS_TOTAL = env_int("TALLY_SSE_STREAMS_TOTAL", 2000, minimum=1)
+TALLY_SSE_STREAMS_TOTAL = env_int("TALLY_SSE_STREAMS_TOTAL", 1000, minimum=1)
 
 LOGGING = {
     "version": 1,

@@ -228,6 +228,7 @@ class Command(BaseCommand):
                 "streams": len(streams),
                 "failed": len(failed),
                 "open_seconds": round(opened, 2),
+                "opens_per_second": round(len(fresh) / opened, 1),
                 "rss_mb": round(proc["VmRSS"] / 1024, 1),
                 "threads": proc["Threads"],
                 "fds": proc["fds"],
@@ -242,9 +243,13 @@ class Command(BaseCommand):
             stream.close()
         await asyncio.gather(*tasks, return_exceptions=True)
         held = [r for r in rows if not r["failed"] and r["report_reached"] == r["streams"]]
+        # Streams end every TALLY_SSE_STREAM_SECONDS and reconnect: a process keeps N open when
+        # it can open N / stream_seconds a second (the last step's rate: with the most open).
+        rate = rows[-1]["opens_per_second"]
         return {
             "steps": rows,
             "held_with_reports_within": report_seconds,
             "streams_held": held[-1]["streams"] if held else 0,
             "kb_per_stream": round(per_stream_kb, 1) if per_stream_kb is not None else None,
+            "sustained_at_30s_streams": int(rate * 30),
         }
