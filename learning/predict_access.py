@@ -80,20 +80,24 @@ def _shares_a_run(project_id: int, sentences: Iterable[list[str]]) -> bool:
     return False
 
 
-def predict_check(*, project: Project, is_manager: bool, text: str, max_chars: int) -> None:
-    """Refuse (`NotAllowed`, 403) a caller who may not tag `text` with the project's model:
-    an annotator of a project whose managers did not opt in, or text that shares a run of
-    `RUN` words with one of the project's sentences while it serves tasks. Managers may tag
-    anything; a text over `max_chars` is left to the tagger's own refusal."""
-    if is_manager:
-        return
-    if not project.annotators_may_predict:
+def predict_allowed(*, project: Project, is_manager: bool) -> None:
+    """Refuse (`NotAllowed`, 403) an annotator of a project whose managers did not let
+    annotators tag text with the model."""
+    if not is_manager and not project.annotators_may_predict:
         raise NotAllowed(
             "Only the project's managers may tag text with its model: the model's tags would "
             "answer your tasks for you. A manager can let annotators try it "
             "(the project's `annotators_may_predict`)."
         )
-    if project.status == Project.Status.ARCHIVED or len(text) > max_chars:
+
+
+def predict_check(*, project: Project, is_manager: bool, text: str, max_chars: int) -> None:
+    """Refuse (`NotAllowed`, 403) a caller who may not tag `text` with the project's model:
+    an annotator where `predict_allowed` refuses, or text that shares a run of `RUN` words
+    with one of the project's sentences while it serves tasks. Managers may tag anything; a
+    text over `max_chars` is left to the tagger's own refusal."""
+    predict_allowed(project=project, is_manager=is_manager)
+    if is_manager or project.status == Project.Status.ARCHIVED or len(text) > max_chars:
         return
     splits = multiword_splits(project_id=project.pk)
     try:

@@ -35,6 +35,11 @@ class PredictThrottle(UserRateThrottle):
 class PredictView(ProjectView):
     throttle_classes = [PredictThrottle]
 
+    def initial(self, request, *args, **kwargs):
+        super().initial(request, *args, **kwargs)
+        # Whatever the method: an annotator of a project that did not opt in may not use it.
+        predict_access.predict_allowed(project=self.project, is_manager=is_manager(self.membership))
+
     @extend_schema(request=PredictSerializer, responses={200: PredictionOut})
     def post(self, request, project_id):
         """Tag text with the current model. Managers may tag any text; annotators only where
