@@ -254,3 +254,21 @@ def test_drf_tokens_are_carried_over_and_their_table_dropped(ann):
         migration.tokens_carried_over(apps, editor)
     assert "authtoken_token" not in connection.introspection.table_names()
     assert _as("a" + "0" * 39).get("/api/me/").json()["username"] == "ann"
+
+
+def test_the_admin_lists_tokens_and_revokes_them_without_their_keys(client, ann):
+    from django.urls import reverse
+
+    key = _login(device="phone").json()["token"]
+    admin = get_user_model().objects.create_superuser("root", password=PASSWORD)
+    client.force_login(admin)
+    listed = client.get(reverse("admin:accounts_apitoken_changelist"))
+    assert listed.status_code == 200 and "phone" in listed.content.decode()
+    token = ApiToken.objects.get(user=ann)
+    shown = client.get(reverse("admin:accounts_apitoken_change", args=[token.pk]))
+    assert shown.status_code == 200 and token.digest not in shown.content.decode()
+    assert key not in shown.content.decode()
+    deleted = client.post(
+        reverse("admin:accounts_apitoken_delete", args=[token.pk]), {"post": "yes"}
+    )
+    assert deleted.status_code == 302 and _as(key).get("/api/me/").status_code == 401
