@@ -37,6 +37,7 @@ from devtools.seeding import (
 from learning import selectors
 from learning.core.online import OnlineCountTagger
 from learning.core.pipeline import CountTagger
+from learning.core.training import TrainingSet
 from learning.experiments.simulate import simulate_crowd
 from learning.live import live_model_reset, live_model_update
 from learning.management.commands.simulate_crowd import read_corpus
@@ -192,13 +193,12 @@ def _annotators(options: dict) -> dict:
     order = rng.permutation(len(observations))
     first, rest = np.sort(order[:2000]), order[2000:]
     tic = time.perf_counter()
-    start = CountTagger(model="context", random_state=0).fit(
-        sentences, observations.subset(first), tagset
-    )
+    first_set = TrainingSet(sentences, observations.subset(first), tagset)
+    start = CountTagger(model="context", random_state=0).fit(first_set)
     learner = OnlineCountTagger(random_state=0)
-    learner.partial_fit(sentences, observations.subset(first), tagset, warm_start=start)
+    learner.partial_fit(first_set, warm_start=start)
     for block in np.array_split(rest, max(1, len(rest) // options["annotator_block"])):
-        learner.partial_fit(sentences, observations.subset(np.sort(block)), tagset)
+        learner.partial_fit(TrainingSet(sentences, observations.subset(np.sort(block)), tagset))
     state = learner.state()
     return {
         "answers": len(observations),

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import io
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import NamedTuple
 
@@ -42,7 +42,9 @@ from annotation.models import (
 )
 from learning.core.modelfile import load_tagger, save_tagger
 from learning.core.observations import Observations
+from learning.core.policy import RetrainFacts
 from learning.core.privacy import Mechanism
+from learning.core.training import TrainingSet
 from learning.core.verification import VerificationAnswers
 
 CHUNK_SIZE = 5000
@@ -70,6 +72,7 @@ class TrainingData:
     fit: Observations  # sentence indices into `sentences`
     fit_uniform: np.ndarray  # per `fit` row: its task was drawn as S(o | y), not chosen by value
     judged: Observations  # not held out: `fit` plus the excluded annotators' answers
+    judged_uniform: np.ndarray  # per `judged` row, as `fit_uniform`
     held_out: Observations
     observations_total: int
     newest_observation: int  # 0 when none
@@ -91,6 +94,8 @@ class TrainingData:
     effort: dict | None = None
     # The median seconds of an answer of each kind and how many answers report them.
     seconds_per_answer: dict[str, tuple[float | None, int]] | None = None
+    # The excluded (flagged) annotators' ids.
+    excluded_annotators: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
 
     @property
     def answers_total(self) -> int:
@@ -106,6 +111,23 @@ class TrainingData:
     def training_tokens(self) -> int:
         """Tokens of the training sentences: what count tasks ask about."""
         return sum(len(tokens) for _, tokens, gold_check in self.served or () if not gold_check)
+
+    def training_set(self) -> TrainingSet:
+        """The core's training set: every answer not held out, the excluded annotators' too
+        (the retrain policy judges them without fitting them), and the evaluation sentences
+        to calibrate on."""
+        return TrainingSet(
+            sentences=self.sentences,
+            observations=self.judged,
+            tagset=self.tagset,
+            verifications=self.verifications_judged,
+            mechanism=self.mechanism,
+            text=self.text,
+            uniform=self.judged_uniform,
+            excluded=self.excluded_annotators,
+            gold_sentences=self.evaluation_sentences,
+            gold_tags=self.evaluation_tags,
+        )
 
 
 def holdout_mask(observation_ids: np.ndarray) -> np.ndarray:
@@ -323,6 +345,7 @@ def training_data_load(*, project_id: int, excluded_annotators: set[int]) -> Tra
         fit=judged.subset(~excluded[~held]),
         fit_uniform=obs["uniform"][~held][~excluded[~held]],
         judged=judged,
+        judged_uniform=obs["uniform"][~held],
         held_out=part(held),
         observations_total=int(ids.shape[0]),
         newest_observation=int(ids.max()) if ids.size else 0,
@@ -340,6 +363,7 @@ def training_data_load(*, project_id: int, excluded_annotators: set[int]) -> Tra
         served=served,
         effort=_effort({"count": obs["seconds"], "verify": ver["seconds"]}),
         seconds_per_answer=_median_seconds({"count": obs["seconds"], "verify": ver["seconds"]}),
+        excluded_annotators=np.array(sorted(excluded_annotators), dtype=np.int64),
     )
 
 
@@ -373,6 +397,31 @@ def asked_regions(*, project_id: int, sentence_index: dict[int, int], n_tags: in
         regions[i, :3] = sentence, start, length
         regions[i, [3 + tag for tag in tags]] = 1
     return regions
+
+
+def retrain_facts(data: TrainingData, *, project_id: int, number: int) -> RetrainFacts:
+    """The retrain policy's facts (`learning.core.policy.RetrainFacts`) of `data`, for the
+    version `number`: its rounds are made on the served sentences, leaving out the regions
+    that have a lease or an answer."""
+    served = data.served or []
+    training = [sentence_id for sentence_id, _, gold in served if not gold]
+    return RetrainFacts(
+        data=data.training_set(),
+        answers_total=data.answers_total,
+        annotators=data.answers,
+        text_tokens=data.text_tokens,
+        training_tokens=data.training_tokens,
+        number=number,
+        held_out=data.held_out,
+        served=served,
+        sentence_keys=data.sentence_ids,
+        asked=asked_regions(
+            project_id=project_id,
+            sentence_index={sentence_id: i for i, sentence_id in enumerate(training)},
+            n_tags=len(data.tagset),
+        ),
+        seconds=data.seconds_per_answer,
+    )
 
 
 def _effort(seconds_by_kind: dict[str, np.ndarray]) -> dict:

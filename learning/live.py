@@ -34,6 +34,7 @@ from django.utils import timezone
 
 from learning import adapter, selectors
 from learning.core.online import OnlineCountTagger
+from learning.core.training import TrainingSet
 from learning.models import LiveModel, ModelVersion
 
 logger = logging.getLogger(__name__)
@@ -89,7 +90,7 @@ def live_model_update(*, project_id: int, force: bool = False) -> dict:
     mechanism = adapter.project_mechanism(project_id=project_id, n_tags=len(tagset))
     learner = _learner_for(project_id=project_id, live=live, current=current, tagset=tagset)
     try:
-        learner.partial_fit(tokens, block, tagset, mechanism=mechanism)
+        learner.partial_fit(TrainingSet(tokens, block, tagset, mechanism=mechanism))
         return _publish(project_id=project_id, live=live, learner=learner, newest=newest,
                         answers=len(block), snapshot=snapshot)  # fmt: skip
     except BaseException:
@@ -138,7 +139,7 @@ def _learner_for(*, project_id: int, live: LiveModel, current: ModelVersion, tag
             learner._start(tagger, tuple(tagset))
             return learner
         mechanism = adapter.project_mechanism(project_id=project_id, n_tags=len(tagset))
-        return _new_learner().seed(tokens, seed, tagset, tagger, mechanism=mechanism)
+        return _new_learner().seed(TrainingSet(tokens, seed, tagset, mechanism=mechanism), tagger)
     with default_storage.open(live.state_file, "rb") as handle:
         state = dict(np.load(io.BytesIO(handle.read()), allow_pickle=False))
     tokens = adapter.sentence_tokens(project_id=project_id, ids=state["sentence"])

@@ -1,10 +1,12 @@
 """Writes of the learning app: the retrain job, schedules, and the sweep's bookkeeping.
 
 `retrain_run` is the job: claim the project's lock; `version_learn` reads through the adapter,
-fits the core's `CountTagger` warm-started from the current version and builds the report
-(writing nothing); `version_store` writes the model file, then the version, its report, the
-annotator quality rows, the run record and the webhook deliveries in one transaction (after
-re-confirming the lock inside it). A worker killed anywhere before that commit
+lets the core's retrain policy (`learning.core.policy.plan_version`: exclusion, warm start, word
+classes, the fit and its calibration, the annotator table and flags, the next round and the
+task mix) plan the next version and builds the report (writing nothing); `version_store`
+writes the model file, then the version, its report, the annotator quality rows, the run
+record and the webhook deliveries in one transaction (after re-confirming the lock inside it).
+Nothing here decides what the version is. A worker killed anywhere before that commit
 leaves the previous version current and nothing half-written visible (at worst an orphan model
 file, which is deleted when the job fails in-process). Pushing the result is the caller's job,
 after this returns (the transaction has committed by then): see `learning.tasks`.
@@ -14,8 +16,9 @@ from __future__ import annotations
 
 import logging
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
+import numpy as np
 from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.core.files.base import ContentFile
@@ -35,8 +38,15 @@ from delivery.webhooks.outbox import deliveries_create
 from learning import adapter, costs, locks, rounds, selectors, verification
 from learning.core import report
 from learning.core.pipeline import CountTagger
-from learning.core.schedule import asked_share, warm_start_suits
-from learning.core.wordclasses import WordClasses
+from learning.core.policy import (
+    NothingToFit,
+    NothingToLearn,
+    PolicySettings,
+    PreviousVersion,
+    RoundSettings,
+    VersionPlan,
+    plan_version,
+)
 from learning.live import live_model_reset
 from learning.models import (
     MAX_INTERVAL_MINUTES,
@@ -49,9 +59,9 @@ from learning.models import (
 
 logger = logging.getLogger(__name__)
 
-# The retrain passes CountTagger nothing but the project's facts (its answers, a privacy
-# mechanism, the previous version to warm-start from): the schedule is the one CountTagger's
-# "auto" picks, the same as simulate_crowd measures (learning.core.schedule).
+# The retrain passes the policy nothing but the project's facts (its answers, a privacy
+# mechanism, the previous version): the schedule is the one CountTagger's "auto" picks, the same
+# as simulate_crowd measures (learning.core.schedule); the rounds' seed is this plus the number.
 RANDOM_STATE = 0
 
 
@@ -93,28 +103,28 @@ def _usernames(user_ids) -> dict[int, str]:
     )
 
 
-def _full_fit_answers(current: ModelVersion | None) -> tuple[int, int | None]:
-    """The answers of the last full fit `current` descends from, of every kind and of those
-    chosen by value: a chain of warm versions absorbs no more than one warm fit does
-    (docs/learning-notes.md, "Warm retrains"). Versions stored before the fields: their own
-    answers, and None for the chosen ones (unknown: any now is taken as new)."""
-    if current is None:
-        return 0, 0
-    hyper = current.hyperparameters
-    answers = hyper.get("full_fit_answers", hyper.get("answers", current.observations_count))
-    return int(answers), hyper.get("full_fit_chosen")
-
-
-def _chosen_answers(data: adapter.TrainingData) -> int:
-    """The fitted answers whose tasks a version chose by value: count tasks not drawn as
-    S(o | y), and verifications."""
-    verifications = len(data.verifications) if data.verifications is not None else 0
-    return int((~data.fit_uniform).sum()) + verifications
-
-
-def _warm_start(current: ModelVersion | None):
+def _previous(current: ModelVersion | None, flagged: set[int]) -> PreviousVersion | None:
+    """The current version as the retrain policy reads it: the answers of the last full fit it
+    descends from, of every kind and of those chosen by value (a chain of warm versions absorbs
+    no more than one warm fit does, docs/learning-notes.md, "Warm retrains"; versions stored
+    before the fields: their own answers, and None for the chosen ones), the text its word
+    classes were learned from, the annotators it flagged, and its model file, read when
+    needed."""
     if current is None:
         return None
+    hyper = current.hyperparameters
+    answers = hyper.get("full_fit_answers", hyper.get("answers", current.observations_count))
+    return PreviousVersion(
+        number=current.number,
+        full_fit_answers=int(answers),
+        full_fit_chosen=hyper.get("full_fit_chosen"),
+        text_tokens=hyper.get("text_tokens"),
+        flagged=np.array(sorted(flagged), dtype=np.int64),
+        load=lambda: _warm_start(current),
+    )
+
+
+def _warm_start(current: ModelVersion):
     try:
         return adapter.model_load(current.file.name)
     except (OSError, ValueError) as exc:  # a missing or unreadable file: learn from scratch
@@ -123,17 +133,6 @@ def _warm_start(current: ModelVersion | None):
             extra={"project_id": current.project_id, "version": current.number, "error": str(exc)},
         )
         return None
-
-
-def _reusable_word_classes(current: ModelVersion | None, warm, data: adapter.TrainingData):
-    """The current version's word classes when they were learned from the same text (they
-    depend on the corpus alone, and learning them takes seconds), whether or not the fit goes
-    on warm from that version; else learn them anew."""
-    if current is None or current.hyperparameters.get("text_tokens") != data.text_tokens:
-        return True
-    model = warm if warm is not None else _warm_start(current)
-    classes = getattr(model, "word_classes", None)
-    return True if classes is None else classes
 
 
 def effort_with_gain(effort: dict | None, accuracy: float | None, previous) -> dict | None:
@@ -162,100 +161,52 @@ class Learned:
     """What a retrain learned and what its report says, before anything is stored."""
 
     data: adapter.TrainingData
-    estimator: CountTagger
+    plan: VersionPlan  # the retrain policy's decisions (learning.core.policy)
     number: int  # the version it will be
-    warm_started: bool
-    full_fit_answers: int  # the answers of the last full fit it descends from (itself if full)
-    full_fit_chosen: int  # of them, those chosen by value (`_chosen_answers`)
     evaluation: dict
-    consistency: float | None
-    table: list[dict]
     windows: list | None  # the new version's verification windows (None: the project asks none)
     count_round: rounds.CountRound  # the count tasks it asks next, and the task mix
     timings: dict[str, float]
     cost_setting: costs.CostSetting  # the project's cost matrix when it was fitted
     cost: dict  # the version's cost report in that matrix's currency
-    calibration: dict  # the temperatures served and where they come from
+
+    @property
+    def estimator(self) -> CountTagger:
+        return self.plan.estimator
 
 
 def version_learn(*, project_id: int, current: ModelVersion | None) -> Learned:
-    """Read the project's answers, fit the next version from them and build its report; writes
-    nothing."""
-    timings: dict[str, float] = {}
+    """Read the project's answers through the adapter, plan the next version with the core's
+    retrain policy and build its report; writes nothing."""
     tic = time.perf_counter()
-    excluded = selectors.flagged_annotator_ids(project_id)
-    data = adapter.training_data_load(project_id=project_id, excluded_annotators=excluded)
-    full_fit_answers, full_fit_chosen = _full_fit_answers(current)
-    chosen = _chosen_answers(data)
-    suits = current is not None and warm_start_suits(
-        full_fit_answers,
-        data.answers_total,
-        asked=asked_share(data.fit, data.training_tokens),
-        chosen_since=chosen - (full_fit_chosen or 0),
+    flagged = selectors.flagged_annotator_ids(project_id)
+    data = adapter.training_data_load(project_id=project_id, excluded_annotators=flagged)
+    number = (current.number if current else 0) + 1
+    facts = adapter.retrain_facts(data, project_id=project_id, number=number)
+    share, window, tags_per_task = Project.objects.values_list(
+        "verification_share", "window_size", "tags_per_task"
+    ).get(pk=project_id)
+    settings = PolicySettings(
+        rounds=RoundSettings(
+            window=window, tags_per_task=tags_per_task, verification_share=share
+        ),  # null: the values choose the mix
+        seed=RANDOM_STATE,
     )
-    warm = _warm_start(current) if suits else None
-    timings["read"] = time.perf_counter() - tic
-    if len(data.fit) == 0:
-        raise RetrainError("No observations to fit: every answer is held out or flagged.")
-    if data.mechanism is None and data.verifications is None and not data.fit.counts.any():
-        raise NotEnoughAnswers(
-            "Not enough answers to learn from yet: every answer so far counts 0 of each tag it "
-            "asks. The model is trained as soon as answers count some tags."
-        )
-    estimator = CountTagger(
-        word_classes=_reusable_word_classes(current, warm, data),
-        # Gold sentences, when there are enough, calibrate better than held-out answers.
-        calibrate=not report.gold_calibrates(data.evaluation_sentences),
-        random_state=RANDOM_STATE,
-    )
-    estimator.fit(
-        data.sentences,
-        data.fit,
-        data.tagset,
-        warm_start=warm,
-        text=data.text,
-        mechanism=data.mechanism,
-        verifications=data.verifications,
-        uniform=data.fit_uniform,
-    )
-    timings.update(estimator.timings_)
-    tagger = estimator.tagger_
+    read = time.perf_counter() - tic
+    try:
+        plan = plan_version(facts, _previous(current, flagged), settings)
+    except NothingToFit as exc:
+        raise RetrainError(str(exc)) from None
+    except NothingToLearn as exc:
+        raise NotEnoughAnswers(str(exc)) from None
+    timings = {"read": read, **plan.timings}
+    tagger = plan.estimator.tagger_
     tic = time.perf_counter()
-    # The gold sentences are read once: calibration, report and cost figures share the read.
+    # The gold sentences are read once: report and cost figures share the read.
     gold_sentences, gold_tags = data.evaluation_sentences, data.evaluation_tags
-    gold_forms = [form for sentence in gold_sentences for form in sentence]
-    gold_raw = tagger.token_proba(gold_sentences, calibrated=False) if gold_forms else None
-    calibration = report.gold_calibration(tagger, gold_sentences, gold_tags, raw=gold_raw) or {
-        "source": estimator.calibration_source_,
-        "temperature": estimator.temperature_,
-        "unseen_temperature": estimator.unseen_temperature_,
-    }
-    tagger.temperature_ = calibration["temperature"]
-    tagger.unseen_temperature_ = calibration["unseen_temperature"]
-
-    gold_probs = None if gold_raw is None else tagger.calibrated(gold_raw, gold_forms)
+    gold_probs = tagger.token_proba(gold_sentences) if gold_sentences else None
     evaluation = report.evaluation_report(tagger, gold_sentences, gold_tags, probs=gold_probs)
-    served_probs, place = _served_probabilities(tagger, data)
-    probs = served_probs.take([place[sentence_id] for sentence_id in data.sentence_ids.tolist()])
-    consistency = report.held_out_consistency(probs, data.held_out)
-    table = report.annotator_table(
-        probs,
-        data.judged,
-        annotators=data.answers.annotators,
-        answers=data.answers.answers,
-        median_seconds=data.answers.median_seconds,
-        flag_threshold=estimator.flag_threshold,
-        min_observations=estimator.min_flag_observations_,
-        mechanism=data.mechanism,
-    )
-    verification.table_add_verification(
-        table,
-        probs=probs,
-        judged=data.verifications_judged,
-        fitted=estimator.verification_reliability_,
-        flag_threshold=estimator.flag_threshold,
-        min_observations=estimator.min_flag_observations_,
-    )
+    table = [dict(row) for row in plan.table]
     names = _usernames(row["annotator"] for row in table)
     for row in table:
         row["username"] = names.get(row["annotator"], "")
@@ -265,37 +216,21 @@ def version_learn(*, project_id: int, current: ModelVersion | None) -> Learned:
     cost = costs.cost_figures(
         tagger=tagger, setting=setting, sentences=gold_sentences, tags=gold_tags, probs=gold_probs
     )
-    if calibration["source"] == "gold":  # not scored on the sentences it was fitted to
-        cost["calibration_error"] = calibration["ece_after"]
+    if plan.calibration.source == "gold":  # not scored on the sentences it was fitted to
+        cost["calibration_error"] = plan.calibration.gold["ece_after"]
     timings["evaluate"] = time.perf_counter() - tic
-
-    tic = time.perf_counter()
-    number = (current.number if current else 0) + 1
-    windows = _verification_round(
-        project_id=project_id, served_probs=served_probs, data=data, number=number
-    )
-    timings["verification_round"] = time.perf_counter() - tic
-    tic = time.perf_counter()
-    count_round = _count_round(
-        project_id=project_id, served_probs=served_probs, data=data, windows=windows, number=number
-    )
-    timings["count_round"] = time.perf_counter() - tic
+    served = data.served or []
+    training = [(sentence_id, tokens) for sentence_id, tokens, gold in served if not gold]
     return Learned(
         data=data,
-        estimator=estimator,
+        plan=replace(plan, table=table),
         number=number,
-        warm_started=warm is not None,
-        full_fit_answers=full_fit_answers if warm is not None else data.answers_total,
-        full_fit_chosen=(full_fit_chosen or 0) if warm is not None else chosen,
         evaluation=evaluation,
-        consistency=consistency,
-        table=table,
-        windows=windows,
-        count_round=count_round,
+        windows=None if plan.windows is None else verification.as_windows(plan.windows),
+        count_round=rounds.as_count_round(plan.counts, training),
         timings=timings,
         cost_setting=setting,
         cost=cost,
-        calibration=calibration,
     )
 
 
@@ -310,7 +245,8 @@ def version_store(
 ) -> RetrainOutcome:
     """Write the model file, then the version, its report, the annotator rows, the run and the
     webhook deliveries in one transaction, after re-confirming the lock inside it."""
-    data, estimator, number, table = learned.data, learned.estimator, learned.number, learned.table
+    data, plan, number = learned.data, learned.plan, learned.number
+    estimator, table = plan.estimator, plan.table
     tagger, evaluation, timings = estimator.tagger_, learned.evaluation, learned.timings
     tic = time.perf_counter()
     name = default_storage.save(
@@ -353,15 +289,15 @@ def version_store(
                     "random_state": RANDOM_STATE,
                     "fitted_observations": len(data.fit),
                     "answers": data.answers_total,  # of both kinds
-                    "full_fit_answers": learned.full_fit_answers,  # what a warm start weighs
-                    "full_fit_chosen": learned.full_fit_chosen,
+                    "full_fit_answers": plan.full_fit_answers,  # what a warm start weighs
+                    "full_fit_chosen": plan.full_fit_chosen,
                     "excluded_observations": data.excluded_observations,
                     "em_iterations": len(estimator.history_),
                     "model_kind": tagger.kind,
-                    "calibration": learned.calibration,
+                    "calibration": plan.calibration.as_dict(),
                     "cost_revision": learned.cost_setting.revision,
                     "text_tokens": data.text_tokens,
-                    "word_classes_reused": isinstance(estimator.word_classes, WordClasses),
+                    "word_classes_reused": plan.word_classes_reused,
                     "privacy": (
                         None
                         if data.mechanism is None
@@ -370,11 +306,11 @@ def version_store(
                 },
                 timings={key: round(value, 3) for key, value in timings.items()},
                 code_version=code_version(),
-                warm_started_from=current.number if learned.warm_started else None,
+                warm_started_from=current.number if plan.warm_started else None,
             )
             AccuracyReport.objects.create(
                 version=version,
-                count_consistency=learned.consistency,
+                count_consistency=plan.consistency,
                 held_out_observations=len(data.held_out),
                 skipped_observations=len(estimator.skipped_observations_),
                 annotators=table,
@@ -423,7 +359,7 @@ def version_store(
             "version": number,
             "observations": data.observations_total,
             "accuracy": evaluation["accuracy"],
-            "count_consistency": learned.consistency,
+            "count_consistency": plan.consistency,
             "seconds": round(run.seconds, 3),
         },
     )
@@ -433,72 +369,6 @@ def version_store(
         version=version,
         summary=summary,
         delivery_ids=delivery_ids,
-    )
-
-
-def _served_probabilities(tagger, data: adapter.TrainingData):
-    """The new version's probabilities of every sentence its reports and next rounds read
-    (the served sentences, then any other answered one), computed once; and the place of each
-    sentence id in them."""
-    served = data.served or []
-    sentences = [tokens for _, tokens, _ in served]
-    place = {sentence_id: i for i, (sentence_id, _, _) in enumerate(served)}
-    for sentence_id, tokens in zip(data.sentence_ids.tolist(), data.sentences, strict=True):
-        if sentence_id not in place:
-            place[sentence_id] = len(sentences)
-            sentences.append(tokens)
-    return report.TokenProbabilities.of(tagger, sentences), place
-
-
-def _verification_round(
-    *, project_id: int, served_probs: report.TokenProbabilities, data: adapter.TrainingData,
-    number: int,
-):  # fmt: skip
-    """The verification windows of the new version (`learning.verification.round_windows`), or
-    None when the project asks no verification tasks (a share of 0, or a private project: a
-    yes/no answer is not released through its mechanism)."""
-    share, private, window = Project.objects.values_list(
-        "verification_share", "private", "window_size"
-    ).get(pk=project_id)
-    if private or (share is not None and share <= 0):  # null: the values choose the mix
-        return None
-    return verification.round_windows(
-        served_probs, data.served or [], window=window, random_state=number
-    )
-
-
-def _count_round(
-    *, project_id: int, served_probs: report.TokenProbabilities, data: adapter.TrainingData,
-    windows: list | None, number: int,
-) -> rounds.CountRound:  # fmt: skip
-    """The count tasks the new version asks next and the task mix its values choose
-    (`learning.rounds`)."""
-    window, tags_per_task = Project.objects.values_list("window_size", "tags_per_task").get(
-        pk=project_id
-    )
-    served = data.served or []
-    training_rows = [i for i, (_, _, gold) in enumerate(served) if not gold]
-    training = [served[i][:2] for i in training_rows]
-    asked = adapter.asked_regions(
-        project_id=project_id,
-        sentence_index={sentence_id: i for i, (sentence_id, _) in enumerate(training)},
-        n_tags=len(data.tagset),
-    )
-    return rounds.count_round(
-        served_probs.take(training_rows),
-        training,
-        window=window,
-        tags_per_task=tags_per_task,
-        asked=asked,
-        verification=windows,
-        seconds=data.seconds_per_answer,
-        random_state=number,
-        answered=(
-            None
-            if data.mechanism is not None  # releases of a privacy mechanism, not counts
-            else rounds.answered_rows([data.fit, data.held_out], data.sentence_ids, training)
-        ),
-        verified=rounds.verified_answers(data.verifications, data.sentence_ids, training),
     )
 
 

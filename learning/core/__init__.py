@@ -1,7 +1,9 @@
 """Tally's numerical core: learning taggers from region-count annotations.
 
 Pure numpy/scipy (no Django). Pipeline: :class:`CountTagger` (solve ŵ → moments → node-only fit
-→ annotator reliability → exact-count EM training the served model, contextual by default).
+→ annotator reliability → exact-count EM training the served model, contextual by default),
+fitted on one :class:`TrainingSet`; the retrain policy every version is planned by,
+:func:`.policy.plan_version`.
 Models: :class:`NodeTagger` (word form alone) and :class:`ContextTagger` (the word and its
 neighbours, with word classes learned from the corpus' text). Building blocks are importable from
 their modules; the stable public API is re-exported here.
@@ -26,8 +28,10 @@ from .observations import Observations
 from .pipeline import CountTagger
 from .posterior import window_posteriors
 from .schedule import EMSchedule, choose_schedule
+from .settings import CrowdSettings, FeatureSettings
 from .simplex import project_rows_to_simplex
 from .solver import select_ridge, solve_word_tag_probs
+from .training import TrainingSet
 from .wordclasses import WordClasses, learn_word_classes
 
 __all__ = [
@@ -39,13 +43,16 @@ __all__ = [
     "CountEvidence",
     "Corpus",
     "CountTagger",
+    "CrowdSettings",
     "EMSchedule",
     "FeatureConfig",
+    "FeatureSettings",
     "NodeTagger",
     "ModelFileError",
     "MostFrequentTagger",
     "Observations",
     "Reliability",
+    "TrainingSet",
     "WordClasses",
     "accuracy",
     "choose_schedule",

@@ -23,7 +23,7 @@ calibration error** measures the gap: tokens binned by the confidence of their t
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 
 import numpy as np
 from scipy.optimize import minimize_scalar
@@ -31,12 +31,15 @@ from scipy.optimize import minimize_scalar
 from .posterior import WindowPosteriors
 
 __all__ = [
+    "MIN_GOLD_TOKENS",
     "TEMPERATURE_BOUNDS",
     "answers_log_likelihood",
     "expected_calibration_error",
     "fit_temperature_answers",
     "fit_temperature_gold",
     "fit_temperatures_posterior",
+    "gold_calibrates",
+    "gold_calibration",
     "tempered",
     "tempered_groups",
 ]
@@ -198,3 +201,58 @@ def _minimise_log_temperature(loss: Callable[[float], float]) -> float:
     low, high = np.log(TEMPERATURE_BOUNDS)
     result = minimize_scalar(loss, bounds=(low, high), method="bounded", options={"xatol": 1e-4})
     return float(np.exp(result.x))
+
+
+MIN_GOLD_TOKENS = 200
+
+
+def gold_calibrates(sentences: Sequence[Sequence[str]]) -> bool:
+    """Whether ``sentences`` hold enough gold tokens for :func:`gold_calibration`."""
+    return sum(len(sentence) for sentence in sentences) >= MIN_GOLD_TOKENS
+
+
+def gold_calibration(
+    tagger,
+    sentences: Sequence[Sequence[str]],
+    tags: Sequence[Sequence[str]],
+    raw: np.ndarray | None = None,
+):
+    """Temperatures of ``tagger`` fitted to gold ``sentences`` (one for the words its answers
+    covered, one for the others: the gold log-likelihood separates by token, so each is its own
+    one-dimensional fit), or None with fewer than ``MIN_GOLD_TOKENS`` tokens. Also the expected
+    calibration error on those sentences at the tagger's own temperatures (``ece_before``) and
+    at gold temperatures fitted on the other half of the sentences (``ece_after``: the report
+    is then not scored on what was fitted to it). ``raw``: the tokens' uncalibrated
+    probabilities, when already computed."""
+    if not gold_calibrates(sentences):
+        return None
+    flat = [form for sentence in sentences for form in sentence]
+    index = {tag: k for k, tag in enumerate(tagger.tagset_)}
+    gold = np.array([index[t] for sentence in tags for t in sentence], dtype=np.int64)
+    if raw is None:
+        raw = tagger.token_proba(sentences, calibrated=False)
+    groups = (~tagger.seen(flat)).astype(np.int64)
+    half = np.repeat(np.arange(len(sentences)) % 2, [len(s) for s in sentences])
+
+    def fit(mask):
+        temperatures = []
+        for g in (0, 1):
+            mine = mask & (groups == g)
+            both = mask if mine.sum() < MIN_GOLD_TOKENS // 4 else mine
+            temperatures.append(fit_temperature_gold(raw[both], gold[both]))
+        return temperatures
+
+    crossed = np.empty_like(raw)
+    for h in (0, 1):
+        other = fit(half != h)
+        mine = half == h
+        crossed[mine] = tempered_groups(raw[mine], groups[mine], other)
+    temperature, unseen = fit(np.ones(gold.size, dtype=bool))
+    return {
+        "source": "gold",
+        "temperature": temperature,
+        "unseen_temperature": unseen,
+        "ece_before": expected_calibration_error(tagger.calibrated(raw, flat), gold),
+        "ece_after": expected_calibration_error(crossed, gold),
+        "tokens": int(gold.size),
+    }

@@ -43,6 +43,7 @@ from __future__ import annotations
 import dataclasses
 import time
 from collections.abc import Sequence
+from dataclasses import replace
 
 import numpy as np
 import scipy.sparse as sp
@@ -51,12 +52,14 @@ from .context_tagger import ContextTagger
 from .counts import CountEvidence
 from .crowd import Reliability, ReliabilitySums, reliability_from_sums, reliability_sums
 from .em import expected_labels
-from .features import ContextConfig, FeatureConfig
 from .observations import Observations
+from .params import Params, check_is_fitted
 from .pipeline import CountTagger
-from .privacy import Mechanism, PrivateCountEvidence
+from .privacy import PrivateCountEvidence
 from .schedule import WARM, EMSchedule
-from .verification import VerificationAnswers, VerificationEvidence
+from .settings import CrowdSettings, FeatureSettings
+from .training import TrainingSet
+from .verification import VerificationEvidence
 
 __all__ = ["OnlineCountTagger", "annotator_slot"]
 
@@ -72,7 +75,7 @@ def annotator_slot(annotator: np.ndarray, n_slots: int) -> np.ndarray:
     return ((mixed >> np.uint64(17)) % np.uint64(n_slots)).astype(np.int64)
 
 
-class OnlineCountTagger:
+class OnlineCountTagger(Params):
     """Learn the contextual tagger from blocks of answers, one :meth:`partial_fit` per block.
 
     Parameters
@@ -114,8 +117,10 @@ class OnlineCountTagger:
     n_slots : rows of the hashed annotator table (default 2**16).
     schedule : the :class:`.schedule.EMSchedule` whose ``context_alpha`` and
         ``posterior_floor`` the online steps use (default the ``warm`` preset).
-    reliability, flag_threshold, min_flag_observations : as :class:`.pipeline.CountTagger`.
-    features, context : :class:`FeatureConfig`, :class:`ContextConfig` (as CountTagger).
+    crowd : :class:`.settings.CrowdSettings`, how annotators are judged (default: the
+        defaults), shared with :class:`.pipeline.CountTagger`.
+    features : :class:`.settings.FeatureSettings` (default: the defaults; or one part, as
+        :class:`.pipeline.CountTagger`'s), shared likewise.
     first_fit : keyword arguments of the :class:`.pipeline.CountTagger` fitted on the first
         block when there is no ``warm_start``.
     random_state : seed of that first fit.
@@ -147,11 +152,8 @@ class OnlineCountTagger:
         refit_below: int = 2000,
         n_slots: int = 2**16,
         schedule: EMSchedule = WARM,
-        reliability: bool = True,
-        flag_threshold: float = 0.5,
-        min_flag_observations: int = 10,
-        features: FeatureConfig | None = None,
-        context: ContextConfig | None = None,
+        crowd: CrowdSettings | None = None,
+        features: FeatureSettings | None = None,
         first_fit: dict | None = None,
         random_state: int | np.random.Generator | None = None,
     ) -> None:
@@ -170,52 +172,28 @@ class OnlineCountTagger:
         self.refit_below = refit_below
         self.n_slots = n_slots
         self.schedule = schedule
-        self.reliability = reliability
-        self.flag_threshold = flag_threshold
-        self.min_flag_observations = min_flag_observations
+        self.crowd = crowd
         self.features = features
-        self.context = context
         self.first_fit = first_fit
         self.random_state = random_state
 
     # ------------------------------------------------------------------ public
-    def partial_fit(
-        self,
-        sentences: Sequence[Sequence[str]],
-        observations: Observations,
-        tagset: Sequence[str],
-        *,
-        verifications: VerificationAnswers | None = None,
-        mechanism: Mechanism | None = None,
-        warm_start=None,
-    ) -> OnlineCountTagger:
-        """Learn from one block of ``observations`` (and ``verifications``) whose sentence
-        indices refer to ``sentences`` (the whole corpus, the same list on every call).
-        ``warm_start``: a fitted :class:`.pipeline.CountTagger` (or contextual tagger) to
+    def partial_fit(self, data: TrainingSet, *, warm_start=None) -> OnlineCountTagger:
+        """Learn from one block of answers, ``data`` (:class:`.training.TrainingSet`) whose
+        sentence indices refer to its ``sentences`` (the whole corpus, the same list on every
+        call). ``warm_start``: a fitted :class:`.pipeline.CountTagger` (or contextual tagger) to
         restart from, forgetting the stored labels (the batch retrain's consolidation)."""
         tic = time.perf_counter()
-        tagset = tuple(tagset)
+        sentences, observations, tagset = data.sentences, data.observations, data.tagset
+        verifications, mechanism = data.verifications, data.mechanism
         fitted_on_block = False
-        if observations.n_tags != len(tagset):
-            raise ValueError(
-                f"observations have {observations.n_tags} tag columns, tagset has {len(tagset)}"
-            )
         if getattr(self, "tagset_", tagset) != tagset:
             raise ValueError("tagset differs from the one the learner started with")
-        if self.n_slots < 1 or self.block_fit_iter < 1 or self.max_tokens < 1:
-            raise ValueError("n_slots, block_fit_iter and max_tokens must be at least 1")
+        self._validate_params()
         if warm_start is not None:
             self._start(warm_start, tagset)
         elif not hasattr(self, "tagger_"):
-            fit = CountTagger(
-                model="context",
-                features=self.features,
-                context=self.context,
-                random_state=self.random_state,
-                **(self.first_fit or {}),
-            ).fit(sentences, observations, tagset, verifications=verifications,
-                  mechanism=mechanism)  # fmt: skip
-            self._start(fit, tagset)
+            self._start(self._batch_fit(data), tagset)
             self._fitted_at = len(observations)
             fitted_on_block = True
         block = self._block(sentences, observations, verifications, mechanism)
@@ -225,7 +203,7 @@ class OnlineCountTagger:
         before = probs  # the annotators' residuals are taken under the model before the update
         if not fitted_on_block and self._refit_due(len(observations)):
             # Validated above under the model before the update; the refit is the update's start.
-            self._refit(sentences, observations, tagset, verifications, mechanism)
+            self._refit(data)
             probs = self._token_probs(block)
         if self.refresh is None:
             e_step = self.e_step(block, probs, weights)
@@ -253,15 +231,33 @@ class OnlineCountTagger:
         small = self.refit_until is None or total <= self.refit_until
         return small and total >= self.refit_growth * getattr(self, "_fitted_at", np.inf)
 
-    def _refit(self, sentences, observations, tagset, verifications, mechanism) -> None:
+    def _validate_params(self) -> None:
+        """Check the hyperparameters the online steps read (the batch fits check theirs)."""
+        if self.n_slots < 1 or self.block_fit_iter < 1 or self.max_tokens < 1:
+            raise ValueError("n_slots, block_fit_iter and max_tokens must be at least 1")
+        if self.crowd is not None and not isinstance(self.crowd, CrowdSettings):
+            raise ValueError("crowd must be CrowdSettings")
+        FeatureSettings.of(self.features)
+
+    @property
+    def _crowd_settings(self) -> CrowdSettings:
+        return CrowdSettings() if self.crowd is None else self.crowd
+
+    def _batch_fit(self, data: TrainingSet) -> CountTagger:
+        """A batch :class:`.pipeline.CountTagger` fit of ``data`` with this learner's settings."""
+        return CountTagger(
+            model="context", features=self.features, crowd=self.crowd,
+            random_state=self.random_state, **(self.first_fit or {}),
+        ).fit(data)  # fmt: skip
+
+    def _refit(self, data: TrainingSet) -> None:
         """Restart from a batch fit of the stored answers and the block's, the stored answers'
         E-step labels as the whole store; counters, curve and annotator table go on."""
+        sentences, observations, tagset = data.sentences, data.observations, data.tagset
+        mechanism = data.mechanism
         stored = self._answers
-        fit = CountTagger(
-            model="context", features=self.features, context=self.context,
-            random_state=self.random_state, **(self.first_fit or {}),
-        ).fit(sentences, _concat(stored, observations), tagset, verifications=verifications,
-              mechanism=mechanism)  # fmt: skip
+        both = _concat(stored, observations)
+        fit = self._batch_fit(replace(data, observations=both, uniform=None))
         kept = (self.n_blocks_, self.n_answers_, self._answers_counted, self.progressive_)
         self._start(fit, tagset)
         self.n_blocks_, self.n_answers_, self._answers_counted, self.progressive_ = kept
@@ -344,9 +340,13 @@ class OnlineCountTagger:
         return self
 
     def token_proba(self, sentences: Sequence[Sequence[str]]) -> np.ndarray:
+        """(n_tokens, K) tag probabilities of the served model."""
+        check_is_fitted(self)
         return self.tagger_.token_proba(sentences)
 
     def predict(self, sentences: Sequence[Sequence[str]]) -> list[list[str]]:
+        """Most probable tag of each token, sentence by sentence."""
+        check_is_fitted(self)
         return self.tagger_.predict(sentences)
 
     # ------------------------------------------------------------------ steps
@@ -501,13 +501,13 @@ class OnlineCountTagger:
         )
 
     def _weights(self, observations: Observations) -> np.ndarray:
-        if not self.reliability:
+        if not self._crowd_settings.reliability:
             return np.ones(len(observations))
         return self._slot_weight[annotator_slot(observations.annotator, self.n_slots)]
 
     def _learn_reliability(self, block: dict, probs: np.ndarray) -> None:
         """Add the block's residuals (under the pre-update model) to the hashed table."""
-        if not self.reliability:
+        if not self._crowd_settings.reliability:
             return
         obs = block["observations"]
         evidence = block["evidence"][0]
@@ -541,8 +541,8 @@ class OnlineCountTagger:
         )  # fmt: skip
         result: Reliability = reliability_from_sums(
             table,
-            flag_threshold=self.flag_threshold,
-            min_observations=self.min_flag_observations,
+            flag_threshold=self._crowd_settings.flag_threshold,
+            min_observations=self._crowd_settings.min_observations,
             shared=self.slot_shared_[used],
         )
         self.reliability_ = result
@@ -562,13 +562,12 @@ class OnlineCountTagger:
         t = self._answers_counted / self.block_size
         return float(np.clip(share * self.eta0 * (self.tau0 + t) ** -self.rho, 0.0, 1.0))
 
-    def seed(
-        self, sentences, observations: Observations, tagset, tagger, *, mechanism=None
-    ) -> OnlineCountTagger:
+    def seed(self, data: TrainingSet, tagger) -> OnlineCountTagger:
         """Start from a fitted ``tagger`` (the batch retrain's) and store the E-step labels and
-        annotator residuals of ``observations``, answers it was fitted on, without a step: the
-        next blocks' M-steps then weigh them against what the batch fit learned."""
-        self._start(tagger, tuple(tagset))
+        annotator residuals of ``data``'s count answers, answers it was fitted on, without a
+        step: the next blocks' M-steps then weigh them against what the batch fit learned."""
+        sentences, observations, mechanism = data.sentences, data.observations, data.mechanism
+        self._start(tagger, data.tagset)
         block = self._block(sentences, observations, None, mechanism)
         probs = self._token_probs(block)
         e_step = self.e_step(block, probs, self._weights(observations))

@@ -13,18 +13,20 @@ from dataclasses import dataclass
 import numpy as np
 
 from .calibration import (
+    MIN_GOLD_TOKENS,
     expected_calibration_error,
-    fit_temperature_gold,
-    tempered_groups,
+    gold_calibrates,
+    gold_calibration,
 )
 from .cost import bayes_decision, cost_report
 from .counts import expected_counts
-from .crowd import estimate_reliability
+from .crowd import Reliability
 from .evaluate import accuracy, confusion_matrix, count_consistency, per_tag_scores
 from .observations import Observations
-from .privacy import Mechanism
+from .settings import CrowdSettings
 
 __all__ = [
+    "MIN_GOLD_TOKENS",
     "TokenProbabilities",
     "annotator_table",
     "cost_evaluation",
@@ -121,61 +123,6 @@ def cost_evaluation(
     return report
 
 
-MIN_GOLD_TOKENS = 200
-
-
-def gold_calibrates(sentences: Sequence[Sequence[str]]) -> bool:
-    """Whether ``sentences`` hold enough gold tokens for :func:`gold_calibration`."""
-    return sum(len(sentence) for sentence in sentences) >= MIN_GOLD_TOKENS
-
-
-def gold_calibration(
-    tagger,
-    sentences: Sequence[Sequence[str]],
-    tags: Sequence[Sequence[str]],
-    raw: np.ndarray | None = None,
-):
-    """Temperatures of ``tagger`` fitted to gold ``sentences`` (one for the words its answers
-    covered, one for the others: the gold log-likelihood separates by token, so each is its own
-    one-dimensional fit), or None with fewer than ``MIN_GOLD_TOKENS`` tokens. Also the expected
-    calibration error on those sentences at the tagger's own temperatures (``ece_before``) and
-    at gold temperatures fitted on the other half of the sentences (``ece_after``: the report
-    is then not scored on what was fitted to it). ``raw``: the tokens' uncalibrated
-    probabilities, when already computed."""
-    if not gold_calibrates(sentences):
-        return None
-    flat = [form for sentence in sentences for form in sentence]
-    index = {tag: k for k, tag in enumerate(tagger.tagset_)}
-    gold = np.array([index[t] for sentence in tags for t in sentence], dtype=np.int64)
-    if raw is None:
-        raw = tagger.token_proba(sentences, calibrated=False)
-    groups = (~tagger.seen(flat)).astype(np.int64)
-    half = np.repeat(np.arange(len(sentences)) % 2, [len(s) for s in sentences])
-
-    def fit(mask):
-        temperatures = []
-        for g in (0, 1):
-            mine = mask & (groups == g)
-            both = mask if mine.sum() < MIN_GOLD_TOKENS // 4 else mine
-            temperatures.append(fit_temperature_gold(raw[both], gold[both]))
-        return temperatures
-
-    crossed = np.empty_like(raw)
-    for h in (0, 1):
-        other = fit(half != h)
-        mine = half == h
-        crossed[mine] = tempered_groups(raw[mine], groups[mine], other)
-    temperature, unseen = fit(np.ones(gold.size, dtype=bool))
-    return {
-        "source": "gold",
-        "temperature": temperature,
-        "unseen_temperature": unseen,
-        "ece_before": expected_calibration_error(tagger.calibrated(raw, flat), gold),
-        "ece_after": expected_calibration_error(crossed, gold),
-        "tokens": int(gold.size),
-    }
-
-
 def held_out_consistency(probs: TokenProbabilities, held_out: Observations) -> float | None:
     """Count consistency (:func:`.evaluate.count_consistency`) of held-out answers, or None."""
     if len(held_out) == 0:
@@ -185,54 +132,46 @@ def held_out_consistency(probs: TokenProbabilities, held_out: Observations) -> f
 
 
 def annotator_table(
-    probs: TokenProbabilities,
-    judged: Observations,
+    reliability: Reliability | None,
+    verification: dict[int, dict],
     *,
     annotators: np.ndarray,
     answers: np.ndarray,
     median_seconds: np.ndarray,
-    flag_threshold: float,
+    crowd: CrowdSettings,
     min_observations: int,
-    mechanism: Mechanism | None = None,
 ) -> list[dict]:
     """One row per annotator (``annotators``, with their number of ``answers`` and median
-    seconds per answer): reliability against the model over their ``judged`` answers (those not
-    held out, flagged annotators' included, so a flag is lifted once their answers agree with the
-    model), the weight their answers get, and whether and why they are flagged.
-
-    ``mechanism``: the answers are releases of this privacy mechanism; as in the fit's own
-    reliability step, they are debiased and the mechanism's known noise is taken out of the
-    residuals, so that its noise alone flags nobody."""
-    estimates = {}
-    if len(judged):
-        mean, var = probs.window_expectations(judged)
-        counts, noise = judged.counts, None
-        if mechanism is not None:
-            counts = mechanism.debiased_counts(judged)
-            noise = mechanism.expected_noise(judged, mean)
-        estimates = estimate_reliability(
-            judged.annotator,
-            judged.tag_mask,
-            counts,
-            judged.length,
-            mean,
-            var,
-            known_noise=noise,
-            flag_threshold=flag_threshold,
-            min_observations=min_observations,
-        ).as_dict()
+    seconds per answer) from the fit's one estimate of the crowd: the count answerers'
+    ``reliability`` (:class:`.crowd.Reliability`) and the verification answerers' table
+    (``CountTagger.verification_reliability_``), over every answer not held out, the excluded
+    annotators' included (so a flag is lifted once their answers agree with the model): the
+    skill, the weight their answers get, and whether and why they are flagged. An annotator is
+    judged after ``min_observations`` answers of a kind (``CountTagger.min_flag_observations_``).
+    """
+    estimates = {} if reliability is None else reliability.as_dict()
+    threshold = crowd.flag_threshold
     table = []
     for annotator, count, median in zip(annotators, answers, median_seconds, strict=True):
         estimate = estimates.get(int(annotator))
         judged_enough = estimate is not None and estimate["n_observations"] >= min_observations
         flagged = bool(judged_enough and estimate["flagged"])
-        reason = ""
+        reasons = []
         if flagged:
-            reason = (
+            reasons.append(
                 f"Counts no better than chance (skill {estimate['skill']:.2f} < "
-                f"{flag_threshold:.2f} over {estimate['n_observations']} answers); "
+                f"{threshold:.2f} over {estimate['n_observations']} answers); "
                 "their answers no longer count."
             )
+        checks = verification.get(int(annotator))
+        if checks is not None and checks["flagged"]:
+            flagged = True
+            reasons.append(
+                f"Yes / No answers no better than chance (skill {checks['skill']:.2f} < "
+                f"{threshold:.2f} over {checks['n_observations']} answers, "
+                f"{checks['yes_rate']:.0%} Yes); their answers no longer count."
+            )
+        skill = None if checks is None else checks["skill"]
         table.append(
             {
                 "annotator": int(annotator),
@@ -242,7 +181,13 @@ def annotator_table(
                 "noise_variance": float(estimate["noise_variance"]) if estimate else None,
                 "weight": float(estimate["weight"]) if estimate else None,
                 "flagged": flagged,
-                "flag_reason": reason,
+                # Both reasons when counts and Yes / No both fail; the quality table holds 300.
+                "flag_reason": " ".join(reasons)[:300],
+                "verification_answers": 0 if checks is None else int(checks["n_observations"]),
+                "verification_skill": None if skill is None else round(float(skill), 4),
+                "verification_yes_rate": (
+                    None if checks is None else round(float(checks["yes_rate"]), 4)
+                ),
             }
         )
     return table

@@ -4,15 +4,15 @@ crowd, each followed by a retrain, as a project lives on the platform.
 Round 0 asks ``start`` uniform count tasks per sentence and fits the first version. Each later
 round spends an equal share of the rest of the budget (``budget`` tasks per sentence in all, in
 annotator seconds) on tasks chosen by the policy from the current version, then retrains as
-the platform's scheduled retrain does (warm from the version only when a few more answers, drawn
-uniformly, came since the last full fit):
+the platform's scheduled retrain does: the same retrain policy (:mod:`learning.core.policy`)
+decides the warm start, the word classes, the calibration, the flags and the next round:
 
 * ``uniform`` — tasks drawn as the paper's ``S(o | y)``, as before adaptive tasks;
-* ``adaptive`` — :func:`.task_value.round_plan` on the version's token probabilities given the
-  answers in hand (:func:`.task_value.given_answers`; the code the platform runs after a
-  retrain), with its exploration share; with ``verification``, the share of
-  verification tasks :func:`.task_value.verification_share` gives by bits per second, on each
-  sentence's most informative window;
+* ``adaptive`` — the round the platform's retrain policy plans with the version
+  (:func:`learning.core.policy.plan_version`: :func:`.task_value.round_plan` on the version's
+  token probabilities given the answers in hand, with its exploration share; with
+  ``verification``, its windows and the share of verification leases by bits per second),
+  served as leasing serves it: each kind in its order, in the round's seconds;
 * ``oracle`` — a bound for any value, not a policy a project could run: the same plan on
   probabilities that know the gold, certain where the version is right and split evenly
   between its tag and the gold tag where it is wrong (:func:`error_oracle`), so the round asks
@@ -37,23 +37,24 @@ import numpy as np
 from learning.core.conllu import ConlluSentence
 from learning.core.evaluate import accuracy
 from learning.core.observations import Observations
-from learning.core.pipeline import CountTagger
-from learning.core.schedule import asked_share, warm_start_suits
-from learning.core.task_value import (
-    EXPLORATION,
-    best_verification_windows,
-    given_answers,
-    given_verifications,
-    round_plan,
-    verification_share,
+from learning.core.policy import (
+    PolicySettings,
+    PreviousVersion,
+    RetrainFacts,
+    RoundSettings,
+    VersionPlan,
+    plan_version,
 )
+from learning.core.task_value import EXPLORATION, round_plan
+from learning.core.training import TrainingSet
 from learning.core.verification import VerificationAnswers
 
 from .crowd_report import gold_indices
 from .simulate import SimulatedCrowd, answer_counts, answer_verifications, simulate_crowd
 
 __all__ = [
-    "POLICIES", "SECONDS_PER_ANSWER", "campaign_rounds", "error_oracle", "seconds_per_count",
+    "POLICIES", "SECONDS_PER_ANSWER", "campaign_facts", "campaign_rounds", "error_oracle",
+    "seconds_per_count",
 ]  # fmt: skip
 
 POLICIES = ("uniform", "adaptive", "oracle")
@@ -78,7 +79,6 @@ class _Campaign:
     observations: Observations
     explored: np.ndarray  # per observation: drawn as S(o | y)
     verifications: VerificationAnswers | None = None
-    word_ids: np.ndarray | None = None  # per token: its lowercased form's index
 
 
 def campaign_rounds(
@@ -134,57 +134,48 @@ def campaign_rounds(
         crowd=crowd,
         observations=crowd.observations,
         explored=np.ones(len(crowd.observations), dtype=bool),
-        word_ids=np.unique([w.lower() for s in sentences for w in s], return_inverse=True)[1],
     )
     count_seconds = seconds_per_count(tags_per_task, n_tags)
     seconds = {"count": count_seconds * len(crowd.observations), "verify": 0.0}
     n_sentences = int((lengths > 0).sum())
     round_seconds = (budget - start) * n_sentences * count_seconds / max(1, rounds - 1)
-    model = None
+    round_settings = RoundSettings(
+        window=window,
+        tags_per_task=tags_per_task,
+        verification_share=None if verification and policy == "adaptive" else 0.0,
+        n_tasks=int(round_seconds / count_seconds),  # as many as the round could buy
+        exploration=exploration,
+        given_answers=given_answers,
+        repeat_discount=repeat_discount,
+    )
+    plan = None
     history: list[tuple[float, float]] = []
     budget_answers = None
-    full_fit_answers = full_fit_chosen = 0  # of the last fit that did not go on warm: the
-    # answers, and those chosen by value (count tasks not drawn uniformly, and verifications)
     for number in range(rounds):
         planning = time.perf_counter()
         if number > 0:
-            spent = _round(state, model, policy, round_seconds, count_seconds, window,
-                           tags_per_task, verification, exploration, given_answers,
-                           repeat_discount, rng)  # fmt: skip
+            spent = _round(state, plan, policy, round_seconds, count_seconds, round_settings,
+                           rng)  # fmt: skip
             for kind, value in spent.items():
                 seconds[kind] += value
         fitting = time.perf_counter()
-        answers = len(state.observations) + (
+        # As a retrain: the platform's policy, on every answer so far; the next round is
+        # planned with the version unless it is the last or another policy chooses it.
+        plans_round = policy == "adaptive" and number < rounds - 1
+        settings = PolicySettings(seed=seed, rounds=round_settings if plans_round else None)
+        facts = _facts(state, number + 1, count_seconds)
+        plan = plan_version(facts, _previous(plan, number, facts.text_tokens), settings)
+        model = plan.estimator
+        fitted = time.perf_counter()
+        answers = plan.estimator.n_observations_ + (
             len(state.verifications) if state.verifications is not None else 0
         )
-        # As a retrain: warm from the version when the answers of both kinds grew little since
-        # the last full fit, and by uniform draws only.
-        chosen = answers - int(state.explored.sum())
-        warm = model is not None and warm_start_suits(
-            full_fit_answers,
-            answers,
-            asked=asked_share(state.observations, int(state.offsets[-1])),
-            chosen_since=chosen - full_fit_chosen,
-        )
-        if not warm:
-            full_fit_answers, full_fit_chosen = answers, chosen
-        model = CountTagger(
-            random_state=seed,
-            word_classes=model.word_classes_ if model is not None else True,
-        ).fit(
-            sentences,
-            state.observations,
-            tagset,
-            verifications=state.verifications,
-            warm_start=model if warm else None,
-            uniform=state.explored,
-        )
-        fitted = time.perf_counter()
         if budget_answers is None:  # the answers the budget buys, at round 0's rate per task
             budget_answers = answers * budget / start
         score = accuracy(test_tags, model.predict(test_sentences))
         history.append((answers, score))
         spammers = crowd.annotators_of_kind("spammer")
+        planned = sum(plan.timings.get(k, 0.0) for k in ("verification_round", "count_round"))
         row = {
             "policy": policy,
             "round": number,
@@ -193,17 +184,19 @@ def campaign_rounds(
             "verification_answers": 0 if state.verifications is None else len(state.verifications),
             "accuracy": score,
             "annotator_seconds": {kind: round(value, 1) for kind, value in seconds.items()},
-            "flagged_annotators": [int(a) for a in model.flagged_annotators_],
+            "flagged_annotators": [int(a) for a in plan.flagged],
             "simulated_spammers": [int(a) for a in spammers],
             "exact_annotators_flagged": [
-                int(a)
-                for a in np.intersect1d(
-                    crowd.annotators_of_kind("exact"), model.flagged_annotators_
-                )  # fmt: skip
+                int(a) for a in np.intersect1d(crowd.annotators_of_kind("exact"), plan.flagged)
             ],
             "schedule": model.schedule_.name,
-            "seconds_choosing_tasks": round(fitting - planning, 2),  # the model's token
-            "seconds_retrain": round(fitted - fitting, 2),  # probabilities and the round's plan
+            "warm_started": plan.warm_started,
+            "verification_share": (
+                None if plan.counts is None else round(plan.counts.verification_share, 4)
+            ),
+            # The next round's plan (made with the version) and the simulated answers to it.
+            "seconds_choosing_tasks": round(fitting - planning + planned, 2),
+            "seconds_retrain": round(fitted - fitting - planned, 2),
         }
         if number > 0:
             n_eval = sum(len(tags) for tags in test_tags)
@@ -217,61 +210,106 @@ def campaign_rounds(
         yield row
 
 
-def _round(state, model, policy, round_seconds, count_seconds, window, tags_per_task,
-           verification, exploration, given, discount, rng) -> dict[str, float]:  # fmt: skip
-    """Ask the round's tasks and add their answers to ``state``; returns seconds spent by kind."""
-    n_tags = len(state.tagset)
+def campaign_facts(
+    sentences: Sequence[Sequence[str]],
+    tagset: Sequence[str],
+    observations: Observations,
+    verifications: VerificationAnswers | None,
+    explored: np.ndarray,
+    *,
+    number: int,
+    seconds: dict[str, tuple[float | None, int]] | None,
+) -> RetrainFacts:
+    """The retrain's facts of a campaign: every answer so far (``explored``: per count answer,
+    drawn as ``S(o | y)``), the regions answered already, the ``seconds`` of each kind as
+    measured (median, answers)."""
+    data = TrainingSet(
+        sentences, observations, tuple(tagset), verifications=verifications, uniform=explored
+    )
+    return RetrainFacts.of_answers(data, number=number, asked=_asked(observations), seconds=seconds)
+
+
+def _facts(state: _Campaign, number: int, count_seconds: float) -> RetrainFacts:
+    n_verify = 0 if state.verifications is None else len(state.verifications)
+    measured = {  # every simulated answer of a kind takes the same seconds
+        "count": (count_seconds, len(state.observations)),
+        "verify": (SECONDS_PER_ANSWER["verify"], n_verify),
+    }
+    return campaign_facts(
+        state.sentences, state.tagset, state.observations, state.verifications, state.explored,
+        number=number, seconds=measured,
+    )  # fmt: skip
+
+
+def _previous(plan: VersionPlan | None, number: int, text_tokens: int) -> PreviousVersion | None:
+    """The campaign's current version (``number``, learned on the same text) as the policy
+    reads it."""
+    if plan is None:
+        return None
+    model = plan.estimator
+    return PreviousVersion(
+        number=number,
+        full_fit_answers=plan.full_fit_answers,
+        full_fit_chosen=plan.full_fit_chosen,
+        text_tokens=text_tokens,
+        flagged=plan.flagged,
+        load=lambda: model.tagger_,
+    )
+
+
+def _round(state, plan, policy, round_seconds, count_seconds, settings, rng):
+    """Ask the round's tasks and add their answers to ``state``; returns seconds spent by kind.
+    ``adaptive``: the version's plan, served as leasing serves it (its share of verification
+    leases, each kind in its order); ``uniform`` and ``oracle``: drawn here."""
+    n_tags, window = len(state.tagset), settings.window
+    model = plan.estimator
     # As the platform: an annotator the version flagged is served gold checks only, so the
     # round's tasks go to the others.
     crowd_size = state.crowd.annotator_kind.shape[0]
-    serving = np.setdiff1d(np.arange(crowd_size), model.flagged_annotators_)
-    probs = model.token_proba(state.sentences) if policy != "uniform" else None
-    counted = probs
-    if policy == "oracle":
-        counted = error_oracle(probs, np.concatenate(state.gold))
-    elif given and probs is not None:
-        o = state.observations  # as the platform: not the flagged annotators' answers
-        kept = ~np.isin(o.annotator, model.flagged_annotators_)
-        counted = given_answers(probs, state.offsets, o.sentence[kept], o.start[kept],
-                                o.length[kept], o.tag_mask[kept], o.counts[kept])  # fmt: skip
-        if state.verifications is not None:
-            v = state.verifications
-            kept = ~np.isin(v.annotator, model.flagged_annotators_)
-            counted = given_verifications(counted, state.offsets, v.sentence[kept],
-                                          v.start[kept], v.shown[kept], v.answer[kept],
-                                          v.wrong[kept])  # fmt: skip
-    share = 0.0
+    serving = np.setdiff1d(np.arange(crowd_size), plan.flagged)
+    share = 0.0 if plan.counts is None or not plan.windows else plan.counts.verification_share
     verify_seconds = SECONDS_PER_ANSWER["verify"]
-    if verification and policy == "adaptive":
-        starts, verify_value = best_verification_windows(counted, state.offsets, window)
-        plan = round_plan(counted, state.offsets, window=window, tags_per_task=tags_per_task,
-                          n_tasks=int(round_seconds / count_seconds), exploration=0.0,
-                          asked=_asked(state.observations), random_state=rng)  # fmt: skip
-        share = verification_share(plan.value, count_seconds, verify_value, verify_seconds)
     # Seconds split by the share of tasks: n_count · c + n_verify · v = round_seconds.
     per_task = (1 - share) * count_seconds + share * verify_seconds
     n_tasks = int(round_seconds / per_task)
-    n_verify = int(round(share * n_tasks))
+    n_verify = min(int(round(share * n_tasks)), len(plan.windows or []))
     n_count = n_tasks - n_verify
-    if policy == "uniform":
-        plan = round_plan(np.zeros((state.offsets[-1], n_tags)), state.offsets, window=window,
-                          tags_per_task=tags_per_task, n_tasks=n_count, exploration=1.0,
-                          random_state=rng)  # fmt: skip
+    if policy == "adaptive":
+        chosen = plan.counts.plan
+        keys = np.array([key for key, _, gold in _served(state) if not gold], dtype=np.int64)
+        sentence, start, length = keys[chosen.sentence], chosen.start, chosen.length
+        tag_mask, explore = chosen.tag_mask, chosen.explore
+        sentence, start, length, tag_mask, explore = (
+            a[:n_count] for a in (sentence, start, length, tag_mask, explore)
+        )
     else:
-        plan = round_plan(counted, state.offsets, window=window, tags_per_task=tags_per_task,
-                          n_tasks=n_count, exploration=exploration,
-                          asked=_asked(state.observations), token_keys=state.word_ids,
-                          repeat_discount=discount, random_state=rng)  # fmt: skip
-    new = answer_counts(state.crowd, state.gold, plan.sentence, plan.start, plan.length,
-                        plan.tag_mask, rng, serving=serving)  # fmt: skip
+        uniform = policy == "uniform"
+        if uniform:
+            probs = np.zeros((state.offsets[-1], n_tags))
+        else:
+            probs = error_oracle(model.token_proba(state.sentences), np.concatenate(state.gold))
+        word_ids = np.unique([w.lower() for s in state.sentences for w in s],
+                             return_inverse=True)[1].ravel()  # fmt: skip
+        drawn = round_plan(probs, state.offsets, window=window,
+                           tags_per_task=settings.tags_per_task, n_tasks=n_count,
+                           exploration=1.0 if uniform else settings.exploration,
+                           asked=None if uniform else _asked(state.observations),
+                           token_keys=None if uniform else word_ids,
+                           repeat_discount=1.0 if uniform else settings.repeat_discount,
+                           random_state=rng)  # fmt: skip
+        sentence, start, length = drawn.sentence, drawn.start, drawn.length
+        tag_mask, explore = drawn.tag_mask, drawn.explore
+    new = answer_counts(state.crowd, state.gold, sentence, start, length, tag_mask, rng,
+                        serving=serving)  # fmt: skip
     state.observations = _concat(state.observations, new, state.offsets)
-    state.explored = np.concatenate([state.explored, plan.explore])
+    state.explored = np.concatenate([state.explored, explore])
     spent = {"count": n_count * count_seconds, "verify": 0.0}
     if n_verify:
-        best = np.argsort(-verify_value, kind="stable")[:n_verify]
-        answers = answer_verifications(
-            state.crowd, state.gold, probs, best, starts[best], window, rng, serving=serving
-        )
+        windows = plan.windows[:n_verify]  # the most informative first, as leasing serves them
+        best = np.array([w.sentence_id for w in windows], dtype=np.int64)
+        starts = np.array([w.start for w in windows], dtype=np.int64)
+        answers = answer_verifications(state.crowd, state.gold, plan.probabilities.probs, best,
+                                       starts, window, rng, serving=serving)  # fmt: skip
         state.verifications = (
             answers
             if state.verifications is None
@@ -279,6 +317,12 @@ def _round(state, model, policy, round_seconds, count_seconds, window, tags_per_
         )
         spent["verify"] = n_verify * verify_seconds
     return spent
+
+
+def _served(state: _Campaign):
+    """The sentences a round is made on, as :meth:`.policy.RetrainFacts.of_answers` serves
+    them."""
+    return [(i, s, False) for i, s in enumerate(state.sentences) if len(s)]
 
 
 def error_oracle(token_probs: np.ndarray, gold: np.ndarray) -> np.ndarray:

@@ -24,6 +24,7 @@ from learning.core.node_tagger import NodeTagger
 from learning.core.pipeline import CountTagger
 from learning.core.softmax import soft_label_objective
 from learning.core.solver import soft_counts
+from learning.core.training import TrainingSet
 
 from .simulate import simulate_crowd
 
@@ -114,7 +115,9 @@ def benchmark(
         gold, len(tagset), window=window, obs_per_sentence=obs_per_sentence, random_state=seed
     )
     seconds_simulate = time.perf_counter() - tic
-    model = CountTagger(model="node", random_state=seed).fit(sentences, crowd.observations, tagset)
+    model = CountTagger(model="node", random_state=seed).fit(
+        TrainingSet(sentences, crowd.observations, tagset)
+    )
     soft = soft_counts(model.coverage_, model.word_tag_probs_)
     comparison = compare_fit_with_sklearn(
         model.vocabulary_, soft, tagset, model.alpha_, model.tagger_.feature_config_

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Sequence
+from dataclasses import replace
 
 import numpy as np
 
@@ -26,8 +27,11 @@ from learning.core.em import window_token_index
 from learning.core.evaluate import MostFrequentTagger, accuracy
 from learning.core.node_tagger import NodeTagger
 from learning.core.pipeline import STAGES, CountTagger
+from learning.core.policy import PolicySettings, RetrainFacts, VersionPlan, plan_version
 from learning.core.privacy import DEFAULT_MECHANISM, Mechanism
+from learning.core.training import TrainingSet
 
+from .agm import adversarial_for
 from .online_report import online_report
 from .simulate import simulate_crowd, simulate_verifications
 
@@ -131,16 +135,16 @@ def simulation_report(
     crowd = crowd_for(obs_per_sentence)
     observations = crowd.observations
     params = {"random_state": seed, **(model_params or {})}
-    if agm and cost_matrix is not None:  # the same fit, plus the adversarial model (agm_)
-        params["agm_cost"] = cost_matrix_named(cost_matrix, tagset)
     privacy_report: dict = {}
     private = None
     if privacy_alpha is not None:
         private = Mechanism(mechanism, privacy_alpha, n_tags=len(tagset))
-        public = CountTagger(**params).fit(sentences, observations, tagset)
+        public = CountTagger(**params).fit(TrainingSet(sentences, observations, tagset))
         observations = private.released(observations, seed + 2)
         privacy_report = {"privacy_alpha": privacy_alpha, "mechanism": mechanism}
-    model = CountTagger(**params).fit(sentences, observations, tagset, mechanism=private)
+    data = TrainingSet(sentences, observations, tagset, mechanism=private)
+    plan = served_plan(data, seed, model_params)
+    model = plan.estimator
     if private is not None:
         # As in a private project's retrain: an annotator is judged after as many released
         # answers as carry the evidence of min_flag_observations true ones.
@@ -159,12 +163,11 @@ def simulation_report(
             tap=verify_tap,
             random_state=seed + 1,
         )
-        model = CountTagger(**params).fit(
-            sentences, observations, tagset, verifications=verifications, mechanism=private
-        )
-        same_answers = CountTagger(**params).fit(
-            sentences, crowd_for(obs_per_sentence + verify_per_sentence).observations, tagset
-        )
+        data = replace(data, verifications=verifications)
+        plan = served_plan(data, seed, model_params)
+        model = plan.estimator
+        more = crowd_for(obs_per_sentence + verify_per_sentence).observations
+        same_answers = CountTagger(**params).fit(TrainingSet(sentences, more, tagset))
         yes_sayers = crowd.annotators_of_kind("yes-sayer")
         verification_report = {
             "verify_per_sentence": verify_per_sentence,
@@ -175,7 +178,7 @@ def simulation_report(
             "accuracy_counts_only": None,  # filled in below, with the other scores
             "accuracy_counts_only_same_answers": None,
             "simulated_yes_sayers": [int(a) for a in yes_sayers],
-            "all_yes_sayers_flagged": bool(np.isin(yes_sayers, model.flagged_annotators_).all()),
+            "all_yes_sayers_flagged": bool(np.isin(yes_sayers, plan.flagged).all()),
             "verification_skill": {
                 a: None if row["skill"] is None else round(row["skill"], 4)
                 for a, row in model.verification_reliability_.items()
@@ -206,7 +209,7 @@ def simulation_report(
     most_frequent = MostFrequentTagger().fit(sentences, train_tags)
 
     spammers = crowd.annotators_of_kind("spammer")
-    flagged = model.flagged_annotators_
+    flagged = plan.flagged
     exact = crowd.annotators_of_kind("exact")
     report = {
         "tagset": tag_column,
@@ -259,6 +262,7 @@ def simulation_report(
                 seed=seed,
             )  # fmt: skip
         )
+    agm_seconds = (0.0, 0.0)
     if cost_matrix is not None:
         cost = cost_matrix_named(cost_matrix, tagset)
         report["cost_matrix"] = cost_matrix
@@ -267,8 +271,11 @@ def simulation_report(
             report[f"cost_{name}_bayes"] = reference_cost(
                 reference, test_sentences, test_tags, tagset, cost
             )
-        if model.agm_ is not None:
-            report |= agm_figures(model, test_sentences, test_tags, tagset, cost)
+        if agm and served.kind == "context":  # an experiment beside the served model
+            tic, cpu = time.perf_counter(), time.process_time()
+            adversarial = adversarial_for(model, data, cost)
+            agm_seconds = (time.perf_counter() - tic, time.process_time() - cpu)
+            report |= agm_figures(adversarial, test_sentences, test_tags, tagset, cost)
     if private is not None:
         report["accuracy_moments_without_privacy"] = score(public.moment_tagger_)
         report["accuracy_refined_without_privacy"] = score(public.tagger_)
@@ -278,8 +285,11 @@ def simulation_report(
     for stage in STAGES:
         report[f"seconds_{stage}"] = model.timings_[stage]
         report[f"cpu_seconds_{stage}"] = model.timings_["cpu_" + stage]
+    report["seconds_agm"], report["cpu_seconds_agm"] = agm_seconds
     report["seconds_total_learning"] = sum(model.timings_[stage] for stage in STAGES)
+    report["seconds_total_learning"] += agm_seconds[0]
     report["cpu_seconds_total_learning"] = sum(model.timings_["cpu_" + s] for s in STAGES)
+    report["cpu_seconds_total_learning"] += agm_seconds[1]
     for name, value in seconds.items():
         report[f"seconds_{name}"] = value
     if references:
@@ -365,18 +375,25 @@ def reference_cost(tagger, sentences, tags, tagset, cost: np.ndarray) -> float:
     return realised_cost(gold[known], decided[known], cost)
 
 
-def agm_figures(model: CountTagger, sentences, tags, tagset, cost: np.ndarray) -> dict:
-    """``cost_agm`` and ``accuracy_agm``: the adversarial model of ``model.agm_`` on gold
-    ``sentences``, and its training's moment gap."""
+def agm_figures(adversarial, sentences, tags, tagset, cost: np.ndarray) -> dict:
+    """``cost_agm`` and ``accuracy_agm``: the adversarial model (:mod:`.agm`) on gold
+    ``sentences``, its training's moment gap and seconds."""
     gold = flat_gold(tags, tagset)
     known = gold >= 0
-    decided = model.agm_.decide(sentences)
+    decided = adversarial.decide(sentences)
     return {
         "cost_agm": realised_cost(gold[known], decided[known], cost),
         "accuracy_agm": float(np.mean(decided == gold)),
-        "agm_iterations": model.agm_.info_["n_iter"],
-        "agm_moment_gap": model.agm_.info_["moment_gap"],
+        "agm_iterations": adversarial.info_["n_iter"],
+        "agm_moment_gap": adversarial.info_["moment_gap"],
     }
+
+
+def served_plan(data: TrainingSet, seed: int, model_params: dict | None) -> VersionPlan:
+    """The served model of a simulation as the platform's retrain makes a first version (the
+    retrain policy, :func:`learning.core.policy.plan_version`, without a next round)."""
+    settings = PolicySettings(seed=seed, estimator=dict(model_params or {}))
+    return plan_version(RetrainFacts.of_answers(data, number=1), None, settings)
 
 
 def _unfitted_like(tagger, *, max_iter: int):

@@ -17,6 +17,7 @@ from learning.core.observations import Observations
 from learning.core.online import OnlineCountTagger
 from learning.core.pipeline import CountTagger
 from learning.core.privacy import Mechanism
+from learning.core.training import TrainingSet
 
 __all__ = ["CURVE_FRACTIONS", "online_report"]
 
@@ -54,7 +55,7 @@ def online_report(
     for index, block in enumerate(blocks):
         tic = time.perf_counter()
         learner.partial_fit(
-            sentences, observations.subset(np.sort(block)), tagset, mechanism=mechanism
+            TrainingSet(sentences, observations.subset(np.sort(block)), tagset, mechanism=mechanism)
         )
         if index == 0:
             start_seconds = time.perf_counter() - tic
@@ -66,7 +67,7 @@ def online_report(
                 batch_model
                 if so_far.shape[0] == len(observations)
                 else CountTagger(**batch_params).fit(
-                    sentences, observations.subset(so_far), tagset, mechanism=mechanism
+                    TrainingSet(sentences, observations.subset(so_far), tagset, mechanism=mechanism)
                 )
             )
             curve.append(

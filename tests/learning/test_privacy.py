@@ -53,9 +53,9 @@ def test_the_retrain_fits_through_the_mechanism(manager, monkeypatch):
     seen = []
     fit = CountTagger.fit
 
-    def recording_fit(self, *args, **kwargs):
-        seen.append(kwargs.get("mechanism"))
-        return fit(self, *args, **kwargs)
+    def recording_fit(self, data, **kwargs):
+        seen.append(data.mechanism)
+        return fit(self, data, **kwargs)
 
     monkeypatch.setattr(CountTagger, "fit", recording_fit)
     outcome = services.retrain_run(project_id=project.pk, trigger="manual")

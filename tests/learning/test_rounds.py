@@ -8,19 +8,16 @@ import pytest
 from annotation import scheduler
 from annotation.models import Assignment, Project, Sentence, Task, TaskOrigin
 from annotation.services import VerificationWindow
-from learning import adapter, rounds, services
+from learning import adapter, rounds
 from learning.core.report import TokenProbabilities
 from learning.core.task_value import EXPLORATION
 from learning.core.verification import VerificationAnswers
 from learning.verification import round_windows
 from tests.support.crowd import answer_tasks
 from tests.support.factories import member
+from tests.support.learning import retrain
 
 pytestmark = pytest.mark.django_db
-
-
-def retrain(project):
-    return services.retrain_run(project_id=project.pk, trigger="manual")
 
 
 def training(project):

@@ -25,12 +25,9 @@ from learning.models import (
     RetrainSchedule,
 )
 from tests.support.crowd import add_annotators, answer_tasks, import_corpus, toy_sentences
+from tests.support.learning import retrain
 
 pytestmark = pytest.mark.django_db
-
-
-def retrain(project):
-    return services.retrain_run(project_id=project.pk, trigger="manual")
 
 
 def test_first_retrain_writes_a_complete_version_and_report(project, crowd):
@@ -370,9 +367,8 @@ def test_the_retrain_fits_what_simulate_crowd_fits(project, crowd, monkeypatch, 
     call_command("simulate_crowd", "--train", corpus, "--test", corpus, stdout=io.StringIO())
     data = adapter.training_data_load(project_id=project.pk, excluded_annotators=set())
     simulated = CountTagger(random_state=seen["seed"], **seen["model_params"]).fit(
-        data.sentences, data.fit, data.tagset, text=data.text, mechanism=data.mechanism,
-        verifications=data.verifications,
-    )  # fmt: skip
+        data.training_set()
+    )
     assert version.hyperparameters["schedule"] == simulated.schedule_.as_dict()
     stored = adapter.model_load(version.file.name)
     np.testing.assert_allclose(stored.coef_, simulated.tagger_.coef_, rtol=1e-6, atol=1e-9)

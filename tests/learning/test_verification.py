@@ -6,15 +6,12 @@ import pytest
 
 from annotation import scheduler
 from annotation.models import Observation, Project, Sentence, Task
-from learning import adapter, services
+from learning import adapter
 from learning.models import AnnotatorQuality
 from tests.support.crowd import add_annotators, answer_tasks
+from tests.support.learning import retrain
 
 pytestmark = pytest.mark.django_db
-
-
-def retrain(project):
-    return services.retrain_run(project_id=project.pk, trigger="manual")
 
 
 def test_a_retrain_makes_a_round_of_the_new_versions_most_likely_tags(project, crowd):

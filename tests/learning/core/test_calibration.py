@@ -11,6 +11,7 @@ from learning.core.calibration import (
 )
 from learning.core.posterior import WindowPosteriors, window_posteriors
 from learning.core.softmax import softmax_rows
+from learning.core.training import TrainingSet
 
 
 def overconfident(rng, n, k, temperature):
@@ -142,8 +143,10 @@ def test_count_tagger_serves_calibrated_probabilities_and_the_same_tags(tmp_path
     sentences, gold, w_star, tagset = make_corpus(rng, n_sentences=1500, n_words=60)
     crowd = simulate_crowd(gold, 4, window=4, random_state=2)
     params = {"features": FeatureConfig(2**12), "model": "context", "random_state": 0}
-    model = CountTagger(**params).fit(sentences, crowd.observations, tagset)
-    raw = CountTagger(**params, calibrate=False).fit(sentences, crowd.observations, tagset)
+    model = CountTagger(**params).fit(TrainingSet(sentences, crowd.observations, tagset))
+    raw = CountTagger(**params, calibrate=False).fit(
+        TrainingSet(sentences, crowd.observations, tagset)
+    )
     assert raw.temperature_ == 1.0 and model.temperature_ != 1.0
     assert model.tagger_.temperature_ == model.temperature_
     probs = model.token_proba(sentences)
@@ -192,8 +195,10 @@ def test_after_cross_fitting_the_temperature_comes_from_sentences_the_refit_neve
     crowd = simulate_crowd(gold, 4, window=4, random_state=2)
     schedule = EMSchedule(n_em_iter=4, n_context_iter=3, cross_fit=2)
     params = {"features": FeatureConfig(2**12), "schedule": schedule, "random_state": 0}
-    model = CountTagger(**params).fit(sentences, crowd.observations, tagset)
-    raw = CountTagger(**params, calibrate=False).fit(sentences, crowd.observations, tagset)
+    model = CountTagger(**params).fit(TrainingSet(sentences, crowd.observations, tagset))
+    raw = CountTagger(**params, calibrate=False).fit(
+        TrainingSet(sentences, crowd.observations, tagset)
+    )
     assert model.history_[-2]["cross_fitted"] and model.calibration_source_ == "answers"
     # Fold 0's model never read the held-out sentences: their answers show its over-confidence
     # (a model that had read them would ask for no tempering).
@@ -215,9 +220,11 @@ def test_a_warm_retrain_serves_the_temperatures_it_went_on_from():
     sentences, gold, _, tagset = make_corpus(rng, n_sentences=800, n_words=40)
     crowd = simulate_crowd(gold, 4, window=4, random_state=3)
     params = {"features": FeatureConfig(2**12), "random_state": 0}
-    full = CountTagger(**params).fit(sentences, crowd.observations, tagset)
+    full = CountTagger(**params).fit(TrainingSet(sentences, crowd.observations, tagset))
     assert full.calibration_source_ == "answers" and full.temperature_ != 1.0
-    warm = CountTagger(**params).fit(sentences, crowd.observations, tagset, warm_start=full)
+    warm = CountTagger(**params).fit(
+        TrainingSet(sentences, crowd.observations, tagset), warm_start=full
+    )
     assert warm.schedule_ is PRESETS["warm"] and warm.calibration_source_ == "previous"
     assert (warm.temperature_, warm.unseen_temperature_) == (
         full.temperature_,
@@ -227,7 +234,7 @@ def test_a_warm_retrain_serves_the_temperatures_it_went_on_from():
     assert warm.timings_["calibrate"] == 0.0  # no model was refitted for it
     # A warm start whose schedule does not keep them calibrates anew.
     anew = CountTagger(**params, schedule=PRESETS["warm"].replace(keep_temperature=False))
-    anew.fit(sentences, crowd.observations, tagset, warm_start=full)
+    anew.fit(TrainingSet(sentences, crowd.observations, tagset), warm_start=full)
     assert anew.calibration_source_ == "answers" and anew.timings_["calibrate"] > 0
 
 
@@ -240,7 +247,7 @@ def test_words_no_answer_covered_get_their_own_temperature(tmp_path):
     sentences, gold, _, tagset = make_corpus(rng, n_sentences=1500, n_words=60)
     crowd = simulate_crowd(gold, 4, window=4, random_state=2)
     model = CountTagger(features=FeatureConfig(2**12), random_state=0)
-    model.fit(sentences, crowd.observations, tagset)
+    model.fit(TrainingSet(sentences, crowd.observations, tagset))
     tagger = model.tagger_
     assert tagger.unseen_temperature_ is not None and tagger.unseen_temperature_ > 0
     assert list(tagger.seen(["W0", "never-seen"])) == [True, False]
@@ -267,7 +274,7 @@ def test_gold_sentences_calibrate_and_the_report_is_cross_fitted():
     sentences, gold, w_star, tagset = make_corpus(rng, n_sentences=1500, n_words=60)
     crowd = simulate_crowd(gold, 4, window=4, random_state=2)
     model = CountTagger(features=FeatureConfig(2**12), calibrate=False, random_state=0)
-    model.fit(sentences, crowd.observations, tagset)
+    model.fit(TrainingSet(sentences, crowd.observations, tagset))
     fresh = np.random.default_rng(6)
     frequency = 1.0 / np.arange(1, 61) ** 0.8
     words = [fresh.choice(60, size=fresh.integers(3, 10), p=frequency / frequency.sum())

@@ -16,6 +16,7 @@ from learning.core import (
 from learning.core.features import join_rows, neighbour_tag_features
 from learning.core.schedule import EMSchedule
 from learning.core.softmax import compact_columns, soft_label_objective
+from learning.core.training import TrainingSet
 from learning.experiments.simulate import simulate_crowd
 
 WORD = FeatureConfig(n_features=2**14)
@@ -100,11 +101,11 @@ def test_contextual_em_beats_the_node_only_ceiling():
     FIVE = EMSchedule(n_em_iter=5)
     with np.errstate(invalid="raise"):
         node = CountTagger(model="node", features=WORD, schedule=FIVE, random_state=0).fit(
-            sentences, crowd.observations, tagset
+            TrainingSet(sentences, crowd.observations, tagset)
         )
         context = CountTagger(
-            features=WORD, context=CONTEXT, word_classes=False, schedule=FIVE, random_state=0
-        ).fit(sentences, crowd.observations, tagset)
+            features=CONTEXT, word_classes=False, schedule=FIVE, random_state=0
+        ).fit(TrainingSet(sentences, crowd.observations, tagset))
     node_accuracy = accuracy(test_tags, node.predict(test_sentences))
     context_accuracy = accuracy(test_tags, context.predict(test_sentences))
     assert node_accuracy <= ceiling + 1e-9

@@ -10,6 +10,7 @@ from learning.core.features import ContextConfig, FeatureConfig
 from learning.core.modelfile import FORMAT_VERSION, ModelFileError, load_tagger, save_tagger
 from learning.core.node_tagger import NodeTagger
 from learning.core.schedule import EMSchedule
+from learning.core.training import TrainingSet
 from learning.core.wordclasses import learn_word_classes
 
 SENTENCES = [["the", "dog", "runs"], ["the", "cat", "runs"], ["a", "dog", "sleeps"]]
@@ -210,7 +211,7 @@ def test_count_tagger_saves_its_final_tagger(tmp_path):
     model = CountTagger(
         features=FeatureConfig(n_features=2**10), schedule=EMSchedule(n_em_iter=1), random_state=0
     )
-    model.fit(sentences, crowd.observations, tagset)
+    model.fit(TrainingSet(sentences, crowd.observations, tagset))
     model.save(tmp_path / "m.npz", metadata={"n_observations": model.n_observations_})
     loaded, metadata = load_tagger(tmp_path / "m.npz")
     assert metadata == {"n_observations": len(crowd.observations)}

@@ -11,6 +11,8 @@ from learning.core.em import expected_labels, window_token_index
 from learning.core.features import ContextConfig
 from learning.core.online import OnlineCountTagger, annotator_slot
 from learning.core.pipeline import CountTagger
+from learning.core.settings import CrowdSettings
+from learning.core.training import TrainingSet
 from learning.experiments.simulate import simulate_crowd
 from tests.support.synthetic import make_corpus
 
@@ -30,7 +32,7 @@ def data():
 def _learner(**params) -> OnlineCountTagger:
     """The online steps themselves: no refits of a small stream unless asked for."""
     params.setdefault("refit_below", 0)
-    return OnlineCountTagger(features=CONFIG, context=CONTEXT, random_state=0, **params)
+    return OnlineCountTagger(features=CONTEXT, random_state=0, **params)
 
 
 def _blocks(observations, n_blocks, seed=0):
@@ -54,7 +56,7 @@ def _accuracy_along_the_stream(learner, data, crowd, n_blocks=20) -> list[float]
     scores = []
     with np.errstate(invalid="raise"):
         for block in _blocks(crowd.observations, n_blocks):
-            learner.partial_fit(sentences, block, tagset)
+            learner.partial_fit(TrainingSet(sentences, block, tagset))
             scores.append(accuracy(names, learner.predict(sentences)))
     return scores
 
@@ -80,7 +82,7 @@ def test_block_e_step_equals_the_batch_one(data):
     sentences, gold, _, tagset = data
     crowd = simulate_crowd(gold, len(tagset), window=4, obs_per_sentence=1, random_state=2)
     first, second = _blocks(crowd.observations, 2)
-    learner = _learner().partial_fit(sentences, first, tagset)
+    learner = _learner().partial_fit(TrainingSet(sentences, first, tagset))
     block = learner._block(sentences, second, None, None)
     probs = learner._token_probs(block)
     weights = np.random.default_rng(0).random(len(second))
@@ -102,10 +104,10 @@ def test_progressive_validation_scores_the_model_before_the_update(data):
     sentences, gold, _, tagset = data
     crowd = simulate_crowd(gold, len(tagset), window=4, obs_per_sentence=1, random_state=3)
     first, second = _blocks(crowd.observations, 2)
-    learner = _learner().partial_fit(sentences, first, tagset)
+    learner = _learner().partial_fit(TrainingSet(sentences, first, tagset))
     assert learner.progressive_[0]["log_likelihood"] is None  # the start was fitted on it
     before = copy.deepcopy(learner.tagger_)
-    learner.partial_fit(sentences, second, tagset)
+    learner.partial_fit(TrainingSet(sentences, second, tagset))
 
     def scored_by(tagger):
         corpus = encode_corpus(sentences)
@@ -130,7 +132,7 @@ def test_two_annotators_in_one_slot_fall_back_to_the_population(data):
     blocks = _blocks(crowd.observations, 4)
     apart = _learner(n_slots=2**16)
     for block in blocks:
-        apart.partial_fit(sentences, block, tagset)
+        apart.partial_fit(TrainingSet(sentences, block, tagset))
     assert list(apart.flagged_annotators_) == list(spammers)
     assert not apart.slot_shared_.any()
 
@@ -144,7 +146,7 @@ def test_two_annotators_in_one_slot_fall_back_to_the_population(data):
     )  # fmt: skip
     shared = _learner(n_slots=n_slots)
     for block in blocks:
-        shared.partial_fit(sentences, block, tagset)
+        shared.partial_fit(TrainingSet(sentences, block, tagset))
     slot = annotator_slot([spammer], n_slots)[0]
     assert shared.slot_shared_[slot] and shared.slot_shared_.sum() == 1
     row = np.flatnonzero(shared.reliability_.annotators == slot)[0]
@@ -159,7 +161,7 @@ def test_stored_labels_stay_within_max_tokens(data):
     crowd = simulate_crowd(gold, len(tagset), window=4, obs_per_sentence=1, random_state=5)
     learner = _learner(max_tokens=1000)
     for block in _blocks(crowd.observations, 5):
-        learner.partial_fit(sentences, block, tagset)
+        learner.partial_fit(TrainingSet(sentences, block, tagset))
         assert learner.stored_tokens_ <= 1000
     assert learner.stored_tokens_ > 0
 
@@ -177,7 +179,9 @@ def test_the_annotator_table_does_not_grow_with_annotators(data):
     obs = crowd.observations
     many = type(obs)(**{**vars(obs), "annotator": np.arange(len(obs)) * 7919 + 10**9})
     learner = _learner(n_slots=64)
-    learner.partial_fit(sentences[:300], obs, tagset).partial_fit(sentences[:300], many, tagset)
+    learner.partial_fit(TrainingSet(sentences[:300], obs, tagset)).partial_fit(
+        TrainingSet(sentences[:300], many, tagset)
+    )
     assert learner.slot_owner_.shape == (64,) and learner.reliability_.annotators.max() < 64
     assert learner.slot_shared_.sum() > 32  # 600 distinct ids on 64 rows: shared, not flagged
     assert len(learner.flagged_annotators_) == 0
@@ -190,14 +194,14 @@ def test_a_restored_learner_goes_on_as_the_saved_one(data):
     blocks = _blocks(crowd.observations, 4)
     learner = _learner()
     for block in blocks[:3]:
-        learner.partial_fit(sentences, block, tagset)
+        learner.partial_fit(TrainingSet(sentences, block, tagset))
     restored = _learner().restore(learner.state(), copy.deepcopy(learner.tagger_), sentences)
     assert restored.progressive_ == [
         {k: row[k] for k in ("block", "answers", "log_likelihood", "count_error")}
         for row in learner.progressive_
     ]
-    learner.partial_fit(sentences, blocks[3], tagset)
-    restored.partial_fit(sentences, blocks[3], tagset)
+    learner.partial_fit(TrainingSet(sentences, blocks[3], tagset))
+    restored.partial_fit(TrainingSet(sentences, blocks[3], tagset))
     assert np.allclose(restored.tagger_.coef_, learner.tagger_.coef_, atol=1e-5)
     assert np.array_equal(restored.flagged_annotators_, learner.flagged_annotators_)
     assert restored.n_answers_ == learner.n_answers_ == len(crowd.observations)
@@ -207,7 +211,9 @@ def test_steps_count_answers_however_the_stream_is_cut(data):
     sentences, gold, _, tagset = data
     crowd = simulate_crowd(gold[:400], len(tagset), window=4, obs_per_sentence=1, random_state=8)
     learner = _learner(block_size=100)
-    learner._start(_learner().partial_fit(sentences, crowd.observations, tagset).tagger_, tagset)
+    learner._start(
+        _learner().partial_fit(TrainingSet(sentences, crowd.observations, tagset)).tagger_, tagset
+    )
     assert learner._eta(300) == 1.0
     assert learner._eta(100) == pytest.approx(100 / 400)  # this block's share of the answers
     assert learner._eta(50) == pytest.approx(50 / 450)
@@ -217,11 +223,11 @@ def test_seeded_from_a_batch_model_the_store_holds_its_answers(data):
     sentences, gold, _, tagset = data
     crowd = simulate_crowd(gold, len(tagset), window=4, obs_per_sentence=1, random_state=9)
     first, second = _blocks(crowd.observations, 2)
-    batch = _learner().partial_fit(sentences, first, tagset).tagger_
-    learner = _learner().seed(sentences, first, tagset, batch)
+    batch = _learner().partial_fit(TrainingSet(sentences, first, tagset)).tagger_
+    learner = _learner().seed(TrainingSet(sentences, first, tagset), batch)
     assert learner.tagger_ is batch and learner.progressive_ == []
     assert learner.stored_tokens_ > 0 and learner._answers_counted == len(first)
-    learner.partial_fit(sentences, second, tagset)
+    learner.partial_fit(TrainingSet(sentences, second, tagset))
     assert learner.progressive_[-1]["log_likelihood"] is not None
     assert learner.progressive_[-1]["eta"] == pytest.approx(len(second) / len(crowd.observations))
 
@@ -252,9 +258,9 @@ def test_a_replay_m_step_reads_at_least_replay_min_tokens_stored_ones(data, monk
         "floor": {"replay": 0.01, "replay_min_tokens": 3000},
     }.items():
         learner = _learner(refresh=None, refit_growth=None, **params)
-        learner.partial_fit(sentences, first, tagset)
+        learner.partial_fit(TrainingSet(sentences, first, tagset))
         read.clear()
-        learner.partial_fit(sentences, second, tagset)
+        learner.partial_fit(TrainingSet(sentences, second, tagset))
         results[name] = (read[-1], learner.tagger_.tag_coef_, learner.stored_tokens_)
     whole, above, floor = results.values()
     assert whole[0] == whole[2] == above[0]  # a store below the floor is read whole
@@ -265,7 +271,7 @@ def test_a_replay_m_step_reads_at_least_replay_min_tokens_stored_ones(data, monk
 
 def _stream(learner, sentences, blocks, tagset):
     for block in blocks:
-        learner.partial_fit(sentences, block, tagset)
+        learner.partial_fit(TrainingSet(sentences, block, tagset))
     return learner
 
 
@@ -277,7 +283,10 @@ def test_with_every_answer_refreshed_an_update_is_a_batch_em_iteration(data):
     crowd = simulate_crowd(gold, len(tagset), window=4, obs_per_sentence=1, random_state=3)
     blocks = _blocks(crowd.observations, 3)
     learner = _stream(
-        _learner(refresh=np.inf, reliability=False, refit_growth=2.0), sentences, blocks[:2], tagset
+        _learner(refresh=np.inf, crowd=CrowdSettings(reliability=False), refit_growth=2.0),
+        sentences,
+        blocks[:2],
+        tagset,
     )
     before = copy.deepcopy(learner.tagger_)
     # The batch iteration: every answer's E-step under the model before, then the M-step.
@@ -289,7 +298,7 @@ def test_with_every_answer_refreshed_an_update_is_a_batch_em_iteration(data):
         None, labels, tagset, warm_start=before, features=everything["x"],
         lengths=everything["lengths"],
     )  # fmt: skip
-    learner.partial_fit(sentences, blocks[2], tagset)
+    learner.partial_fit(TrainingSet(sentences, blocks[2], tagset))
     mass = learner._token_mass[learner._token_mass > 0]
     assert np.allclose(mass, mass[0])  # every answer's tokens weigh the same, as in the batch
     assert np.array_equal(learner._sentence, everything["sentences"])
@@ -306,7 +315,7 @@ def test_a_refreshed_answer_replaces_its_old_contribution_once(data, refresh):
     learner = _learner(refresh=refresh)
     for block in _blocks(crowd.observations, 6):
         stored_before = learner._sentence.copy() if hasattr(learner, "_sentence") else []
-        learner.partial_fit(sentences, block, tagset)
+        learner.partial_fit(TrainingSet(sentences, block, tagset))
         # Running average: old mass × (1 − η) + η. An old contribution kept beside its
         # replacement would push the total past 1; a sentence is stored once.
         assert learner._token_mass.sum() == pytest.approx(1.0)
@@ -330,7 +339,7 @@ def test_a_bounded_refresh_replays_the_least_recently_e_stepped_sentences(data):
     blocks = _blocks(crowd.observations, 5)
     learner = _stream(_learner(refresh=1.0, refresh_min_answers=0), sentences, blocks[:2], tagset)
     oldest = learner._sentence[: len(blocks[2])].copy()
-    learner.partial_fit(sentences, blocks[2], tagset)
+    learner.partial_fit(TrainingSet(sentences, blocks[2], tagset))
     # The oldest stored sentences (one block's worth) moved to the newest end, re-E-stepped.
     tail = learner._sentence[-(len(blocks[2]) + len(oldest) + 1) :]
     assert set(oldest) <= set(tail)
@@ -352,7 +361,7 @@ def test_small_blocks_still_refresh_a_floor_of_answers(data):
         return original(block, probs, weights)
 
     learner.e_step = spy
-    learner.partial_fit(sentences, blocks[10], tagset)
+    learner.partial_fit(TrainingSet(sentences, blocks[10], tagset))
     # One answer per sentence: the 100 least recently E-stepped sentences, give or take the
     # last one (whole sentences are replayed), the newer ones left where they were.
     assert 100 <= replayed[0] <= 101
@@ -366,7 +375,7 @@ def test_refits_restart_from_a_batch_fit_as_the_stream_doubles(data):
     learner = _learner(refit_growth=2.0, refresh=1.0)
     fitted_at = []
     for block in blocks:
-        learner.partial_fit(sentences, block, tagset)
+        learner.partial_fit(TrainingSet(sentences, block, tagset))
         fitted_at.append(learner._fitted_at)
     sizes = np.cumsum([len(b) for b in blocks])
     assert fitted_at == [sizes[0], sizes[1], sizes[1], sizes[3], sizes[3], sizes[3], sizes[3],
@@ -386,16 +395,15 @@ def test_a_small_stream_is_refitted_on_every_update(data):
     learner = _learner(refit_below=250, refit_growth=None)
     fitted_at = []
     for block in blocks:
-        learner.partial_fit(sentences, block, tagset)
+        learner.partial_fit(TrainingSet(sentences, block, tagset))
         fitted_at.append(learner._fitted_at)
     sizes = np.cumsum([len(b) for b in blocks])
     assert fitted_at == [sizes[0], sizes[1], sizes[1], sizes[1]]
     # A learner started from the batch retrain's model leaves refits to the batch retrain.
-    batch = CountTagger(model="context", features=CONFIG, context=CONTEXT, random_state=0)
-    seeded = _learner(refit_below=10**6).partial_fit(
-        sentences, blocks[0], tagset, warm_start=batch.fit(sentences, blocks[0], tagset)
-    )
-    seeded.partial_fit(sentences, blocks[1], tagset)
+    batch = CountTagger(model="context", features=CONTEXT, random_state=0)
+    first_block = TrainingSet(sentences, blocks[0], tagset)
+    seeded = _learner(refit_below=10**6).partial_fit(first_block, warm_start=batch.fit(first_block))
+    seeded.partial_fit(TrainingSet(sentences, blocks[1], tagset))
     assert not hasattr(seeded, "_fitted_at")
 
 
@@ -403,12 +411,14 @@ def test_a_state_saved_before_answers_were_stored_is_still_read(data):
     sentences, gold, _, tagset = data
     crowd = simulate_crowd(gold[:300], len(tagset), window=4, obs_per_sentence=1, random_state=2)
     first, second = _blocks(crowd.observations, 2)
-    learner = _learner(refresh=1.0).partial_fit(sentences, first, tagset)
+    learner = _learner(refresh=1.0).partial_fit(TrainingSet(sentences, first, tagset))
     state = {k: v for k, v in learner.state().items() if not k.startswith("answer_")}
     del state["fitted_at"]
     restored = _learner(refresh=1.0).restore(state, learner.tagger_, sentences)
     assert restored.stored_answers_ == 0 and restored.stored_tokens_ == learner.stored_tokens_
-    restored.partial_fit(sentences, second, tagset)  # old sentences have no answers to replay
+    restored.partial_fit(
+        TrainingSet(sentences, second, tagset)
+    )  # old sentences have no answers to replay
     assert restored.stored_answers_ == len(second)
 
 
@@ -417,7 +427,7 @@ def test_refresh_and_refits_follow_a_batch_fit_on_synthetic_data(data):
     crowd = _two_tag_crowd(data)
     names = [[tagset[t] for t in g] for g in gold]
     scores = _accuracy_along_the_stream(_learner(refresh=2.0, refit_growth=2.0), data, crowd)
-    batch = CountTagger(model="context", features=CONFIG, context=CONTEXT, random_state=0)
-    batch.fit(sentences, crowd.observations, tagset)
+    batch = CountTagger(model="context", features=CONTEXT, random_state=0)
+    batch.fit(TrainingSet(sentences, crowd.observations, tagset))
     assert scores[-1] > scores[0] + 0.04
     assert scores[-1] > accuracy(names, batch.predict(sentences)) - 0.01

@@ -6,8 +6,11 @@ import pytest
 
 from learning.core import CountTagger, FeatureConfig, Observations, accuracy
 from learning.core.context_tagger import ContextTagger
-from learning.core.pipeline import _Stopwatch, fit_sample
+from learning.core.pipeline.moments import moment_weights
+from learning.core.pipeline.problem import Models, Stopwatch, build_problem, fit_sample
 from learning.core.schedule import EMSchedule, choose_schedule
+from learning.core.settings import CrowdSettings, FeatureSettings
+from learning.core.training import TrainingSet
 from learning.experiments.simulate import simulate_crowd
 from tests.support.synthetic import make_corpus
 
@@ -34,7 +37,7 @@ def test_count_tagger_approaches_the_bayes_tagger(data):
     )
     with np.errstate(invalid="raise"):
         model = CountTagger(features=CONFIG, schedule=EMSchedule(n_em_iter=5), random_state=0).fit(
-            sentences, crowd.observations, tagset
+            TrainingSet(sentences, crowd.observations, tagset)
         )
     gold_names = [[tagset[t] for t in g] for g in gold]
     bayes = accuracy(gold_names, _best_tags(sentences, w_star, tagset))
@@ -63,9 +66,12 @@ def test_impossible_observations_are_skipped_and_reported(data):
         sentence_lengths=[len(s) for s in sentences],
     )
     model = CountTagger(
-        features=CONFIG, schedule=EMSchedule(n_em_iter=2), reliability=False, random_state=0
+        features=CONFIG,
+        schedule=EMSchedule(n_em_iter=2),
+        crowd=CrowdSettings(reliability=False),
+        random_state=0,
     )
-    model.fit(sentences, broken, tagset)
+    model.fit(TrainingSet(sentences, broken, tagset))
     assert set(bad) <= set(model.skipped_observations_)
 
 
@@ -73,14 +79,14 @@ def test_warm_start_and_tagset_mismatch(data):
     sentences, gold, _, tagset = data
     crowd = simulate_crowd(gold[:400], len(tagset), window=4, random_state=2)
     first = CountTagger(features=CONFIG, schedule=EMSchedule(n_em_iter=1), random_state=0).fit(
-        sentences, crowd.observations, tagset
+        TrainingSet(sentences, crowd.observations, tagset)
     )
     second = CountTagger(features=CONFIG, schedule=EMSchedule(n_em_iter=1), random_state=0).fit(
-        sentences, crowd.observations, tagset, warm_start=first
+        TrainingSet(sentences, crowd.observations, tagset), warm_start=first
     )
     assert second.tagger_.tagset_ == tuple(tagset)
     with pytest.raises(ValueError, match="tag columns"):
-        CountTagger(features=CONFIG).fit(sentences, crowd.observations, tagset[:-1])
+        CountTagger(features=CONFIG).fit(TrainingSet(sentences, crowd.observations, tagset[:-1]))
 
 
 def test_core_does_not_import_django():
@@ -100,7 +106,7 @@ def test_alpha_and_ridge_chosen_from_held_out_observations(data):
         schedule=EMSchedule(alpha="auto", alpha_grid=(0.5, 5.0), n_em_iter=1),
         ridge_grid=(0.01, 1.0),
         random_state=0,
-    ).fit(sentences, crowd.observations, tagset)
+    ).fit(TrainingSet(sentences, crowd.observations, tagset))
     assert model.alpha_ in (0.5, 5.0) and set(model.alpha_errors_) == {0.5, 5.0}
     assert model.ridge_ in (0.01, 1.0) and set(model.ridge_errors_) == {0.01, 1.0}
     assert (
@@ -122,14 +128,14 @@ def test_context_alpha_descends_from_its_start_to_the_served_alpha(data):
             em_tol=1.0,  # would stop after the first iteration, were it not still descending
         ),
         random_state=0,
-    ).fit(sentences, crowd.observations, tagset)
+    ).fit(TrainingSet(sentences, crowd.observations, tagset))
     alphas = [h["alpha"] for h in model.history_ if h["model"] == "context"]
     np.testing.assert_allclose(alphas, [3.0, np.sqrt(0.9), 0.3])
     assert model.tagger_.alpha == pytest.approx(0.3)
     plain = CountTagger(
         features=CONFIG, schedule=EMSchedule(n_em_iter=1, n_context_iter=2), random_state=0
     )
-    plain.fit(sentences, crowd.observations, tagset)
+    plain.fit(TrainingSet(sentences, crowd.observations, tagset))
     assert [h["alpha"] for h in plain.history_ if h["model"] == "context"] == [0.3, 0.3]
 
 
@@ -157,7 +163,7 @@ def test_weak_answers_cross_fit_every_contextual_iteration_but_the_last(data):
     crowd = simulate_crowd(gold[:300], len(tagset), window=4, tags_per_task=1, random_state=6)
     schedule = EMSchedule(n_em_iter=1, n_context_iter=3, cross_fit=2)
     model = CountTagger(features=CONFIG, schedule=schedule, random_state=0)
-    model.fit(sentences[:300], crowd.observations, tagset)
+    model.fit(TrainingSet(sentences[:300], crowd.observations, tagset))
     assert model.schedule_.cross_fit == 2
     context = [h for h in model.history_ if h["model"] == "context"]
     assert [h["cross_fitted"] for h in context] == [True, True, False]
@@ -180,11 +186,13 @@ def test_tasks_chosen_by_the_model_do_not_enter_the_moments(data):
         counts=np.where(chosen[:, None] & obs.tag_mask, 0, obs.counts), annotator=obs.annotator,
         sentence_lengths=[len(s) for s in sentences],
     )  # fmt: skip
-    settings = dict(features=CONFIG, ridge=0.1, reliability=False, random_state=0,
-                    schedule=EMSchedule(n_em_iter=0, n_context_iter=0))  # fmt: skip
+    settings = dict(features=CONFIG, ridge=0.1, crowd=CrowdSettings(reliability=False),
+                    random_state=0, schedule=EMSchedule(n_em_iter=0, n_context_iter=0))  # fmt: skip
 
     def moments(observations, uniform=None):
-        model = CountTagger(**settings).fit(sentences, observations, tagset, uniform=uniform)
+        model = CountTagger(**settings).fit(
+            TrainingSet(sentences, observations, tagset, uniform=uniform)
+        )
         return dict(zip(model.vocabulary_, model.word_tag_probs_, strict=True))
 
     clean = moments(obs.subset(np.flatnonzero(~chosen)))
@@ -194,7 +202,7 @@ def test_tasks_chosen_by_the_model_do_not_enter_the_moments(data):
     np.testing.assert_allclose([kept[w] for w in shared], [clean[w] for w in shared], atol=1e-3)
     assert max(np.abs(moved[w] - clean[w]).max() for w in shared) > 0.1
     with pytest.raises(ValueError, match="one flag per observation"):
-        CountTagger(**settings).fit(sentences, obs, tagset, uniform=np.ones(3, bool))
+        CountTagger(**settings).fit(TrainingSet(sentences, obs, tagset, uniform=np.ones(3, bool)))
 
 
 def test_fit_sample_takes_whole_sentences_up_to_the_budget():
@@ -241,7 +249,7 @@ def test_contextual_m_steps_fit_a_sample_of_sentences_past_the_token_budget(data
         fits.clear()
         model = CountTagger(
             features=CONFIG, schedule=schedule.replace(context_fit_tokens=budget), random_state=0
-        ).fit(sentences[:600], crowd.observations, tagset)
+        ).fit(TrainingSet(sentences[:600], crowd.observations, tagset))
         return model, list(fits)
 
     whole, whole_fits = fit(None)
@@ -264,11 +272,14 @@ def test_priors_read_on_some_sentences_equal_those_of_the_whole_corpus(data):
     crowd = simulate_crowd(gold[:300], len(tagset), window=4, tags_per_task=2, random_state=8)
     model = CountTagger(
         features=CONFIG, schedule=EMSchedule(n_em_iter=1, n_context_iter=1), random_state=0
-    ).fit(sentences[:300], crowd.observations, tagset)
-    problem = model._problem(sentences[:300], crowd.observations, None, None, _Stopwatch())
-    whole = model._token_probs(problem, model.tagger_)
+    ).fit(TrainingSet(sentences[:300], crowd.observations, tagset))
+    models = Models("context", tuple(tagset), FeatureSettings.of(CONFIG),
+                    model.word_classes_, model.schedule_)  # fmt: skip
+    data = TrainingSet(sentences[:300], crowd.observations, tagset)
+    problem = build_problem(data, models, Stopwatch())
+    whole = models.token_probs(problem, model.tagger_)
     needed = np.random.default_rng(0).random(whole.shape[0]) < 0.05
-    part = model._token_probs(problem, model.tagger_, needed)
+    part = models.token_probs(problem, model.tagger_, needed)
     sentence = np.searchsorted(problem.corpus.offsets, problem.tokens, side="right") - 1
     read = np.isin(sentence, sentence[needed])
     assert needed.sum() > 0 and not read.all()
@@ -284,39 +295,96 @@ def test_moments_fall_back_to_every_trusted_answer_when_no_uniform_one_is_truste
                            spam_fraction=0.2, random_state=3)  # fmt: skip
     spammer = crowd.annotators_of_kind("spammer")
     uniform = np.isin(crowd.observations.annotator, spammer)
-    settings = dict(features=CONFIG, random_state=0, min_flag_observations=5,
+    settings = dict(features=CONFIG, random_state=0, crowd=CrowdSettings(min_observations=5),
                     schedule=EMSchedule(n_em_iter=1, n_context_iter=0))  # fmt: skip
     model = CountTagger(**settings).fit(
-        sentences[:300], crowd.observations, tagset, uniform=uniform
+        TrainingSet(sentences[:300], crowd.observations, tagset, uniform=uniform)
     )
     assert list(model.flagged_annotators_) == list(spammer)
-    from learning.core.pipeline import _moment_weights
 
     weights, drawn = np.array([0.0, 0.0, 1.0, 0.5]), np.array([1.0, 1.0, 0.0, 0.0])
-    np.testing.assert_array_equal(_moment_weights(weights, drawn), weights)
-    np.testing.assert_array_equal(_moment_weights(weights, 1 - drawn), [0, 0, 1, 0.5])
+    np.testing.assert_array_equal(moment_weights(weights, drawn), weights)
+    np.testing.assert_array_equal(moment_weights(weights, 1 - drawn), [0, 0, 1, 0.5])
 
 
 def test_a_reliability_pass_that_would_flag_every_annotator_is_not_applied(data, monkeypatch):
     """A small project whose weak model disagrees with everyone: the pass that would weigh every
     answer 0 keeps the last weights, so the retrain ends and the crowd is still served."""
-    from learning.core import pipeline
+    from learning.core.pipeline import reliability
 
     sentences, gold, _, tagset = data
     crowd = simulate_crowd(gold[:40], len(tagset), window=4, tags_per_task=2, n_annotators=4,
                            spam_fraction=1.0, random_state=2)  # fmt: skip
     everyone_flagged = []
-    estimate = pipeline.estimate_reliability
+    estimate = reliability.estimate_reliability
 
     def spy(*args, **kwargs):
         result = estimate(*args, **kwargs)
         everyone_flagged.append(bool(result.flagged.all()))
         return result
 
-    monkeypatch.setattr(pipeline, "estimate_reliability", spy)
-    model = CountTagger(features=CONFIG, random_state=0, min_flag_observations=5).fit(
-        sentences[:40], crowd.observations, tagset
-    )
+    monkeypatch.setattr(reliability, "estimate_reliability", spy)
+    model = CountTagger(
+        features=CONFIG, random_state=0, crowd=CrowdSettings(min_observations=5)
+    ).fit(TrainingSet(sentences[:40], crowd.observations, tagset))
     assert any(everyone_flagged)  # the case this test is about did arise
     assert len(model.flagged_annotators_) < 4
     assert [len(tags) for tags in model.predict(sentences[:2])] == [len(s) for s in sentences[:2]]
+
+
+# ------------------------------------------------------------------ the estimator contract
+def test_the_estimator_takes_one_training_set_and_checks_it_is_fitted(data):
+    """Issue 43: ``fit(data, *, warm_start=None)`` on one frozen training set, validated when
+    made; a fitted check before predicting; parameters read back, set and cloned."""
+    from learning.core.params import NotFittedError, clone
+
+    sentences, gold, _, tagset = data
+    crowd = simulate_crowd(gold[:200], len(tagset), window=4, random_state=3)
+    model = CountTagger(features=CONFIG, schedule=EMSchedule(n_em_iter=1), random_state=0)
+    with pytest.raises(NotFittedError, match="not fitted"):
+        model.predict(sentences[:2])
+    with pytest.raises(NotFittedError):
+        model.token_proba(sentences[:2])
+    with pytest.raises(TypeError):
+        model.fit(sentences[:200], crowd.observations, tagset)  # the old contract
+    with pytest.raises(TypeError, match="TrainingSet"):
+        model.fit(sentences[:200])
+    with pytest.raises(ValueError, match="tag columns"):
+        TrainingSet(sentences[:200], crowd.observations, tagset[:-1])
+    data_set = TrainingSet(sentences[:200], crowd.observations, tagset)
+    with pytest.raises(AttributeError):
+        data_set.observations = None  # frozen
+    params = model.get_params()
+    assert params["random_state"] == 0 and params["features"] is CONFIG
+    assert set(params) == set(CountTagger._param_names())
+    twin = clone(model.set_params(holdout_fraction=0.2))
+    assert twin is not model and twin.get_params()["holdout_fraction"] == 0.2
+    assert not hasattr(twin, "tagger_")
+    with pytest.raises(ValueError, match="no parameter"):
+        model.set_params(flag_threshold=0.3)  # a crowd setting now: CrowdSettings
+    with pytest.raises(ValueError, match="holdout_fraction"):
+        CountTagger(holdout_fraction=1.5).fit(data_set)  # validated once, at fit
+    fitted = twin.fit(data_set)
+    assert fitted is twin and len(twin.predict(sentences[:2])) == 2
+    sklearn_base = pytest.importorskip("sklearn.base")
+    assert sklearn_base.clone(twin).get_params(deep=False) == twin.get_params(deep=False)
+
+
+def test_the_estimator_is_an_orchestration_and_documents_what_the_platform_reads():
+    """Issue 43: the class at most about 250 lines, no stage state on ``self`` mid-fit, the
+    adversarial model outside the served estimator, every attribute the platform reads named
+    in the docstring."""
+    import importlib.util
+    import inspect
+
+    from learning.core.pipeline import estimator
+
+    source = inspect.getsource(estimator.CountTagger)
+    assert len(source.splitlines()) <= 250
+    assert "self._last_m_step" not in source and "__dict__" not in source
+    assert importlib.util.find_spec("learning.core.agm") is None
+    read = ["tagger_", "schedule_", "ridge_", "alpha_", "min_flag_observations_", "history_",
+            "skipped_observations_", "timings_", "calibration_", "reliability_",
+            "verification_reliability_", "n_observations_"]  # fmt: skip
+    doc = estimator.CountTagger.__doc__
+    assert all(name in doc for name in read), [name for name in read if name not in doc]

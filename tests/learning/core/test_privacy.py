@@ -7,6 +7,8 @@ from scipy.stats import chisquare
 from learning.core.observations import Observations
 from learning.core.privacy import MECHANISMS, Mechanism, PrivateCountEvidence
 from learning.core.schedule import choose_schedule
+from learning.core.settings import CrowdSettings
+from learning.core.training import TrainingSet
 
 
 @pytest.mark.parametrize("name", MECHANISMS)
@@ -150,9 +152,9 @@ def test_count_tagger_learns_from_private_answers_and_flags_spammers():
     mechanism = Mechanism("geometric", 3.0, n_tags=4)
     private = mechanism.released(obs, rng)
     model = CountTagger(model="node", features=FeatureConfig(2**12),
-                        min_flag_observations=50, random_state=0)  # fmt: skip
+                        crowd=CrowdSettings(min_observations=50), random_state=0)  # fmt: skip
     with np.errstate(invalid="raise"):
-        model.fit(sentences, private, tagset, mechanism=mechanism)
+        model.fit(TrainingSet(sentences, private, tagset, mechanism=mechanism))
     gold_names = [[tagset[t] for t in g] for g in gold]
     bayes = [[tagset[int(np.argmax(w_star[int(w[1:])]))] for w in s] for s in sentences]
     assert accuracy(gold_names, model.predict(sentences)) > accuracy(gold_names, bayes) - 0.03
@@ -162,7 +164,7 @@ def test_count_tagger_learns_from_private_answers_and_flags_spammers():
             sentence=[0], start=[0], length=[2], tag_mask=np.ones((1, 4), bool),
             counts=[[0, 1, 0, 1]], sentence_lengths=[len(s) for s in sentences], released=True,
         )  # fmt: skip
-        CountTagger(model="node").fit(sentences, wide, tagset, mechanism=mechanism)
+        CountTagger(model="node").fit(TrainingSet(sentences, wide, tagset, mechanism=mechanism))
 
 
 def _private_crowd(seed: int, *, n_sentences: int, alpha: float):
@@ -186,14 +188,14 @@ def test_private_em_runs_every_iteration_unless_given_a_tolerance():
     from learning.core import CountTagger, FeatureConfig
 
     sentences, tagset, _, mechanism, private = _private_crowd(29, n_sentences=400, alpha=1.0)
-    settings = dict(model="node", features=FeatureConfig(2**10), reliability=False,
-                    random_state=0)  # fmt: skip
+    settings = dict(model="node", features=FeatureConfig(2**10),
+                    crowd=CrowdSettings(reliability=False), random_state=0)  # fmt: skip
     six = choose_schedule(private, private=True).replace(n_em_iter=6)
-    every = CountTagger(**settings, schedule=six).fit(sentences, private, tagset,
-                                                      mechanism=mechanism)  # fmt: skip
+    data = TrainingSet(sentences, private, tagset, mechanism=mechanism)
+    every = CountTagger(**settings, schedule=six).fit(data)
     assert len(every.history_) == 6
     early = CountTagger(**settings, schedule=six.replace(em_tol=1.0))
-    early.fit(sentences, private, tagset, mechanism=mechanism)
+    early.fit(TrainingSet(sentences, private, tagset, mechanism=mechanism))
     assert len(early.history_) == 2
 
 
@@ -204,12 +206,12 @@ def test_a_private_fit_reports_the_schedule_that_ran():
 
     sentences, tagset, exact, mechanism, private = _private_crowd(37, n_sentences=300, alpha=3.0)
     model = CountTagger(model="node", features=FeatureConfig(2**10), random_state=0)
-    model.fit(sentences, private, tagset, mechanism=mechanism)
+    model.fit(TrainingSet(sentences, private, tagset, mechanism=mechanism))
     assert model.schedule_.name == "private"
     assert len(model.history_) == model.schedule_.n_em_iter == 30
     assert model.min_flag_observations_ == mechanism.min_judged_answers(10, private) > 10
     plain = CountTagger(model="node", features=FeatureConfig(2**10), random_state=0)
-    plain.fit(sentences, exact, tagset)
+    plain.fit(TrainingSet(sentences, exact, tagset))
     assert plain.schedule_.name == "weak" and plain.min_flag_observations_ == 10
 
 
@@ -221,8 +223,8 @@ def test_released_counts_fit_the_contextual_model_with_their_own_l2_strength():
     from learning.core import CountTagger, FeatureConfig
 
     sentences, tagset, obs, mechanism, private = _private_crowd(31, n_sentences=300, alpha=3.0)
-    settings = dict(features=FeatureConfig(2**10), word_classes=False, reliability=False,
-                    random_state=0)  # fmt: skip
+    settings = dict(features=FeatureConfig(2**10), word_classes=False,
+                    crowd=CrowdSettings(reliability=False), random_state=0)  # fmt: skip
     schedule = choose_schedule(private, private=True).replace(n_em_iter=1, n_context_iter=3)
     exact_schedule = choose_schedule(obs).replace(n_em_iter=1, n_context_iter=3, cross_fit=0)
     assert schedule.context_alpha == 10.0 and exact_schedule.context_alpha == 0.3
@@ -231,18 +233,22 @@ def test_released_counts_fit_the_contextual_model_with_their_own_l2_strength():
         return [h["alpha"] for h in model.history_ if h["model"] == "context"]
 
     released = CountTagger(**settings, schedule=schedule)
-    released.fit(sentences, private, tagset, mechanism=mechanism)
+    released.fit(TrainingSet(sentences, private, tagset, mechanism=mechanism))
     assert context_alphas(released) == [10.0, 10.0, 10.0] and released.tagger_.alpha == 10.0
-    exact = CountTagger(**settings, schedule=exact_schedule).fit(sentences, obs, tagset)
+    exact = CountTagger(**settings, schedule=exact_schedule).fit(
+        TrainingSet(sentences, obs, tagset)
+    )
     assert context_alphas(exact) == [0.3, 0.3, 0.3]
     annealed = CountTagger(**settings, schedule=schedule.replace(context_alpha_start=40.0))
-    annealed.fit(sentences, private, tagset, mechanism=mechanism)
+    annealed.fit(TrainingSet(sentences, private, tagset, mechanism=mechanism))
     np.testing.assert_allclose(context_alphas(annealed), [40.0, 20.0, 10.0])
     below = CountTagger(**settings, schedule=schedule.replace(context_alpha_start=3.0))
-    below.fit(sentences, private, tagset, mechanism=mechanism)  # no ascent to the served α
+    below.fit(
+        TrainingSet(sentences, private, tagset, mechanism=mechanism)
+    )  # no ascent to the served α
     assert context_alphas(below) == [10.0, 10.0, 10.0]
     longer = CountTagger(**settings, schedule=schedule.replace(n_context_iter=5))
-    longer.fit(sentences, private, tagset, mechanism=mechanism)
+    longer.fit(TrainingSet(sentences, private, tagset, mechanism=mechanism))
     assert context_alphas(longer) == [10.0] * 5
 
 

@@ -9,6 +9,8 @@ from learning.core.report import (
     held_out_consistency,
 )
 from learning.core.schedule import EMSchedule
+from learning.core.settings import CrowdSettings
+from learning.core.training import TrainingSet
 from learning.experiments.simulate import simulate_crowd
 from tests.support.synthetic import make_corpus
 
@@ -21,8 +23,8 @@ def fitted():
     model = CountTagger(
         features=FeatureConfig(2**12), schedule=EMSchedule(n_em_iter=2), random_state=0
     )
-    model.fit(sentences, crowd.observations, tagset)
-    return sentences, gold, tagset, crowd, model.tagger_
+    model.fit(TrainingSet(sentences, crowd.observations, tagset))
+    return sentences, gold, tagset, crowd, model
 
 
 def test_window_expectations_sum_the_token_probabilities(fitted):
@@ -51,16 +53,17 @@ def test_taking_sentences_gives_what_reading_them_alone_gives(fitted):
 
 
 def test_annotator_table_flags_the_spammers_with_a_reason(fitted):
-    sentences, _, _, crowd, tagger = fitted
-    probs = TokenProbabilities.of(tagger, sentences)
+    _, _, _, crowd, model = fitted
     annotators, answers = np.unique(crowd.observations.annotator, return_counts=True)
     table = annotator_table(
-        probs, crowd.observations, annotators=annotators, answers=answers,
-        median_seconds=np.full(annotators.shape[0], np.nan), flag_threshold=0.5,
-        min_observations=10,
+        model.reliability_, model.verification_reliability_, annotators=annotators,
+        answers=answers, median_seconds=np.full(annotators.shape[0], np.nan),
+        crowd=CrowdSettings(), min_observations=model.min_flag_observations_,
     )  # fmt: skip
     flagged = {row["annotator"] for row in table if row["flagged"]}
     assert flagged == set(crowd.annotators_of_kind("spammer"))
+    # The table is the fit's one estimate: the flags it stores are the fit's own.
+    assert flagged == set(model.flagged_annotators_.tolist())
     for row in table:
         assert row["answers"] == int(answers[list(annotators).index(row["annotator"])])
         assert row["median_seconds"] is None

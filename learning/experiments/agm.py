@@ -1,5 +1,7 @@
 """Adversarial training for a cost matrix (Fathony et al., 2018, "Distributionally robust
-graphical models"), for node potentials: the chain's pairwise terms are not used.
+graphical models"), for node potentials: the chain's pairwise terms are not used. An experiment
+(``simulate_crowd --agm``): the served model does not use it (it did not beat the Bayes decision
+under the served probabilities, even from gold tags).
 
 For a token with potentials ``ψ = θᵀφ`` (K,), the predictor ``p̂`` and an adversary ``p̌`` play
 the game ``p̂ᵀ Cᵀ p̌ + ψᵀ p̌`` (``C[true, given]`` the manager's cost matrix): the adversary picks
@@ -25,9 +27,15 @@ import numpy as np
 import scipy.sparse as sp
 from scipy.optimize import linprog, minimize
 
-from .softmax import compact_columns, softmax_rows
+from learning.core.em import expected_labels
+from learning.core.pipeline.problem import Models, Stopwatch, build_problem
+from learning.core.settings import FeatureSettings
+from learning.core.softmax import compact_columns, softmax_rows
+from learning.core.training import TrainingSet
 
-__all__ = ["AdversarialGame", "fit_adversarial", "game_value_lp"]
+__all__ = [
+    "AdversarialGame", "AdversarialTagger", "adversarial_for", "fit_adversarial", "game_value_lp",
+]  # fmt: skip
 
 
 def game_value_lp(psi: np.ndarray, cost: np.ndarray) -> tuple[float, np.ndarray, np.ndarray]:
@@ -190,3 +198,39 @@ class AdversarialTagger:
         x = self.reader.served_features(self.reader.featurize(sentences), lengths)
         psi = np.asarray(x @ self.coef_) + self.intercept_
         return adversarial_decisions(psi, self.cost, self.tau)
+
+
+def adversarial_for(model, data: TrainingSet, cost: np.ndarray) -> AdversarialTagger:
+    """The adversarial tagger for ``cost`` beside a fitted contextual
+    :class:`learning.core.pipeline.CountTagger` ``model``, fitted to ``data``'s beliefs under
+    the served model (one exact E-step, the answers weighed by the fit's crowd estimate) over
+    the features the served model reads."""
+    served = model.tagger_
+    if served.kind != "context":
+        raise ValueError("the adversarial model reads a contextual model's features")
+    models = Models(
+        "context", tuple(data.tagset), served_settings(served), served.word_classes,
+        model.schedule_, model.alpha_,
+    )  # fmt: skip
+    problem = build_problem(data, models, Stopwatch())
+    evidence = [problem.evidence]
+    weights = [np.ones(len(problem.observations))]
+    if model.reliability_ is not None:
+        weights = [model.reliability_.observation_weights(problem.observations.annotator)]
+    if problem.verification is not None:
+        evidence.append(problem.verification)
+        weights.append(np.ones(len(problem.verification.answers)))
+    probs = models.token_probs(problem, served)
+    e_step = expected_labels(probs, evidence, weights, floor=model.schedule_.posterior_floor)
+    labels = e_step.beliefs * e_step.token_weight[:, None]
+    context = problem.context
+    return AdversarialTagger(served, np.asarray(cost, dtype=np.float64),
+                             alpha=model.schedule_.context_alpha).fit(
+        context.features, context.lengths, context.labels(labels), data.tagset
+    )  # fmt: skip
+
+
+def served_settings(served) -> FeatureSettings:
+    """The :class:`learning.core.settings.FeatureSettings` a fitted contextual tagger reads."""
+    config = served.feature_config_
+    return FeatureSettings(word=config.word, context=config)
