@@ -20,8 +20,8 @@ def token_user(key: str):
         raise AuthenticationFailed("Invalid token.")
     if token.expires_at <= timezone.now():
         raise AuthenticationFailed(EXPIRED)
-    if not token.user.is_active:
-        raise AuthenticationFailed("User inactive or deleted.")
+    if not token.user.is_active:  # as the annotator's statements on PostgreSQL answer it
+        raise AuthenticationFailed("Invalid token.")
     return token.user, token
 
 
