@@ -12,9 +12,11 @@ from common import exceptions as domain
 _STATUS_BY_ERROR = (  # the first class an error is an instance of gives its status
     (domain.InvalidInput, status.HTTP_400_BAD_REQUEST),
     (domain.InvalidCorpus, status.HTTP_400_BAD_REQUEST),
+    (domain.NotAllowed, status.HTTP_403_FORBIDDEN),
     (domain.NotFound, status.HTTP_404_NOT_FOUND),
     (domain.Conflict, status.HTTP_409_CONFLICT),
     (domain.PayloadTooLarge, status.HTTP_413_REQUEST_ENTITY_TOO_LARGE),
+    (domain.Throttled, status.HTTP_429_TOO_MANY_REQUESTS),
 )
 
 
