@@ -12,3 +12,13 @@ class RegisterThrottle(SimpleRateThrottle):
 
     def get_cache_key(self, request, view):
         return self.cache_format % {"scope": self.scope, "ident": client_address(request)}
+
+
+class PasswordResetThrottle(SimpleRateThrottle):
+    """Password-reset e-mails asked for per client address (`TALLY_PASSWORD_RESET_RATE`, default
+    10 an hour): each sends mail, to addresses the asker need not own."""
+
+    scope = "password_reset"
+
+    def get_cache_key(self, request, view):
+        return self.cache_format % {"scope": self.scope, "ident": client_address(request)}

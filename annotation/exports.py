@@ -6,16 +6,15 @@ with a server-side cursor in chunks, so memory stays flat whatever the project's
 
 from __future__ import annotations
 
-import csv
 import io
 import json
-import re
 from collections.abc import Iterator
 
 from annotation import selectors
 from annotation.models import Observation, Project, Sentence
 from common.api.output import iso
 from learning.core.conllu import conllu_sentence
+from learning.core.csvsafe import SafeCsvWriter  # the one CSV policy of the platform
 
 _CHUNK = 2000
 # Each exported column and the observation's field it holds (JSON lines: all, in this order).
@@ -63,34 +62,6 @@ def _observation_rows(project: Project) -> Iterator[dict]:
 def observations_jsonl(*, project: Project) -> Iterator[str]:
     for row in _observation_rows(project):
         yield json.dumps(row, ensure_ascii=False) + "\n"
-
-
-# A spreadsheet reads a cell that starts with one of these as a formula (CSV injection).
-_FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")
-# Where a spreadsheet set to `;`-separated files (most of continental Europe) starts a cell inside
-# one of ours: after a `;`, past spaces and quotes.
-_FORMULA_AFTER_SEMICOLON = re.compile(r"(;[\s\"]*)(?=[=+\-@\t\r])")
-
-
-class SafeCsvWriter:
-    """`csv.writer` whose every text cell is shown as text by spreadsheets: a cell that would
-    start a formula gets a leading `'` (OWASP's advice), and so does every part of it that a
-    `;`-separated reading would make a cell (`X;=2+2` is written `X;'=2+2`). Every CSV Tally
-    writes goes through it, so a value added tomorrow (a tag name, a username, a filename) is
-    escaped too."""
-
-    def __init__(self, buffer) -> None:
-        self._writer = csv.writer(buffer)
-
-    @staticmethod
-    def cell(value):
-        if not isinstance(value, str):
-            return value
-        value = _FORMULA_AFTER_SEMICOLON.sub(r"\1'", value)
-        return "'" + value if value.startswith(_FORMULA_STARTS) else value
-
-    def writerow(self, row) -> None:
-        self._writer.writerow([self.cell(value) for value in row])
 
 
 def observations_csv(*, project: Project) -> Iterator[str]:

@@ -105,6 +105,14 @@ class Project(models.Model):
     # per answer; the server only ever sees released values. Fixed once the first answer exists.
     # Not private: alpha null, mechanism "".
     private = models.BooleanField(default=False)
+    # Whether annotators may tag text with the model (`POST predict/`); managers always may. An
+    # annotator who can ask the model for the tags of their task's words can answer as the model
+    # would, and reliability judged against the model would call that reliable: off unless the
+    # manager opts in, and even then never on text from the project's own sentences.
+    annotators_may_predict = models.BooleanField(
+        default=False,
+        help_text="Annotators may tag text with the model too (never the project's sentences).",
+    )
     alpha = models.FloatField(null=True, blank=True)
     mechanism = models.CharField(max_length=16, blank=True, default="")
     invite_code = models.CharField(max_length=32, unique=True, default=new_invite_code)
@@ -466,6 +474,10 @@ class Assignment(models.Model):
     leased_at = models.DateTimeField()
     expires_at = models.DateTimeField()
     submitted_at = models.DateTimeField(null=True, blank=True)
+    # Whether the lease took one of its task's open slots (and gives it back if it expires). A
+    # flagged annotator's leases do not: they are served as everyone is, but their answers do
+    # not use up a region's redundancy (annotation.scheduler).
+    holds_slot = models.BooleanField(default=True, db_default=True)
 
     class Meta:
         ordering = ["id"]

@@ -236,8 +236,13 @@ def task_lease_next(
     first, see `annotation.hotpath`), and
     `kind_draw` likewise the one that decides a verification task (`verification_drawn`).
 
-    A `flagged` annotator (see `Membership.flagged`) gets only gold check tasks: their answers no
-    longer use up the regions' redundancy, and the checks tell whether the flag still holds.
+    A `flagged` annotator (see `Membership.flagged`) is served as everyone is: the same kinds
+    and share of gold checks, the same regions, leases of the same shape from the same id
+    sequences and lasting as long, so that nothing they are shown tells them they are flagged or
+    which of their tasks are gold checks (serving them gold checks only, as this once did, let a
+    flagged account learn the gold sentences). But their leases take no slot of a region
+    (`Assignment.holds_slot`): their answers do not use up the redundancy a manager asked for,
+    and the retrain leaves them out while the flag holds.
     """
     if project.status != Project.Status.ACTIVE:
         raise ProjectNotActive("This project is not active; it serves no new tasks.")
@@ -300,7 +305,7 @@ def _lease_next(
     verify = verification_drawn(project=project, kind_draw=0.0) and verification_drawn(
         project=project, kind_draw=rng.random() if kind_draw is None else kind_draw
     )
-    if flagged or (
+    if (
         project.gold_fraction > 0
         and (rng.random() if gold_draw is None else gold_draw) < project.gold_fraction
     ):
@@ -309,19 +314,24 @@ def _lease_next(
             lease = _lease_gold_verify(project=project, annotator=annotator, now=now, rng=rng)
         if lease is None:
             lease = _lease_gold(project=project, annotator=annotator, now=now, rng=rng)
-        if lease is not None or flagged:
-            return lease
-    if verify:
-        lease = _lease_open(project=project, annotator=annotator, now=now, kind=TaskKind.VERIFY)
         if lease is not None:
             return lease
-    lease = _lease_open(project=project, annotator=annotator, now=now)
+    take_slot = not flagged
+    if verify:
+        lease = _lease_open(
+            project=project, annotator=annotator, now=now, kind=TaskKind.VERIFY, take_slot=take_slot
+        )
+        if lease is not None:
+            return lease
+    lease = _lease_open(project=project, annotator=annotator, now=now, take_slot=take_slot)
     if lease is None and tasks_replenish(project=project, rng=rng):
-        lease = _lease_open(project=project, annotator=annotator, now=now)
+        lease = _lease_open(project=project, annotator=annotator, now=now, take_slot=take_slot)
     return lease
 
 
-def _lease(*, project: Project, task: Task, annotator, now: datetime) -> Lease:
+def _lease(
+    *, project: Project, task: Task, annotator, now: datetime, holds_slot: bool = True
+) -> Lease:
     """Lease `task` (loaded with its sentence) to the annotator."""
     assignment = Assignment.objects.create(
         project=project,
@@ -329,6 +339,7 @@ def _lease(*, project: Project, task: Task, annotator, now: datetime) -> Lease:
         annotator=annotator,
         leased_at=now,
         expires_at=now + timedelta(seconds=project.lease_seconds),
+        holds_slot=holds_slot,
     )
     return Lease.of(assignment)
 
@@ -373,10 +384,16 @@ def _mark(*, project: Project, annotator, kind: str = TaskKind.COUNT) -> int:
 
 
 def _lease_open(
-    *, project: Project, annotator, now: datetime, kind: str = TaskKind.COUNT
+    *,
+    project: Project,
+    annotator,
+    now: datetime,
+    kind: str = TaskKind.COUNT,
+    take_slot: bool = True,
 ) -> Lease | None:
     """A slot of the next open task of `kind` the caller has not had: the first after their
-    mark, else the first behind it; the task row locked while its slot is taken."""
+    mark, else the first behind it; the task row locked while its slot is taken. Without
+    `take_slot` (a flagged annotator) the same task, its slot left open."""
     mark = _mark(project=project, annotator=annotator, kind=kind)
     candidates = open_tasks(project=project, annotator=annotator, kind=kind)
     try:
@@ -388,8 +405,15 @@ def _lease_open(
                     .first()
                 )
                 if task is not None:
-                    Task.objects.filter(pk=task.pk).update(open_slots=F("open_slots") - 1)
-                    return _lease(project=project, task=task, annotator=annotator, now=now)
+                    if take_slot:
+                        Task.objects.filter(pk=task.pk).update(open_slots=F("open_slots") - 1)
+                    return _lease(
+                        project=project,
+                        task=task,
+                        annotator=annotator,
+                        now=now,
+                        holds_slot=take_slot,
+                    )
     except IntegrityError:
         return None  # the same annotator's concurrent request leased that task just now
     return None
@@ -421,7 +445,9 @@ def _lease_gold(*, project: Project, annotator, now: datetime, rng: random.Rando
         task.sentence = sentence
         try:
             with transaction.atomic():
-                return _lease(project=project, task=task, annotator=annotator, now=now)
+                return _lease(
+                    project=project, task=task, annotator=annotator, now=now, holds_slot=False
+                )
         except IntegrityError:
             continue  # this annotator has had this region already; draw another
     return None
@@ -440,7 +466,9 @@ def _lease_gold_verify(
         task = gold.select_related("sentence").order_by("id")[rng.randrange(n_gold)]
         try:
             with transaction.atomic():
-                return _lease(project=project, task=task, annotator=annotator, now=now)
+                return _lease(
+                    project=project, task=task, annotator=annotator, now=now, holds_slot=False
+                )
         except IntegrityError:
             continue  # leased by this annotator's concurrent request just now
     return None
@@ -496,15 +524,15 @@ def assignments_expire(*, project: Project, now: datetime | None = None) -> int:
                 project=project, status=Assignment.Status.LEASED, expires_at__lte=now
             )
             .select_for_update(skip_locked=True)
-            .values_list("id", "task_id")
+            .values_list("id", "task_id", "holds_slot")
         )
         if not overdue:
             return 0
         Assignment.objects.filter(
-            id__in=[assignment_id for assignment_id, _ in overdue],
+            id__in=[assignment_id for assignment_id, _, _ in overdue],
             status=Assignment.Status.LEASED,
         ).update(status=Assignment.Status.EXPIRED)
-        per_task = Counter(task_id for _, task_id in overdue)
+        per_task = Counter(task_id for _, task_id, holds_slot in overdue if holds_slot)
         for task_id, n in per_task.items():
             Task.objects.filter(pk=task_id, is_gold=False).update(open_slots=F("open_slots") + n)
     return len(overdue)
@@ -523,11 +551,13 @@ def assignments_release(*, project: Project, annotator_id: int) -> int:
                 status__in=[Assignment.Status.LEASED, Assignment.Status.EXPIRED],
             )
             .select_for_update()  # a submission racing this one either wins or finds nothing
-            .values_list("id", "task_id", "status")
+            .values_list("id", "task_id", "status", "holds_slot")
         )
         Assignment.objects.filter(id__in=[row[0] for row in unanswered]).delete()
         # Expired leases gave their slots back when they expired.
-        live = Counter(task_id for _, task_id, status in unanswered if status == "leased")
+        live = Counter(
+            task_id for _, task_id, status, holds in unanswered if status == "leased" and holds
+        )
         for task_id, n in live.items():
             Task.objects.filter(pk=task_id, is_gold=False).update(open_slots=F("open_slots") + n)
     return sum(live.values())

@@ -28,6 +28,12 @@ class LeaseNotYours(NotFound):
     code = "lease_not_yours"
 
 
+class NotAllowed(DomainError):
+    """The caller may not do this (403), though they may see the object."""
+
+    code = "permission_denied"
+
+
 class Conflict(DomainError):
     code = "conflict"
 
@@ -53,6 +59,24 @@ class LeaseLimit(Conflict):
     """The caller already holds as many live leases in the project as one annotator may."""
 
     code = "lease_limit"
+
+
+class ImportQueueFull(Conflict):
+    """The project has `TALLY_IMPORT_JOBS_PER_PROJECT` import jobs queued or running already."""
+
+    code = "import_queue_full"
+
+
+class Throttled(DomainError):
+    """The caller asked for more than their share (429): wait, or end something they hold."""
+
+    code = "throttled"
+
+
+class TooManyImports(Throttled):
+    """The caller has `TALLY_IMPORT_JOBS_PER_USER` import jobs queued or running already."""
+
+    code = "too_many_imports"
 
 
 class InvalidCorpus(DomainError):

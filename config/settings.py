@@ -70,10 +70,10 @@ INSTALLED_APPS = [
     "django.contrib.staticfiles",
     "corsheaders",
     "rest_framework",
-    "rest_framework.authtoken",
     "drf_spectacular",
     "drf_spectacular_sidecar",  # Swagger UI's files, served by us: /api/docs/ works offline
     "django_celery_beat",
+    "accounts",
     "annotation",
     "learning",
     "delivery",
@@ -235,11 +235,15 @@ TALLY_MAX_PROJECT_TASKS = env_int("TALLY_MAX_PROJECT_TASKS", 2_000_000, minimum=
 TALLY_IMPORT_SYNC_BYTES = env_int("TALLY_IMPORT_SYNC_BYTES", 1024 * 1024, minimum=0)
 TALLY_IMPORT_SYNC_SENTENCES = env_int("TALLY_IMPORT_SYNC_SENTENCES", 2_000, minimum=0)
 DATA_UPLOAD_MAX_MEMORY_SIZE = 2_621_440
+# Import jobs queued or running at once (each keeps its upload on disk until a worker runs it):
+# per project (409 `import_queue_full` beyond) and per user (429 `too_many_imports`).
+TALLY_IMPORT_JOBS_PER_PROJECT = env_int("TALLY_IMPORT_JOBS_PER_PROJECT", 2, minimum=1)
+TALLY_IMPORT_JOBS_PER_USER = env_int("TALLY_IMPORT_JOBS_PER_USER", 3, minimum=1)
 
 REST_FRAMEWORK = {
     "DEFAULT_AUTHENTICATION_CLASSES": [
         "rest_framework.authentication.SessionAuthentication",
-        "rest_framework.authentication.TokenAuthentication",
+        "accounts.authentication.ApiTokenAuthentication",
     ],
     "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
     "DEFAULT_SCHEMA_CLASS": "common.api.schema.TallySchema",
@@ -255,6 +259,8 @@ REST_FRAMEWORK = {
         "register": env_rate("TALLY_REGISTER_RATE", "60/min"),
         # `POST predict/` per user: "Try the model" by hand stays far below it.
         "predict": env_rate("TALLY_PREDICT_RATE", "30/min"),
+        # Password-reset e-mails asked for, per client address.
+        "password_reset": env_rate("TALLY_PASSWORD_RESET_RATE", "10/hour"),
     },
     "UNAUTHENTICATED_USER": "django.contrib.auth.models.AnonymousUser",
 }
@@ -263,6 +269,23 @@ REST_FRAMEWORK = {
 TALLY_LOGIN_RATE = env_rate("TALLY_LOGIN_RATE", "10/min")
 TALLY_LOGIN_ADDRESS_RATE = env_rate("TALLY_LOGIN_ADDRESS_RATE", "60/min")
 TALLY_TRUSTED_PROXIES = env_networks("TALLY_TRUSTED_PROXIES")
+# API tokens (accounts/models.py): one per device, each lasting TALLY_API_TOKEN_DAYS; past
+# TALLY_API_TOKENS_PER_USER a new one revokes the user's oldest.
+TALLY_API_TOKEN_DAYS = env_int("TALLY_API_TOKEN_DAYS", 30, minimum=1)
+TALLY_API_TOKENS_PER_USER = env_int("TALLY_API_TOKENS_PER_USER", 10, minimum=1)
+# E-mail (password resets): Django's backend and server from the environment; by default the
+# console backend, which writes each message to the web process's output.
+EMAIL_BACKEND = env_str("EMAIL_BACKEND", "django.core.mail.backends.console.EmailBackend")
+EMAIL_HOST = env_str("EMAIL_HOST", "localhost")
+EMAIL_PORT = env_int("EMAIL_PORT", 25, minimum=1)
+EMAIL_HOST_USER = env_str("EMAIL_HOST_USER")
+EMAIL_HOST_PASSWORD = env_str("EMAIL_HOST_PASSWORD")
+EMAIL_USE_TLS = env_bool("EMAIL_USE_TLS", False)
+EMAIL_USE_SSL = env_bool("EMAIL_USE_SSL", False)
+EMAIL_TIMEOUT = env_int("EMAIL_TIMEOUT", 10, minimum=1)
+DEFAULT_FROM_EMAIL = env_str("DEFAULT_FROM_EMAIL", "Tally <tally@localhost>")
+if EMAIL_USE_TLS and EMAIL_USE_SSL:
+    raise ImproperlyConfigured("Set EMAIL_USE_TLS or EMAIL_USE_SSL, not both.")
 AUTHENTICATION_BACKENDS = [
     "accounts.backends.ThrottledModelBackend",  # every password check (it ends the chain)
     "django.contrib.auth.backends.ModelBackend",  # sessions signed in before it existed
@@ -337,6 +360,10 @@ TALLY_SSE_STREAM_SECONDS = env_int("TALLY_SSE_STREAM_SECONDS", 30, minimum=1)
 TALLY_SSE_POLL_SECONDS = env_int("TALLY_SSE_POLL_SECONDS", 2, minimum=1)
 # Open event streams per user, across every process (a manager's tabs on several projects).
 TALLY_SSE_STREAMS_PER_USER = env_int("TALLY_SSE_STREAMS_PER_USER", 10, minimum=1)
+# ... per client address (accounts are free to make; an office behind one address has room) and
+# in all, across the event servers (`manage.py benchmark_streams` measures what one holds).
+TALLY_SSE_STREAMS_PER_ADDRESS = env_int("TALLY_SSE_STREAMS_PER_ADDRESS", 50, minimum=1)
+TALLY_SSE_STREAMS_TOTAL = env_int("TALLY_SSE_STREAMS_TOTAL", 1000, minimum=1)
 
 LOGGING = {
     "version": 1,

@@ -19,6 +19,7 @@ urlpatterns = [
     path("api/", include("delivery.urls")),
     path("api/schema/", SchemaView.as_view(), name="schema"),
     path("api/docs/", DocsView.as_view(url_name="schema"), name="api-docs"),
+    path("account/", include("accounts.page_urls")),
     path("", include("frontend.urls")),
 ]
 

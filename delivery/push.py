@@ -68,11 +68,26 @@ def _event(name: str, data: dict, event_id: int | None = None) -> str:
     return "\n".join(lines) + "\n\n"
 
 
+# A new version's event is read once per process for every stream open on its project, not
+# once per stream: the reads run one at a time in Django's thread for synchronous code, and 1,000
+# streams reading it each took over 10 s to all get it (`manage.py benchmark_streams`).
+_REPORT_MEMO_SECONDS = 10.0
+_report_memo: dict[tuple[int, int], tuple[float, str]] = {}
+
+
 def _report_event(project_id: int, number: int) -> str | None:
+    key, now = (project_id, number), time.monotonic()
+    memo = _report_memo.get(key)
+    if memo is not None and now - memo[0] < _REPORT_MEMO_SECONDS:
+        return memo[1]
     version = selectors.version_get(project_id=project_id, number=number)
     if version is None:
         return None
-    return _event("report", selectors.report_summary(version=version), number)
+    event = _event("report", selectors.report_summary(version=version), number)
+    if len(_report_memo) >= 256:
+        _report_memo.clear()
+    _report_memo[key] = (now, event)
+    return event
 
 
 def _current_number(project_id: int) -> int | None:

@@ -65,7 +65,7 @@ def _logins() -> DemoLogins:
 def _user(username: str, password: str):
     user = get_user_model().objects.filter(username=username).first()
     if user is None:
-        user, _token = account_services.user_register(username=username, password=password)
+        user = account_services.user_register(username=username, password=password)
     return user
 
 

@@ -135,8 +135,8 @@ def seed_project(
     from django.conf import settings
     from django.contrib.auth import get_user_model
     from django.db import connection
-    from rest_framework.authtoken.models import Token
 
+    from accounts.services import token_issue
     from annotation import services
     from annotation.models import Membership, Sentence
     from devtools.seeding import conllu_import
@@ -161,19 +161,19 @@ def seed_project(
     for i in range(-(-dashboards // settings.TALLY_SSE_STREAMS_PER_USER)):
         user = User.objects.create_user(f"bench-dashboard-{i}")
         Membership.objects.create(project=project, user=user, role="manager")
-        managers.append(Token.objects.create(user=user).key)
+        managers.append(token_issue(user=user, name="benchmark").key)
     tokens, annotators = [], []
     for i in range(phones):
         user = User.objects.create_user(f"bench-{i}")
         Membership.objects.create(project=project, user=user, role="annotator")
-        tokens.append(Token.objects.create(user=user).key)
+        tokens.append(token_issue(user=user, name="benchmark").key)
         annotators.append(user.pk)
     names = [tag.name for tag in project.tags.order_by("position")]
     seeded = {
         "project": project.pk,
         "tokens": tokens,
         "annotators": annotators,
-        "manager_token": Token.objects.create(user=manager).key,
+        "manager_token": token_issue(user=manager, name="benchmark").key,
         "managers": managers,
         "tags": names,
         "redundancy": redundancy,
@@ -195,8 +195,8 @@ def _retrain_target(*, manager, corpus, sentences: int, answers: int) -> dict:
     import uuid
 
     from django.contrib.auth import get_user_model
-    from rest_framework.authtoken.models import Token
 
+    from accounts.services import token_issue
     from annotation import scheduler, services
     from annotation.models import Membership, Sentence
     from devtools.seeding import conllu_import
@@ -223,4 +223,4 @@ def _retrain_target(*, manager, corpus, sentences: int, answers: int) -> dict:
             idempotency_key=uuid.uuid4().hex,
         )
     learning_services.retrain_run(project_id=project.pk, trigger="manual")
-    return {"project": project.pk, "token": Token.objects.create(user=user).key}
+    return {"project": project.pk, "token": token_issue(user=user, name="benchmark").key}

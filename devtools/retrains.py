@@ -1,9 +1,10 @@
-"""A retrain timed as the worker runs it, for the benchmarks (`benchmark_retrain`,
-`benchmark_scale`)."""
+"""A retrain, and a cost-matrix change, timed as the worker runs them, for the benchmarks
+(`benchmark_retrain`, `benchmark_scale`)."""
 
 from __future__ import annotations
 
 import time
+from unittest.mock import patch
 
 from django.core.management.base import CommandError
 
@@ -43,4 +44,36 @@ def timed_retrain(project: Project, test) -> dict:
             for k, v in version.timings.items()
             if k.startswith("cpu_")
         },
+    }
+
+
+def timed_cost_change(project: Project, *, preset: str = "ordinal") -> dict:
+    """A cost-matrix change as a manager makes it (``PUT cost-matrix/`` through the API), then
+    every task its commit queued run as the worker runs it, each timed: what a change costs a
+    worker (`learning.costs`: the re-scoring of every version's report, nothing else)."""
+    from celery.app.task import Task
+    from rest_framework.test import APIClient
+
+    queued: list[tuple] = []
+
+    def record(task, args=None, kwargs=None, **options):
+        queued.append((task, list(args or []), dict(kwargs or {})))
+
+    client = APIClient()
+    client.force_authenticate(project.owner)
+    with patch.object(Task, "apply_async", record):
+        response = client.put(
+            f"/api/projects/{project.pk}/cost-matrix/", {"preset": preset}, format="json"
+        )
+    if response.status_code != 200:
+        raise CommandError(f"the cost-matrix change failed: {response.content[:300]!r}")
+    ran = []
+    for task, args, kwargs in queued:
+        tic = time.perf_counter()
+        task.run(*args, **kwargs)
+        ran.append({"task": task.name, "seconds": round(time.perf_counter() - tic, 3)})
+    return {
+        "revision": response.json()["revision"],
+        "tasks": ran,
+        "worker_seconds": round(sum(task["seconds"] for task in ran), 3),
     }

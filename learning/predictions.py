@@ -54,7 +54,14 @@ def warm_up(*, language: str) -> threading.Thread | None:
 
 
 def current_version(*, project_id: int) -> ModelVersion:
-    version = selectors.current_version(project_id=project_id)
+    """The version predictions use (`selectors.current_version`), read with its project's cost
+    matrix revision in the same query, so the matrix costs no query once read
+    (`costs.served_costs`)."""
+    version = (
+        costs.with_cost_revision(ModelVersion.objects.filter(project_id=project_id))
+        .order_by("-number")
+        .first()
+    )
     if version is None:
         raise NoModel("This project has no model yet; it is trained once annotations arrive.")
     return version
@@ -88,8 +95,9 @@ def text_tag(*, project_id: int, text: str, language: str) -> dict:
         raise PayloadTooLarge(f"The text has more than {MAX_TOKENS} words.")
     version = current_version(project_id=project_id)
     tagger, live = selectors.served_tagger(version=version)
-    tags, probabilities, probs = selectors.predict_sentences(version=version, sentences=sentences)
     tagset = tagger.tagset_
+    probs = tagger.token_proba(sentences)
+    best = costs.decide(probs, costs.served_costs(version=version), tagset)
     top = (-probs).argsort(axis=1)[:, :ALTERNATIVES]
     ranges, start = [], 0
     for sentence in sentences:
@@ -100,8 +108,8 @@ def text_tag(*, project_id: int, text: str, language: str) -> dict:
         "live": live,
         "tokens": tokens,
         "sentences": ranges,
-        "tags": tags,
-        "probabilities": [round(p, 4) for p in probabilities],
+        "tags": [tagset[k] for k in best],
+        "probabilities": [round(float(probs[i, k]), 4) for i, k in enumerate(best)],
         "alternatives": [
             [{"tag": tagset[k], "probability": round(float(probs[i, k]), 4)} for k in row]
             for i, row in enumerate(top)
@@ -120,7 +128,7 @@ def corpus_conllu(
     `Prob=` (and `Gold=`, if any) in MISC. The tags are the decisions of least expected cost in
     the project's cost matrix."""
     tagger = selectors.tagger_of(version=version)
-    setting = costs.cost_matrix_get(project_id=project_id)
+    setting = costs.served_costs(version=version)
     batch: list[adapter.CorpusRow] = []
     for row in adapter.corpus_sentences(project_id=project_id):
         batch.append(row)
@@ -132,7 +140,8 @@ def corpus_conllu(
 
 
 def _tagged(batch: list[adapter.CorpusRow], tagger, setting, number: int, source_misc) -> str:
-    """The batch tagged with the decisions of least cost in `setting` (`costs.decide`)."""
+    """The batch tagged with the decisions of least cost in `setting` (`costs.decide`: the
+    stored matrix, or None)."""
     tagset = tagger.tagset_
     probs = tagger.token_proba([row.tokens for row in batch])
     best = costs.decide(probs, setting, tagset)

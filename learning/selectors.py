@@ -3,16 +3,15 @@
 
 from __future__ import annotations
 
-from collections.abc import Collection
 from datetime import datetime, timedelta
 
 from django.conf import settings
-from django.db.models import F, OuterRef, Q, QuerySet, Subquery
+from django.db.models import F, OuterRef, QuerySet, Subquery
 from django.db.models.functions import Coalesce
 from django.utils import timezone
 
 from annotation.models import Observation, Project
-from learning import adapter, costs, locks
+from learning import adapter, locks
 from learning.models import (
     AccuracyReport,
     AnnotatorQuality,
@@ -99,14 +98,13 @@ def _modelled_subquery():
     )
 
 
-def projects_due(*, now: datetime | None = None, matrix_changed: Collection[int] = ()) -> list[int]:
+def projects_due(*, now: datetime | None = None) -> list[int]:
     """Projects with observations newer than their current model whose retrain interval has
     passed (and whose schedule is enabled). The interval runs from the sweep's last enqueue of
     the project, or before its first one from the project's newest model version (`./tally up`'s
     demo, trained as it is made, was retrained by the first sweep, a minute after start). A
     project without any model is due at once: its first model is the one most worth having, and
-    a retrain asked while the broker was down is caught up by the next sweep. So are the
-    projects in `matrix_changed` (`costs.projects_behind_their_matrix`), new answers or not."""
+    a retrain asked while the broker was down is caught up by the next sweep."""
     now = now or timezone.now()
     default_interval = settings.TALLY_RETRAIN_INTERVAL_MINUTES
     schedules = RetrainSchedule.objects.filter(project=OuterRef("pk"))
@@ -122,7 +120,7 @@ def projects_due(*, now: datetime | None = None, matrix_changed: Collection[int]
                 Subquery(newest_version.values("created_at")[:1]),
             ),
         )
-        .filter(Q(newest__gt=F("modelled")) | Q(pk__in=list(matrix_changed)), enabled=True)
+        .filter(newest__gt=F("modelled"), enabled=True)
         .values_list("pk", "interval", "since")
     )
     return [
@@ -237,25 +235,3 @@ def live_model_summary(*, project_id: int) -> dict | None:
     fields = ("base_version", "number", "answers_applied", "watermark", "published_at",
               "progressive")  # fmt: skip
     return LiveModel.objects.filter(project_id=project_id).values(*fields).first()
-
-
-def predict_tokens(*, version: ModelVersion, tokens: list[str]):
-    """(tag names, probability of each, (n, K) probabilities) of the sentence `tokens` under
-    `version` (a contextual model reads every token in the whole sentence)."""
-    return predict_sentences(version=version, sentences=[tokens])
-
-
-def predict_sentences(*, version: ModelVersion, sentences: list[list[str]]):
-    """`predict_tokens` of several sentences, each tagged whole; their tokens' rows in order,
-    by the live model when it has published (:func:`served_tagger`). The tags are the decisions
-    of least expected cost in the project's cost matrix (the most probable tags when every error
-    costs the same)."""
-    tagger, _ = served_tagger(version=version)
-    probs = tagger.token_proba(sentences)
-    setting = costs.cost_matrix_get(project_id=version.project_id)
-    best = costs.decide(probs, setting, tagger.tagset_) if len(probs) else []
-    return (
-        [tagger.tagset_[k] for k in best],
-        [float(probs[i, k]) for i, k in enumerate(best)],
-        probs,
-    )

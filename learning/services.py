@@ -258,12 +258,6 @@ def version_store(
                     "project": project_id,
                     "version": number,
                     "code": code_version(),
-                    # Read by `learning.core.tag`: its tags are the decisions of least cost.
-                    "cost_matrix": {
-                        "tags": list(learned.cost_setting.tags),
-                        "matrix": learned.cost_setting.matrix.tolist(),
-                        "preset": learned.cost_setting.preset,
-                    },
                 },
             )
         ),
@@ -295,7 +289,6 @@ def version_store(
                     "em_iterations": len(estimator.history_),
                     "model_kind": tagger.kind,
                     "calibration": plan.calibration.as_dict(),
-                    "cost_revision": learned.cost_setting.revision,
                     "text_tokens": data.text_tokens,
                     "word_classes_reused": plan.word_classes_reused,
                     "privacy": (
@@ -431,7 +424,7 @@ def retrain_run(*, project_id: int, trigger: str, task_id: str = "") -> RetrainO
         current = selectors.current_version(project_id=project_id)
         if adapter.newest_observation_id(project_id=project_id) <= (
             current.newest_observation if current else 0
-        ) and not _cost_matrix_changed(project_id=project_id, current=current):
+        ):
             message = "The current model already includes every observation."
             run = _run_record(
                 project_id=project_id,
@@ -485,15 +478,6 @@ def retrain_run(*, project_id: int, trigger: str, task_id: str = "") -> RetrainO
             raise
     finally:
         locks.lock_release(project_id=project_id, owner=owner)
-
-
-def _cost_matrix_changed(*, project_id: int, current: ModelVersion | None) -> bool:
-    """Whether the cost matrix changed since the current version was made for it (its file
-    carries the matrix, for `learning.core.tag`)."""
-    if current is None:
-        return False
-    revision = costs.cost_matrix_get(project_id=project_id).revision
-    return current.hyperparameters.get("cost_revision", 0) != revision
 
 
 # Requests, schedules, the sweep ---------------------------------------------------------------

@@ -97,27 +97,27 @@ def cost_reports_rescore_enqueue(*, project_id: int) -> bool:
 
 @shared_task(**task_options(name="learning.retrain_sweep", seconds=120))
 def retrain_sweep() -> dict:
-    """Queue every due project, and the re-scoring of cost reports a lost message left behind
-    (and re-queue webhook deliveries whose task was lost)."""
+    """Queue every due project, the re-scoring of cost reports whose message was lost (a
+    cost-matrix change queues only that: no retrain), and webhook deliveries whose task was
+    lost."""
     now = timezone.now()
-    matrix_changed = costs.projects_behind_their_matrix(now=now)
     queued = [
         project_id
-        for project_id in selectors.projects_due(now=now, matrix_changed=matrix_changed)
+        for project_id in selectors.projects_due(now=now)
         if services.sweep_claim(project_id=project_id, now=now)
         and retrain_enqueue(project_id=project_id, trigger="schedule")
     ]
     rescored = [
         project_id
-        for project_id in queued
-        if matrix_changed.get(project_id) and cost_reports_rescore_enqueue(project_id=project_id)
+        for project_id in costs.projects_behind_their_matrix(now=now)
+        if cost_reports_rescore_enqueue(project_id=project_id)
     ]
     redelivered = [
         delivery_id
         for delivery_id in webhook_selectors.deliveries_overdue(now=now, grace=DELIVERY_GRACE)
         if webhook_enqueue(delivery_id=delivery_id)
     ]
-    if queued or redelivered:
+    if queued or rescored or redelivered:
         logger.info(
             "retrain sweep",
             extra={"queued": queued, "rescored": rescored, "redelivered": redelivered},

@@ -18,7 +18,7 @@ from django.core.cache import cache
 from django.db import connection
 
 from config.celery import app as celery_app
-from delivery import stream_slots
+from delivery import push, stream_slots
 from learning.adapter import model_load
 from tests.support.factories import UserFactory, client_for, make_project, member
 
@@ -119,6 +119,7 @@ def _isolated(settings, tmp_path):
     # user id can come back with another test's model cached or stream slots held.
     model_load.cache_clear()
     stream_slots._local.clear()
+    push._report_memo.clear()
     yield
     cache.clear()
 

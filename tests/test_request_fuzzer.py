@@ -82,6 +82,12 @@ PUBLIC = {
     "frontend:annotate-worker",  # the annotator page's service worker: code, no data
     "admin:login",
     "admin:logout",
+    "password-reset",  # "forgot your password": the same answer whoever asks
+    "password-reset-confirm",
+    "account:password-reset",
+    "account:password-reset-sent",
+    "account:password-reset-confirm",
+    "account:password-reset-complete",
 }
 # Views that only describe the API (each answer costs the whole schema): plain requests only.
 DESCRIBED_ONLY = {"schema", "api-docs"}
@@ -92,8 +98,19 @@ ANYONE_SIGNED_IN = {
     ("POST", "project-create-with-corpus"),  # the multipart form of POST project-list
     ("POST", "corpus-preview"),  # the new-project form's preview: no project yet, nothing stored
     ("GET", "me"),
+    ("PATCH", "me"),
     ("POST", "join"),
     ("POST", "logout"),
+    ("GET", "token-list"),
+    ("DELETE", "token-detail"),
+    ("POST", "password-change"),
+    ("GET", "account:home"),
+    ("POST", "account:home"),
+    ("POST", "account:token-revoke"),
+    ("POST", "account:sign-out-everywhere"),
+    ("GET", "account:password-change"),
+    ("POST", "account:password-change"),
+    ("GET", "account:password-changed"),
     ("GET", "frontend:home"),
     ("GET", "frontend:project-new"),
 }
@@ -104,7 +121,6 @@ ANNOTATOR_MAY = ANYONE_SIGNED_IN | {
     ("GET", "my-stats"),
     ("POST", "task-next"),
     ("POST", "observation-submit"),
-    ("POST", "predict"),
     ("GET", "frontend:annotate"),
 }
 
@@ -394,6 +410,10 @@ FILL = {
     "number": lambda w: [1, NOPE],
     "webhook_id": lambda w: [w.hook.pk, NOPE],
     "job_id": lambda w: [1, NOPE],
+    # The manager's token: only the manager may revoke it (404 for everyone else).
+    "token_id": lambda w: [w.manager.api_tokens.order_by("pk").first().pk, NOPE],
+    "uidb64": lambda w: ["MQ", "x", quote("\x00")],
+    "token": lambda w: ["set-password", "abc-123"],
     "code": lambda w: [
         w.project.invite_code,
         "nope",

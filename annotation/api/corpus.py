@@ -96,10 +96,16 @@ class CorpusView(UploadGuard, ManagerView):
             409: OpenApiResponse(
                 ErrorSerializer,
                 description="`duplicate_corpus`: the project has this file's content already; "
-                "send `allow_duplicate` to import it again.",
+                "send `allow_duplicate` to import it again; `import_queue_full`: the project has "
+                "`TALLY_IMPORT_JOBS_PER_PROJECT` import jobs waiting or running.",
             ),
             413: OpenApiResponse(
                 ErrorSerializer, description="The file, or what it holds, passes a limit."
+            ),
+            429: OpenApiResponse(
+                ErrorSerializer,
+                description="`too_many_imports`: you have `TALLY_IMPORT_JOBS_PER_USER` import "
+                "jobs waiting or running; send it when one has finished.",
             ),
         },
     )

@@ -113,6 +113,11 @@ class ProjectWithCorpusView(ProjectListView):
             413: OpenApiResponse(
                 ErrorSerializer, description="The file, or what it holds, passes a limit."
             ),
+            429: OpenApiResponse(
+                ErrorSerializer,
+                description="`too_many_imports`: you have `TALLY_IMPORT_JOBS_PER_USER` import "
+                "jobs waiting or running; send it when one has finished.",
+            ),
         },
     )
     def post(self, request):

@@ -69,6 +69,9 @@ class ProjectOut(serializers.Serializer):
     )
     verification_version = serializers.IntegerField(required=False, allow_null=True)
     lease_seconds = serializers.IntegerField(required=False)
+    annotators_may_predict = serializers.BooleanField(
+        required=False, help_text="Annotators may tag text with the model too."
+    )
     invite_code = serializers.CharField(required=False)
     frozen = serializers.ListField(
         child=serializers.CharField(),

@@ -77,6 +77,11 @@ class ProjectWriteSerializer(TypedSerializer):
         "information an answer of each kind brings per second of annotator time.",
     )
     lease_seconds = serializers.IntegerField(min_value=30, max_value=86_400, required=False)
+    annotators_may_predict = serializers.BooleanField(
+        required=False,
+        help_text="Annotators may tag text with the model too (default false: managers only); "
+        "never text from the project's own sentences.",
+    )
     tags = TagSerializer(
         many=True,
         required=False,
@@ -192,6 +197,7 @@ def project_out(project: Project, role: str) -> dict:
             "verification_share_auto": project.verification_share_auto,
             "verification_version": project.verification_version,
             "lease_seconds": project.lease_seconds,
+            "annotators_may_predict": project.annotators_may_predict,
             "invite_code": project.invite_code,
             # What can no longer change: tag names and order, and the language, once the
             # project has sentences (forms show them read-only).

@@ -6,7 +6,8 @@ Every value is a query parameter; the statuses are the models' choices, written 
 once (as constants, so that the planner matches them to the partial indexes on `status`).
 Tables are named as the models name them (tests/annotation/test_hotpath.py checks).
 
-The caller is `%(user_id)s` (a session's user) or else the owner of the token `%(key)s`.
+The caller is `%(user_id)s` (a session's user) or else the owner of the token `%(key)s` (stored
+as its SHA-256, `accounts.models.token_digest`; an expired token names no one).
 """
 
 import re
@@ -39,7 +40,9 @@ _CALLER = """
         FROM auth_user u
         WHERE u.id = COALESCE(
             %(user_id)s::bigint,
-            (SELECT k.user_id FROM authtoken_token k WHERE k.key = %(key)s::varchar)
+            (SELECT k.user_id FROM accounts_apitoken k
+             WHERE k.digest = encode(sha256(convert_to(%(key)s::varchar, 'UTF8')), 'hex')
+               AND k.expires_at > now())
         )
     )"""
 

@@ -42,6 +42,7 @@ _PROJECT_FIELDS = (
     "gold_fraction",
     "verification_share",
     "lease_seconds",
+    "annotators_may_predict",
     "private",
     "alpha",
     "mechanism",
@@ -156,6 +157,7 @@ def project_create(
     gold_fraction: float = 0.0,
     verification_share: float | None = None,  # automatic: by value per second
     lease_seconds: int = 600,
+    annotators_may_predict: bool = False,
     private: bool = False,
     alpha: float | None = None,
     mechanism: str = "",
@@ -176,6 +178,7 @@ def project_create(
         gold_fraction=gold_fraction,
         verification_share=verification_share,
         lease_seconds=lease_seconds,
+        annotators_may_predict=annotators_may_predict,
         private=private,
         alpha=alpha,
         mechanism=mechanism or "",
@@ -308,6 +311,7 @@ def memberships_flag_update(*, project_id: int, flags: Mapping[int, str]) -> lis
         annotator_id__in=newly,
         status=Assignment.Status.SUBMITTED,
         task__is_gold=False,
+        holds_slot=True,  # answers given while flagged took no slot
     ).values("task_id")
     Task.objects.filter(pk__in=answered).update(open_slots=F("open_slots") + 1)
     return newly

@@ -20,6 +20,7 @@ from datetime import timedelta
 from typing import BinaryIO
 
 from django.conf import settings
+from django.contrib.auth import get_user_model
 from django.core.files import File
 from django.core.files.storage import default_storage
 from django.db import IntegrityError, transaction
@@ -33,9 +34,11 @@ from common.exceptions import (
     Conflict,
     DomainError,
     DuplicateCorpus,
+    ImportQueueFull,
     InvalidCorpus,
     PayloadTooLarge,
     ProjectNotActive,
+    TooManyImports,
 )
 from common.text import as_sentence
 
@@ -205,7 +208,39 @@ def _import_now(*, project, user, file, scan, key, **fields) -> CorpusImport:
     return record
 
 
+def _check_queue_room(*, project: Project, user) -> None:
+    """Refuse a new job when its project (409) or the user (429) has as many queued or running
+    as allowed (`TALLY_IMPORT_JOBS_PER_PROJECT`, `TALLY_IMPORT_JOBS_PER_USER`): each waits on
+    disk until a worker runs it, and one manager's uploads must not hold every other project's
+    import back. The rows of the project and the user are locked first, so two uploads at once
+    cannot both take the last place."""
+    get_user_model().objects.select_for_update().filter(pk=user.pk).exists()
+    Project.objects.select_for_update().filter(pk=project.pk).exists()
+    active = ImportJob.objects.filter(status__in=ImportJob.ACTIVE)
+    per_project = settings.TALLY_IMPORT_JOBS_PER_PROJECT
+    waiting = list(active.filter(project=project).order_by("pk").values_list("pk", flat=True))
+    if len(waiting) >= per_project:
+        raise ImportQueueFull(
+            f"This project has {len(waiting)} imports waiting or running (jobs "
+            f"{_listed(waiting)}; at most {per_project}, TALLY_IMPORT_JOBS_PER_PROJECT). Send "
+            "this file when one of them has finished, or cancel one."
+        )
+    per_user = settings.TALLY_IMPORT_JOBS_PER_USER
+    yours = list(active.filter(created_by=user).order_by("pk").values_list("pk", flat=True))
+    if len(yours) >= per_user:
+        raise TooManyImports(
+            f"You have {len(yours)} imports waiting or running (jobs {_listed(yours)}; at most "
+            f"{per_user}, TALLY_IMPORT_JOBS_PER_USER). Send this file when one of them has "
+            "finished, or cancel one."
+        )
+
+
+def _listed(ids: list[int]) -> str:
+    return ", ".join(str(i) for i in ids)
+
+
 def _job_create(*, project, user, file, scan, key, max_bytes, **fields) -> ImportJob:
+    _check_queue_room(project=project, user=user)
     # The head of the file parsed now (its first sentences, within its first lines): a broken
     # file is refused at once, with its line.
     try:

@@ -1,9 +1,10 @@
 """Base classes of the API views: the error body, and project scoping."""
 
-from rest_framework.authentication import SessionAuthentication, TokenAuthentication
+from rest_framework.authentication import SessionAuthentication
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from accounts.authentication import ApiTokenAuthentication
 from common.api.errors import exception_handler
 from common.api.pagination import Pagination
 from common.permissions import ProjectScope
@@ -12,7 +13,7 @@ from common.permissions import ProjectScope
 class ApiView(APIView):
     # Token first, so that an anonymous request is answered 401 with `WWW-Authenticate: Token`.
     # Session auth (browsers) enforces CSRF on unsafe methods.
-    authentication_classes = [TokenAuthentication, SessionAuthentication]
+    authentication_classes = [ApiTokenAuthentication, SessionAuthentication]
     pagination_class = Pagination  # what `paginated` pages with (the schema reads it here)
 
     def get_exception_handler(self):

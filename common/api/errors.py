@@ -12,9 +12,11 @@ from common import exceptions as domain
 _STATUS_BY_ERROR = (  # the first class an error is an instance of gives its status
     (domain.InvalidInput, status.HTTP_400_BAD_REQUEST),
     (domain.InvalidCorpus, status.HTTP_400_BAD_REQUEST),
+    (domain.NotAllowed, status.HTTP_403_FORBIDDEN),
     (domain.NotFound, status.HTTP_404_NOT_FOUND),
     (domain.Conflict, status.HTTP_409_CONFLICT),
     (domain.PayloadTooLarge, status.HTTP_413_REQUEST_ENTITY_TOO_LARGE),
+    (domain.Throttled, status.HTTP_429_TOO_MANY_REQUESTS),
 )
 
 
@@ -57,12 +59,29 @@ def domain_error(exc: domain.DomainError) -> tuple[int, dict]:
 
 
 def _flatten(detail) -> dict[str, list[str]]:
+    """A validation error's detail as `fields`: each field's messages in plain words, a nested
+    one (an item of a list, a field of an object) prefixed with where it is ("Item 2, name:
+    This field is required."), never a `repr` of DRF's `ErrorDetail`s."""
     if isinstance(detail, dict):
-        return {
-            str(key): [str(item) for item in value] if isinstance(value, list) else [str(value)]
+        return {str(key): _messages(value) for key, value in detail.items()}
+    return {"non_field_errors": _messages(detail)}
+
+
+def _messages(detail, where: str = "") -> list[str]:
+    if isinstance(detail, dict):
+        return [
+            message
             for key, value in detail.items()
-        }
-    return {"non_field_errors": [str(item) for item in detail]}
+            for message in _messages(value, f"{where}, {key}" if where else str(key))
+        ]
+    if isinstance(detail, list) and any(isinstance(item, dict | list) for item in detail):
+        return [
+            message
+            for n, value in enumerate(detail, start=1)
+            for message in _messages(value, f"{where}, item {n}" if where else f"item {n}")
+        ]
+    items = detail if isinstance(detail, list) else [detail]
+    return [f"{where[:1].upper()}{where[1:]}: {item}" if where else str(item) for item in items]
 
 
 def exception_handler(exc, context):

@@ -19,12 +19,12 @@ from django.conf import settings
 from django.core.exceptions import RequestDataTooBig
 from django.http import HttpRequest, HttpResponse
 from drf_spectacular.utils import extend_schema
-from rest_framework.authentication import SessionAuthentication, TokenAuthentication
-from rest_framework.authtoken.models import Token
+from rest_framework.authentication import SessionAuthentication
 from rest_framework.exceptions import AuthenticationFailed as DrfAuthenticationFailed
 from rest_framework.exceptions import PermissionDenied
 from rest_framework.views import APIView
 
+from accounts.authentication import ApiTokenAuthentication, token_user
 from common import inputs
 from common.api.errors import domain_error, error_body
 from common.api.parsers import JsonParser
@@ -58,13 +58,13 @@ class Caller:
         """The caller as a user: the session user, or the active owner of the token."""
         if self.key is None:
             return self.session_user
-        token = Token.objects.select_related("user").filter(key=self.key).first()
-        if token is None or not token.user.is_active:
-            raise AuthenticationFailed("Invalid token.")
-        return token.user
+        try:
+            return token_user(self.key)[0]
+        except DrfAuthenticationFailed as exc:
+            raise AuthenticationFailed(str(exc.detail)) from exc
 
 
-class _TokenNotLookedUp(TokenAuthentication):
+class _TokenNotLookedUp(ApiTokenAuthentication):
     """DRF's token authentication, reading the header by its rules and with its messages, but
     leaving the key's lookup to the statement that serves the request (`Caller.user` else)."""
 
@@ -135,7 +135,7 @@ def _description_class(view: Callable, method: str, schema: dict) -> type[APIVie
         {
             "__doc__": view.__doc__,
             "__module__": view.__module__,
-            "authentication_classes": [TokenAuthentication, SessionAuthentication],
+            "authentication_classes": [ApiTokenAuthentication, SessionAuthentication],
             "parser_classes": [JsonParser],
             method: extend_schema(**schema)(handler),
         },

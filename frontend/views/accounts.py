@@ -78,7 +78,7 @@ def _register(request: HttpRequest, form: SignupForm) -> int:
     if not form.is_valid():
         return 400
     try:
-        user, _token = services.user_register(**form.cleaned_data)
+        user = services.user_register(**form.cleaned_data)
     except InvalidInput as exc:
         for field, messages in (exc.fields or {"__all__": [exc.message]}).items():
             for message in messages:

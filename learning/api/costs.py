@@ -1,5 +1,6 @@
 """The project's cost matrix (managers): as JSON, or as a CSV file to edit in a spreadsheet."""
 
+from django.db import transaction
 from django.http import HttpResponse
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiResponse, extend_schema
@@ -10,16 +11,16 @@ from common.api.base import ManagerView
 from common.api.errors import ErrorSerializer
 from common.api.parsers import JsonParser, MultiPartParser
 from common.exceptions import InvalidInput
-from learning import costs
+from learning import costs, tasks
 from learning.api.schemas import CostMatrixOut
-from learning.core.cost import PRESETS, write_cost_csv
+from learning.core.cost import PRESETS
 
 MAX_CSV_BYTES = 256 * 1024
 
 
 class CostMatrixInSerializer(serializers.Serializer):
     """Either a preset, or a matrix (rows the true tag) with, optionally, the tag names of its
-    rows and columns when they are not in the project's order. `costs.matrix_from_input` checks
+    rows and columns when they are not in the project's order. `costs.cost_matrix_set` checks
     the matrix cell by cell, so it passes through as it came."""
 
     preset = serializers.ChoiceField(choices=PRESETS, required=False)
@@ -40,8 +41,9 @@ class CostMatrixView(ManagerView):
             200: CostMatrixOut,
             400: OpenApiResponse(
                 ErrorSerializer,
-                description="A matrix that is not K × K, a cell that is not a non-negative "
-                "number or a non-zero diagonal (the message names the cell), an unknown tag.",
+                description="A matrix that is not K × K, a cell that is not a number from 0 "
+                "to 1,000,000 or a non-zero diagonal (the message names the cell), a matrix of "
+                "zeros, an unknown tag.",
             ),
         },
     )
@@ -53,19 +55,24 @@ class CostMatrixView(ManagerView):
             raise InvalidInput(
                 "Give a matrix or a preset, not both.", fields={"preset": ["Not with a matrix."]}
             )
-        if "preset" in given:
-            setting = costs.cost_matrix_set(project_id=self.project.pk, preset=given["preset"])
-        else:
-            tags = costs.cost_matrix_get(project_id=self.project.pk).tags
-            if "matrix" not in given:
-                raise InvalidInput(
-                    "Give a matrix or a preset.", fields={"matrix": ["This field is required."]}
-                )
-            matrix = costs.matrix_from_input(
-                tags=tags, matrix=given["matrix"], matrix_tags=given.get("tags")
+        if "preset" not in given and "matrix" not in given:
+            raise InvalidInput(
+                "Give a matrix or a preset.", fields={"matrix": ["This field is required."]}
             )
-            setting = costs.cost_matrix_set(project_id=self.project.pk, matrix=matrix)
+        setting = costs.cost_matrix_set(
+            project_id=self.project.pk,
+            preset=given.get("preset"),
+            matrix=given.get("matrix"),
+            matrix_tags=given.get("tags"),
+        )
+        _rescore_on_commit(self.project.pk)
         return Response(setting.as_dict())
+
+
+def _rescore_on_commit(project_id: int) -> None:
+    """Re-score every version's cost report once the change has committed (a lost message is
+    queued again by the retrain sweep); nothing is retrained."""
+    transaction.on_commit(lambda: tasks.cost_reports_rescore_enqueue(project_id=project_id))
 
 
 class CostMatrixCsvInSerializer(serializers.Serializer):
@@ -77,9 +84,9 @@ class CostMatrixCsvView(ManagerView):
 
     @extend_schema(responses={(200, "text/csv"): OpenApiTypes.STR})
     def get(self, request, project_id):
-        setting = costs.cost_matrix_get(project_id=self.project.pk)
         response = HttpResponse(
-            write_cost_csv(setting.matrix, setting.tags), content_type="text/csv; charset=utf-8"
+            costs.cost_matrix_csv(project_id=self.project.pk),
+            content_type="text/csv; charset=utf-8",
         )
         response["Content-Disposition"] = (
             f'attachment; filename="project-{self.project.pk}-cost-matrix.csv"'
@@ -92,7 +99,8 @@ class CostMatrixCsvView(ManagerView):
             200: CostMatrixOut,
             400: OpenApiResponse(
                 ErrorSerializer,
-                description="Not UTF-8 CSV, an unknown or missing tag, or a bad cell (named).",
+                description="Not UTF-8 CSV, an unknown or missing tag, a bad cell (named), a "
+                "cell too long to be a cost.",
             ),
         },
     )
@@ -111,6 +119,6 @@ class CostMatrixCsvView(ManagerView):
             raise InvalidInput(
                 "The CSV file is not UTF-8 text.", fields={"file": ["The file is not UTF-8 text."]}
             ) from None
-        tags = costs.cost_matrix_get(project_id=self.project.pk).tags
-        matrix = costs.matrix_from_csv(tags=tags, text=text)
-        return Response(costs.cost_matrix_set(project_id=self.project.pk, matrix=matrix).as_dict())
+        setting = costs.cost_matrix_set(project_id=self.project.pk, csv_text=text)
+        _rescore_on_commit(self.project.pk)
+        return Response(setting.as_dict())

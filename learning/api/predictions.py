@@ -1,4 +1,5 @@
-"""Tag posted text with the current model (any member); export the corpus tagged (managers)."""
+"""Tag posted text with the current model (managers; annotators where the managers let them:
+learning/predict_access.py); export the corpus tagged (managers)."""
 
 from django.http import StreamingHttpResponse
 from drf_spectacular.types import OpenApiTypes
@@ -9,7 +10,8 @@ from rest_framework.throttling import UserRateThrottle
 
 from common.api.base import ManagerView, ProjectView
 from common.api.typed import TypedSerializer
-from learning import predictions
+from common.permissions import is_manager
+from learning import predict_access, predictions
 from learning.api.schemas import PredictionOut
 
 
@@ -24,8 +26,8 @@ class PredictSerializer(TypedSerializer):
 
 
 class PredictThrottle(UserRateThrottle):
-    """Tagging text is the one piece of work every member, annotators too, can ask for at will:
-    `TALLY_PREDICT_RATE` per user (default 30/min), over all their projects."""
+    """Tagging text is work a member can ask for at will: `TALLY_PREDICT_RATE` per user
+    (default 30/min), over all their projects."""
 
     scope = "predict"
 
@@ -33,15 +35,28 @@ class PredictThrottle(UserRateThrottle):
 class PredictView(ProjectView):
     throttle_classes = [PredictThrottle]
 
+    def initial(self, request, *args, **kwargs):
+        super().initial(request, *args, **kwargs)
+        # Whatever the method: an annotator of a project that did not opt in may not use it.
+        predict_access.predict_allowed(project=self.project, is_manager=is_manager(self.membership))
+
     @extend_schema(request=PredictSerializer, responses={200: PredictionOut})
     def post(self, request, project_id):
+        """Tag text with the current model. Managers may tag any text; annotators only where
+        the project allows it (`annotators_may_predict`), and never text from the project's own
+        sentences while they are tasks (403 `permission_denied`)."""
         data = PredictSerializer(data=request.data)
         data.is_valid(raise_exception=True)
+        text = data.validated_data["text"]
+        predict_access.predict_check(
+            project=self.project,
+            is_manager=is_manager(self.membership),
+            text=text,
+            max_chars=predictions.MAX_TEXT_CHARS,
+        )
         return Response(
             predictions.text_tag(
-                project_id=self.project.pk,
-                text=data.validated_data["text"],
-                language=self.project.language,
+                project_id=self.project.pk, text=text, language=self.project.language
             )
         )
 

@@ -1,5 +1,7 @@
 """Model versions, their files, and accuracy reports (managers)."""
 
+import io
+
 from django.core.files.storage import default_storage
 from django.http import FileResponse
 from drf_spectacular.types import OpenApiTypes
@@ -9,7 +11,7 @@ from rest_framework.response import Response
 from annotation import selectors as annotation_selectors
 from common.api.base import ManagerView, paginated
 from common.exceptions import NotFound
-from learning import forecasts, selectors
+from learning import costs, forecasts, selectors
 from learning.api.schemas import ModelVersionOut, ReportOut
 from learning.api.shapes import report_out, version_out
 from learning.exceptions import NoModel
@@ -34,11 +36,13 @@ class ModelDownloadView(ManagerView):
         if version is None:
             raise NotFound("No such model version.")
         try:
-            handle = default_storage.open(version.file.name, "rb")
+            with default_storage.open(version.file.name, "rb") as handle:
+                data = handle.read()
         except FileNotFoundError as exc:
             raise NoModel("The model file of this version is missing.") from exc
+        # For the command-line tagger: the file carries the project's cost matrix of now.
         return FileResponse(
-            handle,
+            io.BytesIO(costs.model_file_export(version=version, data=data)),
             as_attachment=True,
             filename=f"project-{self.project.pk}-model-v{version.number}.npz",
             content_type="application/octet-stream",

@@ -29,6 +29,7 @@ never run code. Every field is checked and a bad file raises :class:`ModelFileEr
 
 from __future__ import annotations
 
+import io
 import json
 import zipfile
 from pathlib import Path
@@ -41,7 +42,7 @@ from .features import ContextConfig, FeatureConfig
 from .node_tagger import NodeTagger
 from .wordclasses import WordClasses
 
-__all__ = ["FORMAT_VERSION", "ModelFileError", "save_tagger", "load_tagger"]
+__all__ = ["FORMAT_VERSION", "ModelFileError", "load_tagger", "save_tagger", "with_metadata"]
 
 FORMAT_NAME = "tally-tagger"
 FORMAT_VERSION = 3
@@ -191,6 +192,33 @@ def load_tagger(file: str | Path | IO[bytes]) -> tuple[NodeTagger | ContextTagge
             "tag_", arrays, len(tagset), config.n_features
         )
     return tagger, metadata
+
+
+def with_metadata(data: bytes, metadata: dict) -> bytes:
+    """The model file ``data`` with ``metadata`` merged into its header's (a key given replaces
+    the file's); every array is copied as it is, byte for byte, so an export that adds a key (the
+    cost matrix of the moment, :mod:`.tag`) costs a copy of the file, not a load and a save."""
+    try:
+        with zipfile.ZipFile(io.BytesIO(data)) as source:
+            with source.open("header.npy") as handle:
+                header = _header(np.lib.format.read_array(handle, allow_pickle=False))
+            header["metadata"] = {**header.get("metadata", {}), **metadata}
+            encoded = io.BytesIO()
+            np.lib.format.write_array(
+                encoded, np.frombuffer(json.dumps(header).encode("utf-8"), dtype=np.uint8)
+            )
+            out = io.BytesIO()
+            with zipfile.ZipFile(out, "w", zipfile.ZIP_STORED, allowZip64=True) as target:
+                for info in source.infolist():
+                    if info.filename == "header.npy":
+                        target.writestr(info, encoded.getvalue())
+                    else:
+                        target.writestr(info, source.read(info))
+    except ModelFileError:
+        raise
+    except (KeyError, ValueError, OSError, EOFError, zipfile.BadZipFile) as exc:
+        raise ModelFileError(f"cannot read model file: {exc}") from exc
+    return out.getvalue()
 
 
 def _stage_arrays(prefix: str, coef: np.ndarray, intercept: np.ndarray) -> dict:

@@ -13,7 +13,8 @@ model tags differently. Each sentence is tagged whole, as the server tags it. ``
 adds ``Prob=0.93`` to each word's MISC column.
 
 The tags are the decisions of least expected cost (:mod:`.cost`) in the project's cost matrix,
-which the model file carries (the matrix when the version was made), or in ``--cost-matrix
+which a model file downloaded from the dashboard carries (the project's matrix at the download;
+the server itself keeps it in its database, not in the file), or in ``--cost-matrix
 NAME|FILE`` (a preset: ``zero-one``, ``near-classes``, ``ordinal``, or a CSV file as the
 dashboard exports it); with the 0/1 matrix, the most probable tags.
 
@@ -41,7 +42,7 @@ from typing import TextIO
 import numpy as np
 
 from .conllu import ConlluError, ConlluSentence, conllu_sentence, iter_conllu, read_conllu
-from .cost import PRESETS, bayes_decision, check_cost_matrix, cost_matrix_named
+from .cost import PRESETS, CostMatrixError, TagCosts, bayes_decision, cost_matrix_named
 from .modelfile import ModelFileError, load_tagger
 
 BATCH = 500  # sentences tagged in one call of the tagger
@@ -69,19 +70,19 @@ def tag_sentences(
 
 
 def model_cost_matrix(tagger, metadata: dict) -> np.ndarray | None:
-    """The cost matrix a model file carries, in the order of the tagger's tags (None: none)."""
+    """The cost matrix a model file carries (written when the dashboard exports it, the
+    project's matrix at that moment), in the order of the tagger's tags (None: none)."""
     carried = metadata.get("cost_matrix")
     if not isinstance(carried, dict):
         return None
-    tags = carried.get("tags")
-    if not isinstance(tags, list) or sorted(tags) != sorted(tagger.tagset_):
-        raise ModelFileError("the model file's cost matrix is not over the model's tags")
-    order = [tags.index(tag) for tag in tagger.tagset_]
     try:
-        matrix = np.asarray(carried.get("matrix"), dtype=np.float64)[np.ix_(order, order)]
-    except (TypeError, ValueError, IndexError) as exc:
+        costs = TagCosts.table(
+            carried.get("matrix"), rows=carried.get("tags"), tagset=tagger.tagset_,
+            where="the model file's cost matrix tags",
+        )  # fmt: skip
+    except CostMatrixError as exc:
         raise ModelFileError(f"malformed cost matrix: {exc}") from exc
-    return check_cost_matrix(matrix, tagger.tagset_)
+    return costs.over(tagger.tagset_)
 
 
 def _tagged(tagger, batch, column, probabilities, cost) -> Iterator[str]:

@@ -71,3 +71,60 @@ def test_the_sign_up_form_says_the_same(victor):
     response = client_for(None).post("/signup/", {"username": "ｖｉｃｔｏｒ", "password": PASSWORD})
     assert "already taken" in response.content.decode().lower()
     assert get_user_model().objects.count() == 1
+
+
+@pytest.mark.parametrize(
+    ("existing", "look_alike"),
+    [
+        ("annotator", "annotat0r"),
+        ("manager", "mañager"),
+        ("manager", "manager."),
+        ("manager", "_Manager-"),
+        ("manager", "rnanager"),
+        ("will", "wi1l"),
+        ("will", "vvill"),
+        ("olga", "0LGA"),
+        ("ilse", "ILSE."),
+        ("Ilse", "llse"),
+        ("Ilse", "ilse."),
+        ("zoe", "zoë"),
+        ("lena", "łena"),
+    ],
+)
+def test_a_name_with_the_skeleton_of_an_existing_one_is_refused(existing, look_alike):
+    """Regression (issue 44, item 8): `annotat0r`, `mañager` and `manager.` were accepted
+    beside `annotator` and `manager`."""
+    get_user_model().objects.create_user(existing, password=PASSWORD)
+    response = register(look_alike)
+    assert response.status_code == 400, look_alike
+    message = response.json()["error"]["message"]
+    assert f"looks the same as the existing user “{existing}”" in message
+
+
+def test_names_that_only_share_letters_are_welcome(db):
+    get_user_model().objects.create_user("manager", password=PASSWORD)
+    for name in ("manager2", "manage", "mana.ger", "managers", "nanager", "ma_nager"):
+        assert register(name).status_code == 201, name
+
+
+def test_the_database_finds_every_name_of_a_skeleton(db):
+    """The query that finds look-alikes (a regular expression on the stored names) finds every
+    name whose skeleton is the new one's, in the database's own matching."""
+    import random
+
+    from accounts.usernames import look_alike_of, username_skeletons
+
+    rng = random.Random(7)
+    pieces = ["a", "à", "á", "ä", "а", "o", "0", "ö", "ο", "l", "1", "I", "ł", "rn", "m", "vv",
+              "w", "e", "é", "е", "ñ", "n", "s", "ѕ", "c", "с", "."]  # fmt: skip
+    User = get_user_model()
+    for _ in range(60):
+        name = "".join(rng.choice(pieces) for _piece in range(rng.randint(2, 6))).strip(".") or "x"
+        if User.objects.filter(username__iexact=name).exists():
+            continue
+        user = User.objects.create_user(f"{name}"[:150], password=None)
+        twin = "".join(rng.choice([c, c.upper()]) for c in name) + rng.choice(["", ".", "-"])
+        if username_skeletons(twin) & username_skeletons(name):
+            found = look_alike_of(twin)
+            assert found is not None and found.pk == user.pk, (name, twin)
+        user.delete()

@@ -13,8 +13,8 @@ from django.db import connection, transaction
 from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 from psycopg import _queries as psycopg_queries
-from rest_framework.authtoken.models import Token
 
+from accounts.models import ApiToken
 from annotation import hotpath, kinds, scheduler, selectors, services
 from annotation.models import (
     Assignment,
@@ -340,7 +340,7 @@ def test_the_statements_name_the_models_tables():
     text = "".join(STATEMENTS.values())
     ctes = set(re.findall(r"(\w+) AS ?(?:MATERIALIZED ?)?\(", text))
     named = set(re.findall(r"\b(?:FROM|JOIN|UPDATE|INTO)\s+([a-z_]+)\b(?!\s*\()", text)) - ctes
-    models = (get_user_model(), Token, Membership, Project, Assignment, Task, Sentence, Tag)
+    models = (get_user_model(), ApiToken, Membership, Project, Assignment, Task, Sentence, Tag)
     assert named == {model._meta.db_table for model in (*models, Observation)}
 
 

@@ -13,7 +13,7 @@ from django.utils import timezone
 from scipy.stats import chisquare
 
 from annotation import scheduler, services
-from annotation.models import Assignment, Project, Sentence, Task
+from annotation.models import Assignment, Membership, Project, Sentence, Task
 from common.exceptions import ProjectNotActive
 from tests.support.factories import (
     SENTENCES,
@@ -318,3 +318,51 @@ def test_the_draws_are_uniform_and_each_thread_reads_its_own_bytes():
     for t in threads:
         t.join()
     assert len(set(seen["a"]) | set(seen["b"])) == 2000
+
+
+def test_a_flagged_annotator_is_served_as_everyone_and_takes_no_slot(project, manager):
+    """Regression (issue 44, item 2): a flagged annotator was served gold checks only, so a
+    flagged account learnt which sentences are gold. Now the same draws give the same kinds of
+    lease, gold checks at the project's rate among ordinary tasks, in the same shape through the
+    API; only the slot is not taken, and an expired lease gives none back."""
+    services.corpus_import(
+        project=project, user=manager, file=io.BytesIO(jsonl() * 4), format="jsonl",
+        gold_check_fraction=0.5, max_bytes=10**6, seed=3,
+    )  # fmt: skip
+    project = services.project_update(project=project, gold_fraction=0.3, tags_per_task=1)
+    project.refresh_from_db()
+    honest, flagged = annotators(project, 2)
+    slots = dict(Task.objects.filter(is_gold=False).values_list("pk", "open_slots"))
+    served = {}
+    for user, is_flagged in ((honest, False), (flagged, True)):
+        rng, kinds = random.Random(5), []
+        for _ in range(40):
+            lease = scheduler.task_lease_next(
+                project=project, annotator=user, rng=rng, flagged=is_flagged
+            )
+            kinds.append(lease.is_gold)
+            Assignment.objects.filter(pk=lease.assignment_id).update(status="submitted")
+        served[is_flagged] = kinds
+    assert served[True] == served[False]  # the same draws: gold where the honest one had gold
+    assert 6 <= sum(served[True]) <= 20
+    mine = Assignment.objects.filter(annotator=flagged)
+    assert not mine.filter(holds_slot=True).exists()
+    ordinary = set(mine.filter(task__is_gold=False).values_list("task_id", flat=True))
+    taken = set(Assignment.objects.filter(annotator=honest).values_list("task_id", flat=True))
+    # The flagged annotator's leases left their tasks' slots as the honest one's leases left them.
+    for task_id, open_slots in Task.objects.filter(pk__in=ordinary).values_list("pk", "open_slots"):
+        assert open_slots == slots.get(task_id, project.redundancy) - (task_id in taken)
+    # Through the API the tasks look the same; an expired lease gives back no slot it took not.
+    project = services.project_update(project=project, gold_fraction=0.0)
+    Membership.objects.filter(project=project, user=flagged).update(flagged=True)
+    shapes = []
+    for user in (honest, flagged):
+        task = next_task(client_for(user), project).json()
+        shapes.append(sorted(task))
+    assert shapes[0] == shapes[1]
+    lease = Assignment.objects.filter(annotator=flagged, status="leased").get()
+    before = Task.objects.get(pk=lease.task_id).open_slots
+    Assignment.objects.filter(pk=lease.pk).update(expires_at=timezone.now() - timedelta(seconds=1))
+    project.refresh_from_db()
+    assert scheduler.assignments_expire(project=project, now=timezone.now()) == 1
+    assert Task.objects.get(pk=lease.task_id).open_slots == before

@@ -20,7 +20,7 @@ pytestmark = pytest.mark.slow
 SEED = """
 import json
 from django.contrib.auth import get_user_model
-from rest_framework.authtoken.models import Token
+from accounts.services import token_issue
 from annotation import services
 from annotation.models import Membership
 User = get_user_model()
@@ -31,7 +31,7 @@ tokens = []
 for i in range(3):
     user = User.objects.create_user(f"manager-{i}")
     Membership.objects.create(project=project, user=user, role="manager")
-    tokens.append(Token.objects.create(user=user).key)
+    tokens.append(token_issue(user=user, name="benchmark").key)
 print(json.dumps({"project": project.pk, "tokens": tokens}))
 """
 

@@ -1,5 +1,6 @@
-"""The asynchronous event stream (delivery.push.event_stream_async) and the per-user cap on
-streams (delivery.stream_slots), without a server: see test_events_asgi for uvicorn."""
+"""The asynchronous event stream (delivery.push.event_stream_async) and the caps on streams per
+user, per address and in all (delivery.stream_slots), without a server: see test_events_asgi for
+uvicorn."""
 
 import asyncio
 import json
@@ -7,8 +8,9 @@ import time
 
 import pytest
 
+from annotation.models import Membership
 from delivery import push, push_hub
-from tests.support.factories import client_for
+from tests.support.factories import UserFactory, client_for
 
 
 @pytest.fixture
@@ -181,3 +183,57 @@ def test_streams_per_user_are_capped_without_redis(project, manager, settings):
 def test_streams_per_user_are_capped_across_processes_with_redis(project, manager, settings):
     assert settings.REDIS_URL
     _cap_is_enforced_and_released(project, manager, settings)
+
+
+def _address_and_total_caps(project, settings):
+    """Regression (issue 44, item 9): streams were capped per user only, and accounts are free
+    to make: one address with many accounts, or many addresses, could hold the event server."""
+    settings.TALLY_SSE_STREAMS_PER_USER = 2
+    settings.TALLY_SSE_STREAMS_PER_ADDRESS = 3
+    settings.TALLY_SSE_STREAMS_TOTAL = 5
+    settings.TALLY_SSE_STREAM_SECONDS = 1
+    url = f"/api/projects/{project.pk}/events/"
+    managers = [UserFactory() for _ in range(4)]
+    for user in managers:
+        Membership.objects.create(project=project, user=user, role=Membership.Role.MANAGER)
+
+    def open_stream(user, address):
+        return client_for(user).get(url, HTTP_ACCEPT="text/event-stream", REMOTE_ADDR=address)
+
+    held = [open_stream(managers[0], "192.0.2.1"), open_stream(managers[1], "192.0.2.1")]
+    held.append(open_stream(managers[2], "192.0.2.1"))
+    assert [r.status_code for r in held] == [200] * 3
+    refused = open_stream(managers[3], "192.0.2.1")  # a fresh account, the same address
+    assert refused.status_code == 429
+    error = json.loads(refused.content)["error"]
+    assert (
+        error["code"] == "too_many_streams" and "TALLY_SSE_STREAMS_PER_ADDRESS" in error["message"]
+    )
+    held += [open_stream(managers[3], "192.0.2.2"), open_stream(managers[3], "192.0.2.3")]
+    assert [r.status_code for r in held[3:]] == [200, 200]
+    full = open_stream(managers[2], "192.0.2.4")  # five open: all the event server may hold
+    assert full.status_code == 503
+    assert full["Retry-After"] == "1"
+    error = json.loads(full.content)["error"]
+    assert error["code"] == "streams_full" and "TALLY_SSE_STREAMS_TOTAL" in error["message"]
+    b"".join(held.pop(0).streaming_content)  # a stream that ends gives its places back
+    again = open_stream(managers[2], "192.0.2.1")
+    assert again.status_code == 200
+    for response in [*held, again]:
+        b"".join(response.streaming_content)
+
+
+@pytest.mark.django_db
+def test_streams_per_address_and_in_all_are_capped_without_redis(project, settings):
+    settings.REDIS_URL = ""
+    _address_and_total_caps(project, settings)
+
+
+@pytest.mark.redis
+@pytest.mark.django_db
+def test_streams_per_address_and_in_all_are_capped_with_redis(project, settings):
+    assert settings.REDIS_URL
+    from delivery import stream_slots
+
+    stream_slots._client().delete("tally:streams:total")  # other tests' leases, if any
+    _address_and_total_caps(project, settings)

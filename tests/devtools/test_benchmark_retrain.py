@@ -1,6 +1,6 @@
 """`benchmark_retrain` runs end to end on a slice of EWT (scratch database, seeding, full and warm
-retrain, simulate_crowd's path on the same answers) and prints its figures; a check that the
-command works, not a measurement."""
+retrain, a cost-matrix change, simulate_crowd's path on the same answers) and prints its
+figures; a check that the command works, not a measurement."""
 
 import json
 import os
@@ -36,3 +36,7 @@ def test_benchmark_retrain_seeds_simulate_crowds_answers_and_prints_both_accurac
     assert result["answers_added_for_warm"] > 0
     assert 0.3 < result["accuracy_test"] <= 1 and 0.3 < result["accuracy_simulate_crowd"] <= 1
     assert result["seconds_full_retrain"] > 0 and result["seconds_warm_retrain"] > 0
+    # A cost-matrix change queues the re-scoring of the two versions' reports, and no retrain.
+    assert [task["task"] for task in result["cost_change"]["tasks"]] == [
+        "learning.cost_reports_rescore"
+    ]

@@ -1,6 +1,6 @@
 """The cost-of-errors panel on the manager dashboard, in a real Chromium (issue 28): the grid
 of the project's cost matrix, a bad cell refused in words naming it, a matrix saved, a preset,
-and the report re-scored in the new currency."""
+and the report re-scored in the new currency, its summary following without a reload."""
 
 import numpy as np
 import pytest
@@ -25,6 +25,19 @@ def trained(manager):
     answer_tasks(project, add_annotators(project, 3), 80)
     services.retrain_run(project_id=project.pk, trigger="manual")
     return project
+
+
+def wait_for_summary(page, version, *, revision):
+    """The cost summary says the figures of the version's report of that matrix revision."""
+    report = CostReport.objects.get(version=version)
+    assert report.revision == revision
+    said = (f"{report.cost_per_token:.3f} per word on the evaluation sentences (it expects "
+            f"{report.expected_cost_per_token:.3f})")  # fmt: skip
+    page.wait_for_function(
+        "(said) => document.getElementById('cost-report').textContent.includes(said)",
+        arg=said,
+        timeout=10_000,
+    )
 
 
 def cell(page, i, j):
@@ -55,6 +68,18 @@ def test_manager_edits_the_cost_matrix_and_the_report_is_rescored(
     assert "Cell (true VERB, given DET) is negative" in page.inner_text("#cost-error")
     assert cell(page, 1, 2).get_attribute("aria-invalid") == "true"
     assert not costs.CostMatrix.objects.filter(project=trained).exists()
+    # So is one in an uploaded CSV file, by the server, in plain numbers (it said
+    # "np.float64(-1.0)").
+    bad = "t,NOUN,VERB,DET,ADJ\nNOUN,0,1,1,1\nVERB,1,0,-1,1\nDET,1,1,0,1\nADJ,1,1,1,0\n"
+    page.set_input_files(
+        "#cost-file", files=[{"name": "mine.csv", "mimeType": "text/csv", "buffer": bad.encode()}]
+    )
+    page.wait_for_function(
+        "() => /predicted DET\\) is negative: -1\\./.test(document.getElementById('cost-error')"
+        ".textContent)"
+    )
+    assert "np." not in page.inner_text("#cost-error")
+    assert not costs.CostMatrix.objects.filter(project=trained).exists()
 
     # Fixed and saved: stored in the project's order, every version re-scored at once.
     cell(page, 1, 2).fill("3")
@@ -69,6 +94,8 @@ def test_manager_edits_the_cost_matrix_and_the_report_is_rescored(
     assert saved.revision == 1
     first = ModelVersion.objects.get(project=trained, number=1)
     assert CostReport.objects.get(version=first).revision == 1
+    # The summary follows the re-scoring without a reload (issue 46.12: it stayed stale).
+    wait_for_summary(page, first, revision=1)
 
     # A preset, then the page reloaded: the grid shows it.
     page.select_option("#cost-preset", "ordinal")
@@ -76,6 +103,7 @@ def test_manager_edits_the_cost_matrix_and_the_report_is_rescored(
     page.wait_for_function(
         "() => /ordinal/.test(document.getElementById('cost-state').textContent)"
     )
+    wait_for_summary(page, first, revision=2)
     page.reload()
     page.wait_for_selector("#cost-grid table.cost-grid")
     ordinal = cost_matrix_preset("ordinal", TAGS)

@@ -7,6 +7,7 @@ from django.db import connection
 from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
+from annotation.models import Sentence
 from common.api.output import iso
 from delivery.models import Webhook, WebhookDelivery
 from delivery.webhooks import services as webhook_services
@@ -63,7 +64,7 @@ def endpoints(project_id: int, hook_id: int):
     ]
 
 
-MEMBERS_MAY = {"predict/"}
+MEMBERS_MAY: set[str] = set()  # predict/ too: annotators only where the managers opt in
 
 
 @pytest.mark.parametrize("persona", ["anonymous", "outsider", "annotator", "manager"])
@@ -175,8 +176,8 @@ def test_retrain_now_runs_and_reports(project, crowd, manager, eager):
     assert {r["trigger"] for r in status["recent_runs"]} == {"manual"}
 
 
-def test_predict(trained, annotator):
-    client = client_for(annotator)
+def test_predict(trained, manager):
+    client = client_for(manager)
     url = f"/api/projects/{trained.pk}/predict/"
     body = client.post(url, {"text": " the big\tdog  runs \n"}, format="json").json()
     assert body["tokens"] == ["the", "big", "dog", "runs"]  # split on any whitespace
@@ -385,15 +386,15 @@ def test_predict_and_export_give_the_core_models_tags(trained, manager):
     assert exported == expected
 
 
-def test_predict_tokenizes_as_the_import_does(trained, annotator):
+def test_predict_tokenizes_as_the_import_does(trained, manager):
     """Issue 17: "back!" was one token (tagged PUNCT) and "can't" stayed whole."""
     url = f"/api/projects/{trained.pk}/predict/"
-    body = client_for(annotator).post(url, {"text": "the dog can't run. a cat runs!"}).json()
+    body = client_for(manager).post(url, {"text": "the dog can't run. a cat runs!"}).json()
     assert body["tokens"] == ["the", "dog", "ca", "n't", "run", ".", "a", "cat", "runs", "!"]
     assert body["sentences"] == [[0, 6], [6, 10]]
     assert len(body["tags"]) == len(body["probabilities"]) == 10
     # Each sentence is tagged whole, as when it is posted alone.
-    alone = client_for(annotator).post(url, {"text": "a cat runs!"}).json()
+    alone = client_for(manager).post(url, {"text": "a cat runs!"}).json()
     assert alone["probabilities"] == body["probabilities"][6:]
 
 
@@ -462,7 +463,7 @@ def test_predict_of_ten_thousand_exclamation_marks_is_quick(trained, annotator):
     every other member's requests wait."""
     import time
 
-    client = client_for(annotator)
+    client = client_for(trained.owner)
     url = f"/api/projects/{trained.pk}/predict/"
     assert client.post(url, {"text": "the dog runs"}, format="json").status_code == 200
     tic = time.perf_counter()
@@ -475,6 +476,8 @@ def test_predict_of_ten_thousand_exclamation_marks_is_quick(trained, annotator):
 def test_predict_is_rate_limited_per_user(trained, annotator, crowd):
     """Issue 24 item 2: `predict/` is open to every member and had no limit. 30 a minute per
     user (`TALLY_PREDICT_RATE`); another member is not held by it."""
+    trained.annotators_may_predict = True
+    trained.save()
     url = f"/api/projects/{trained.pk}/predict/"
     client = client_for(annotator)
     statuses = [client.post(url, {"text": "the dog"}, format="json").status_code for _ in range(30)]
@@ -493,6 +496,34 @@ def test_predict_when_nltk_gives_up_is_no_500(trained, annotator, monkeypatch):
 
     monkeypatch.setattr(nltk.redos, "DEFAULT_TIMEOUT", 1e-9)
     url = f"/api/projects/{trained.pk}/predict/"
-    response = client_for(annotator).post(url, {"text": "The dog runs. It barks."}, format="json")
+    response = client_for(trained.owner).post(
+        url, {"text": "The dog runs. It barks."}, format="json"
+    )
     assert response.status_code == 400, response.content
     assert "too long to cut into sentences" in response.json()["error"]["message"]
+
+
+def test_annotators_tag_text_only_where_managers_let_them_and_never_their_tasks(
+    trained, annotator, manager
+):
+    """Regression (issue 44, item 2): any member could post a task's words to `predict/` and
+    read the model's answer to it; reliability judged against the model then called a script
+    that answers as the model would reliable."""
+    url = f"/api/projects/{trained.pk}/predict/"
+    task_text = " ".join(Sentence.objects.filter(project=trained, split="train").first().tokens)
+    mine = client_for(annotator)
+    refused = mine.post(url, {"text": "a river of small books"}, format="json")
+    assert refused.status_code == 403, refused.content
+    assert refused.json()["error"]["code"] == "permission_denied"
+    assert "annotators_may_predict" in refused.json()["error"]["message"]
+    assert client_for(manager).post(url, {"text": task_text}, format="json").status_code == 200
+    # A manager opts in: annotators may tag text, but not the project's own sentences.
+    project_url = f"/api/projects/{trained.pk}/"
+    opted = client_for(manager).patch(project_url, {"annotators_may_predict": True}, format="json")
+    assert opted.status_code == 200 and opted.json()["annotators_may_predict"] is True
+    assert mine.post(url, {"text": "a river of small books"}, format="json").status_code == 200
+    words = task_text.split()
+    for text in (task_text, " ".join(words[:3]).upper(), f"Look: {' '.join(words[-3:])}!"):
+        response = mine.post(url, {"text": text}, format="json")
+        assert response.status_code == 403, text
+        assert "own sentences" in response.json()["error"]["message"]

@@ -35,8 +35,10 @@ def test_a_flagged_spammer_gets_only_checks_and_its_regions_reopen(project, mana
     # Each region the spammer answered can be answered by one more (counting) annotator.
     slots_after = Task.objects.filter(pk__in=answered).aggregate(n=Sum("open_slots"))["n"]
     assert slots_after == slots_before + len(answered)
-    # The project has no gold check sentences, so a flagged annotator is served nothing.
-    assert scheduler.task_lease_next(project=project, annotator=spammer, flagged=True) is None
+    # A flagged annotator is served as the others are, but takes no slot of the region.
+    lease = scheduler.task_lease_next(project=project, annotator=spammer, flagged=True)
+    assert lease is not None and not Assignment.objects.get(pk=lease.assignment_id).holds_slot
+    Assignment.objects.filter(pk=lease.assignment_id).delete()
 
     # The next retrain that still flags the spammer does not reopen the regions twice.
     flags = {spammer.pk: membership.flag_reason}
@@ -65,11 +67,14 @@ def test_flags_are_set_and_cleared_to_match_the_latest_retrain(project, crowd):
     assert _membership(project, second).flagged
 
 
-def test_a_flagged_annotator_is_served_gold_check_tasks(project, manager, crowd):
+def test_a_flagged_annotator_is_served_gold_check_tasks_at_the_project_rate(
+    project, manager, crowd
+):
     import_corpus(
         project, manager, toy_sentences(20, seed=5), evaluation_fraction=0.0, gold_check_fraction=1
     )
     assert project.sentences.filter(position__gte=80, split="gold_check").count() == 20
+    project = services.project_update(project=project, gold_fraction=1.0)
     for _ in range(5):
         lease = scheduler.task_lease_next(project=project, annotator=crowd[0], flagged=True)
         assert lease is not None and lease.is_gold

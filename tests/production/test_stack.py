@@ -216,7 +216,7 @@ def test_create_upload_annotate_retrain_report(production_stack):
     assert {row["tag"] for row in report["per_tag"]} <= set(report["tags"])
     assert len(report["tags"]) == 17
 
-    tagged = _ok(client.post(f"/api/projects/{project_id}/predict/", headers=as_annotator,
+    tagged = _ok(client.post(f"/api/projects/{project_id}/predict/", headers=as_manager,
                              json={"text": "The dog barked at the mailman ."}), 200)  # fmt: skip
     assert tagged["tokens"][:2] == ["The", "dog"] and len(tagged["tags"]) == 7
     assert tagged["tags"][0] == "DET"

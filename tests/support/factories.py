@@ -1,12 +1,14 @@
 """Test data every test package uses: users, projects, small gold-tagged corpora, API clients."""
 
 import json
+from types import SimpleNamespace
 
 import factory
 from django.contrib.auth import get_user_model
-from rest_framework.authtoken.models import Token
 from rest_framework.test import APIClient
 
+from accounts.models import ApiToken, token_digest
+from accounts.services import token_issue
 from annotation import services
 from annotation.models import Membership
 
@@ -23,7 +25,23 @@ class UserFactory(factory.django.DjangoModelFactory):
     def token(obj, create, extracted, **kwargs):
         if create:
             obj.save()
-            Token.objects.get_or_create(user=obj)
+            token_key(obj)
+
+
+_keys: dict[int, str] = {}  # user id -> the key of the API token the tests use for them
+
+
+def token_key(user) -> str:
+    """The key of `user`'s API token for the tests (issued the first time it is asked for: only
+    a token's digest is stored, so the key is kept here)."""
+    key = _keys.get(user.pk)
+    if key is None or not ApiToken.objects.filter(user=user, digest=token_digest(key)).exists():
+        key = _keys[user.pk] = token_issue(user=user, name="tests").key
+    return key
+
+
+# `user.auth_token.key`, as the tests written for one token per user read it (DRF's model).
+get_user_model().auth_token = property(lambda user: SimpleNamespace(key=token_key(user)))
 
 
 TAGS = [
@@ -80,7 +98,7 @@ def client_for(user=None) -> APIClient:
     """An API client that sends `user`'s token (anonymous without a user)."""
     client = APIClient()
     if user is not None:
-        client.credentials(HTTP_AUTHORIZATION=f"Token {user.auth_token.key}")
+        client.credentials(HTTP_AUTHORIZATION=f"Token {token_key(user)}")
     return client
 
 

@@ -15,7 +15,9 @@ It creates a scratch PostgreSQL database (dropped at the end), migrates it, and 
 4. removes the open tasks of the first version's value round, stores 9 % more answers
    (simulated with seed 1: drawn uniformly, within the tenth a warm retrain takes; see
    `schedule.warm_start_suits`) and times a warm-started retrain;
-5. fits the same answers through simulate_crowd's own path (`simulation_report`, same run).
+5. changes the project's cost matrix through the API and runs, timed, every task the change
+   queued (`seconds_cost_change`: the worker's time; `cost_change` names the tasks);
+6. fits the same answers through simulate_crowd's own path (`simulation_report`, same run).
 
 It prints one JSON object: `seconds_full_retrain`, `seconds_warm_retrain`, `accuracy_test` (the
 served model of the full retrain on EWT test), `accuracy_simulate_crowd` (simulate_crowd's model
@@ -39,7 +41,7 @@ from django.core.management.base import BaseCommand, CommandError
 from django.db import connection
 
 from annotation.models import Task, TaskOrigin
-from devtools.retrains import timed_retrain
+from devtools.retrains import timed_cost_change, timed_retrain
 from devtools.seeding import (
     annotators_create,
     answers_store_simulated,
@@ -154,6 +156,7 @@ class Command(BaseCommand):
         warm = timed_retrain(project, test)
         if warm["warm_started_from"] != full["version"]:
             raise CommandError("the second retrain was not warm-started")
+        cost_change = timed_cost_change(project)
         tic = time.perf_counter()
         simulated, model = simulation_report(
             train, test, obs_per_sentence=per_sentence, references=False, seed=0, **setting
@@ -164,6 +167,8 @@ class Command(BaseCommand):
             "tags_per_task": options["tags_per_task"],
             "seconds_full_retrain": full["seconds"],
             "seconds_warm_retrain": warm["seconds"],
+            "seconds_cost_change": cost_change["worker_seconds"],
+            "cost_change": cost_change,
             "accuracy_test": full["accuracy_ewt_test"],
             "accuracy_simulate_crowd": simulated["accuracy_refined"],
             "accuracy_warm_test": warm["accuracy_ewt_test"],

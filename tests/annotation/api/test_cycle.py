@@ -115,12 +115,13 @@ def test_a_lease_and_an_answer_both_wait_for_the_wal_flush(project, corpus, anno
     assert Observation.objects.filter(assignment_id=task["assignment"]).exists()
 
 
-def test_a_flagged_member_is_served_only_gold_checks_through_the_api(project, corpus, annotator):
-    """No gold check sentences in this corpus: a flagged annotator gets nothing (204), the others
-    their usual tasks."""
+def test_a_flagged_member_is_served_as_the_others_through_the_api(project, corpus, annotator):
+    """No gold check sentences in this corpus: a flagged annotator gets the usual tasks, as the
+    others (it once got nothing, 204: being flagged showed), and takes no slot of them."""
     Membership.objects.filter(project=project, user=annotator).update(flagged=True)
-    assert next_task(client_for(annotator), project).status_code == 204
-    assert not Assignment.objects.filter(annotator=annotator).exists()
+    task = next_task(client_for(annotator), project)
+    assert task.status_code == 200
+    assert not Assignment.objects.get(pk=task.json()["assignment"]).holds_slot
     Membership.objects.filter(project=project, user=annotator).update(flagged=False)
     assert next_task(client_for(annotator), project).status_code == 200
 

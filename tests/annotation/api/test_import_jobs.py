@@ -290,3 +290,35 @@ def test_a_job_keeps_the_words_as_written(project, manager, small_sync):
     stored = project.sentences.values_list("tokens", "multiword")
     assert len(stored) == 60
     assert set(map(str, stored)) == {str((["de", "le", "chien"], [[0, 2, "du"]]))}
+
+
+def test_queued_jobs_are_capped_per_project_and_per_user(project, manager, small_sync, settings):
+    """Regression (issue 44, item 6): nine jobs were queued at once, each kept on disk until it
+    ran."""
+    settings.TALLY_IMPORT_JOBS_PER_PROJECT, settings.TALLY_IMPORT_JOBS_PER_USER = 2, 3
+    client = client_for(manager)
+    first, second = (_upload(client, project, _tokenized(60, word=w)) for w in "ab")
+    assert first.status_code == second.status_code == 202
+    full = _upload(client, project, _tokenized(60, word="c"))
+    assert full.status_code == 409, full.content
+    error = full.json()["error"]
+    assert error["code"] == "import_queue_full"
+    assert "TALLY_IMPORT_JOBS_PER_PROJECT" in error["message"]
+    assert f"jobs {first.json()['id']}, {second.json()['id']}" in error["message"]
+    uploads = [name for _, names in [default_storage.listdir(f"imports/project-{project.pk}")]
+               for name in names]  # fmt: skip
+    assert len(uploads) == 2 and ImportJob.objects.count() == 2  # nothing of it was kept
+    # A small file is imported at once: not a job, not capped.
+    assert _upload(client, project, _tokenized(10, word="s")).status_code == 201
+    # Another of the manager's projects takes one more, then the manager has three.
+    other = services.project_create(
+        owner=manager, name="Other", tags=[{"name": "NOUN"}], window_size=3
+    )
+    assert _upload(client, other, _tokenized(60, word="d")).status_code == 202
+    mine = _upload(client, other, _tokenized(60, word="e"))
+    assert mine.status_code == 429, mine.content
+    assert mine.json()["error"]["code"] == "too_many_imports"
+    assert "TALLY_IMPORT_JOBS_PER_USER" in mine.json()["error"]["message"]
+    # Once one has finished (or is cancelled), there is room again.
+    client.post(first.json()["url"] + "cancel/")
+    assert _upload(client, other, _tokenized(60, word="e")).status_code == 202

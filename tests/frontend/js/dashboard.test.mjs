@@ -106,10 +106,19 @@ test("the live model's line says what it follows and how far", async () => {
 });
 
 test("the cost grid reads numbers and names the first bad cell", async () => {
-  const { readGrid, topShares } = await import("../../../frontend/static/frontend/js/dashboard/costs.js");
+  const { readGrid, topShares, rescored, rescoreDelay } = await import("../../../frontend/static/frontend/js/dashboard/costs.js");
   const tags = ["NOUN", "VERB"];
   assert.deepEqual(readGrid([["0", " 2 "], ["0.5", "x"]], tags), { matrix: [[0, 2], [0.5, 0]] });
   assert.deepEqual(readGrid([["0", ""], ["1", "0"]], tags), { error: "Cell (true NOUN, given VERB) is not a number.", cell: [0, 1] });
   assert.deepEqual(readGrid([["0", "1"], ["-1", "0"]], tags), { error: "Cell (true VERB, given NOUN) is negative: a cost is 0 or more.", cell: [1, 0] });
   assert.equal(topShares({ NOUN: 0.2, VERB: 0.5, DET: 0, ADJ: 0.3 }, 2), "VERB 50.0 %, ADJ 30.0 %");
+  // Bounded as the server bounds it (issue 44), and a matrix of zeros decides nothing.
+  assert.match(readGrid([["0", "1e308"], ["1", "0"]], tags).error, /^Cell \(true NOUN, given VERB\) is more than 1,000,000/);
+  assert.deepEqual(readGrid([["0", "1000000"], ["1", "0"]], tags), { matrix: [[0, 1e6], [1, 0]] });
+  assert.match(readGrid([["0", "0"], ["0", "0"]], tags).error, /^Every cost is 0/);
+  // The summary follows the re-scoring: a report is taken once it is of the saved revision.
+  assert.equal(rescored({ version: 2, cost: { revision: 1 } }, 2), false);
+  assert.equal(rescored({ version: 2, cost: null }, 1), false);
+  assert.equal(rescored({ version: 2, cost: { revision: 3 } }, 2), true);
+  assert.ok(rescoreDelay(0) === 0.5 && rescoreDelay(20) === 5);
 });

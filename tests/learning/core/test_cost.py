@@ -4,16 +4,20 @@ import numpy as np
 import pytest
 
 from learning.core.cost import (
+    MAX_COST,
     NEAR_COST,
     PRESETS,
     CostMatrixError,
+    TagCosts,
     bayes_decision,
     check_cost_matrix,
     cost_matrix_named,
     cost_matrix_preset,
     cost_report,
     expected_cost,
+    number_text,
     read_cost_csv,
+    read_cost_table,
     realised_cost,
     write_cost_csv,
 )
@@ -137,7 +141,9 @@ def test_unknown_preset_names_the_choices():
         (lambda c: c.__setitem__((1, 2), -0.5), (1, 2), r"true B, predicted C\) is negative"),
         (lambda c: c.__setitem__((2, 2), 1.0), (2, 2), r"true C, predicted C\) must be 0"),
         (lambda c: c.__setitem__((0, 1), np.nan), (0, 1), "is not a finite number"),
-        (lambda c: c.__setitem__((2, 0), np.inf), (2, 0), "is not a finite number"),
+        (lambda c: c.__setitem__((2, 0), np.inf), (2, 0), "is not a finite number: inf$"),
+        (lambda c: c.__setitem__((1, 0), -1.0), (1, 0), r"predicted A\) is negative: -1$"),
+        (lambda c: c.__setitem__((0, 2), 1e308), (0, 2), r"is more than 1,000,000.*: 1e\+308$"),
     ],
 )
 def test_validation_names_the_bad_cell(edit, cell, message):
@@ -203,3 +209,83 @@ def test_a_name_is_a_preset_or_a_csv_file(tmp_path):
     np.testing.assert_array_equal(cost_matrix_named("zero-one", "AB"), [[0, 1], [1, 0]])
     with pytest.raises(ValueError, match="neither a preset"):
         cost_matrix_named(str(tmp_path / "missing.csv"), "AB")
+
+
+def test_the_bound_and_a_matrix_of_zeros():
+    """Issue 44.3 and 44.5: cells near 1e308 were taken (every report then overflowed), and a
+    matrix of zeros made every decision the first tag."""
+    at_bound = MAX_COST * (1 - np.eye(3))
+    np.testing.assert_array_equal(check_cost_matrix(at_bound, "ABC"), at_bound)
+    with pytest.raises(CostMatrixError, match="^every cost is 0"):
+        check_cost_matrix(np.zeros((3, 3)), "ABC")
+    check_cost_matrix(np.zeros((1, 1)), "A")  # one tag: nothing to decide
+    assert number_text(np.float64(-1.0)) == "-1" and number_text(np.float64(1e308)) == "1e+308"
+    assert number_text("x") == "'x'"
+
+
+@pytest.mark.parametrize("cell", [1e308, np.finfo(np.float64).max, 1e6])
+def test_cost_report_of_extreme_cells_is_finite(cell):
+    """Issue 44.3: `cost_report` multiplied counts by costs before dividing: inf, then NaN."""
+    rng = np.random.default_rng(11)
+    k, n = 4, 5000
+    gold, probs = rng.integers(0, k, n), random_probs(rng, n, k)
+    cost = cell * (1 - np.eye(k))
+    predicted = rng.integers(0, k, n)
+    with np.errstate(over="raise", invalid="raise"):
+        report = cost_report(gold, predicted, cost, "ABCD", probs)
+        assert realised_cost(gold, predicted, cost) == pytest.approx(report["cost_per_token"])
+    error_rate = np.mean(gold != predicted)
+    assert report["cost_per_token"] == pytest.approx(cell * error_rate)
+    assert np.isfinite(report["cost_confusion"]).all()
+    assert sum(report["cost_share"].values()) == pytest.approx(1.0)
+    believed = (1 - probs[np.arange(n), predicted]).mean()
+    assert report["expected_cost_per_token"] == pytest.approx(cell * believed)
+
+
+def test_one_value_type_keyed_by_tag_names():
+    """The one reorder-and-check: a table in any order of rows and columns, put over a tag set;
+    `over` another order of the same tags; never over other tags."""
+    mine = np.array([[0, 1, 2], [3, 0, 4], [5, 6, 0]], dtype=float)  # rows/cols A, B, C
+    costs = TagCosts("ABC", mine)
+    assert costs.tags == ("A", "B", "C") and not costs.matrix.flags.writeable
+    order = ["C", "A", "B"]
+    np.testing.assert_array_equal(costs.over(order), mine[np.ix_([2, 0, 1], [2, 0, 1])])
+    assert costs.over("ABC") is costs.matrix
+    rows, columns = ["B", "C", "A"], ["C", "A", "B"]
+    table = [[mine["ABC".index(r), "ABC".index(c)] for c in columns] for r in rows]
+    np.testing.assert_array_equal(
+        TagCosts.table(table, rows=rows, columns=columns, tagset="ABC").matrix, mine
+    )
+    with pytest.raises(CostMatrixError, match="not A, B, D") as caught:
+        costs.over("ABD")
+    assert caught.value.names and not costs.applies_to("ABD") and costs.applies_to("CBA")
+    for bad, message in [
+        (dict(rows=["A", "B", "D"]), r"unknown tag 'D' in the matrix's tags \(the project's"),
+        (dict(rows=["A", "B", "B"]), "must list every tag once: C"),
+        (dict(rows=["A", "B"]), "must list every tag once: C"),
+        (dict(rows="ABC"), "must be a list of tag names"),
+    ]:
+        with pytest.raises(CostMatrixError, match=message) as caught:
+            TagCosts.table(mine.tolist(), tagset="ABC", **bad)
+        assert caught.value.names
+    with pytest.raises(CostMatrixError, match=r"\(true A, predicted B\) is not a number: True"):
+        TagCosts.table([[0, True, 1], [1, 0, 1], [1, 1, 0]], rows=list("ABC"), tagset="ABC")
+    with pytest.raises(CostMatrixError, match=r"more than 1,000,000.*a number of 401 digits"):
+        TagCosts.table([[0, 10**400, 1], [1, 0, 1], [1, 1, 0]], rows=list("ABC"), tagset="ABC")
+    with pytest.raises(CostMatrixError, match="names a tag twice: A"):
+        TagCosts("AAB", mine)
+
+
+def test_a_csv_cell_past_the_field_limit_is_a_cost_matrix_error():
+    """Issue 44.5: `_csv.Error: field larger than field limit` was a 500."""
+    text = "t,A,B\nA,0," + "1" * 200_000 + "\nB,1,0\n"
+    with pytest.raises(CostMatrixError, match="line 2 of the CSV file has a cell longer than"):
+        read_cost_csv(text, "AB")
+
+
+def test_csv_names_escaped_for_spreadsheets_read_back():
+    tags = ["=A", "+B", "C;@D", "'=E"]
+    cost = cost_matrix_preset("ordinal", tags)
+    text = write_cost_csv(cost, tags)
+    assert text.splitlines()[0] == "true \\ predicted,'=A,'+B,C;'@D,'=E"
+    np.testing.assert_allclose(read_cost_table(text, tags).matrix, cost, rtol=1e-5)

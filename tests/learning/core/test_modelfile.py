@@ -7,7 +7,13 @@ import pytest
 
 from learning.core.context_tagger import ContextTagger
 from learning.core.features import ContextConfig, FeatureConfig
-from learning.core.modelfile import FORMAT_VERSION, ModelFileError, load_tagger, save_tagger
+from learning.core.modelfile import (
+    FORMAT_VERSION,
+    ModelFileError,
+    load_tagger,
+    save_tagger,
+    with_metadata,
+)
 from learning.core.node_tagger import NodeTagger
 from learning.core.schedule import EMSchedule
 from learning.core.training import TrainingSet
@@ -53,6 +59,29 @@ def test_round_trip(tmp_path, kind, request):
     if tagger.kind == "context":
         assert loaded.word_classes.forms == tagger.word_classes.forms
         np.testing.assert_array_equal(loaded.word_classes.classes, tagger.word_classes.classes)
+
+
+def test_metadata_added_to_a_file_keeps_every_array(context_tagger):
+    """An export adds the cost matrix of the moment to a copy of the file (`with_metadata`):
+    the arrays byte for byte, the rest of the metadata kept."""
+    buffer = io.BytesIO()
+    save_tagger(context_tagger, buffer, metadata={"version": 3, "cost_matrix": None})
+    data = buffer.getvalue()
+    carried = {"tags": TAGSET, "matrix": (1 - np.eye(3)).tolist()}
+    exported = with_metadata(data, {"cost_matrix": carried})
+    loaded, metadata = load_tagger(io.BytesIO(exported))
+    assert metadata == {"version": 3, "cost_matrix": carried}
+    before, after = np.load(io.BytesIO(data)), np.load(io.BytesIO(exported))
+    assert set(before.files) == set(after.files)
+    for name in before.files:
+        if name != "header":
+            np.testing.assert_array_equal(before[name], after[name])
+    sentences = [["dog", "the", "unseen"]]
+    np.testing.assert_array_equal(
+        loaded.token_proba(sentences), context_tagger.token_proba(sentences)
+    )
+    with pytest.raises(ModelFileError):
+        with_metadata(b"not a zip", {})
 
 
 def _old_file(path, tagger, header: dict, **arrays):

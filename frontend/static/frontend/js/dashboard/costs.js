@@ -1,11 +1,16 @@
 // The cost of errors: the project's cost matrix as a grid (rows the true tag, columns the tag
 // given), presets, CSV download and upload, and the latest report in that currency. Tags are
-// chosen for the least expected cost; a change re-scores every version at once.
+// chosen for the least expected cost; a change re-scores every version (a background task: the
+// summary follows it, without a reload) and retrains nothing.
 import { $, el, toast } from "../lib/dom.js";
-import { api, describe } from "../lib/http.js";
+import { api, describe, getOrNull } from "../lib/http.js";
 import { fixed, pct } from "../lib/format.js";
 
-// The grid's values as a matrix, or the first bad cell and why (rows true, columns given).
+// The most a cost may be (`learning.core.cost.MAX_COST`): only the ratios between costs matter.
+export const MAX_COST = 1e6;
+
+// The grid's values as a matrix, or the first bad cell and why (rows true, columns given); the
+// server checks the same.
 export function readGrid(values, tags) {
   const matrix = [];
   for (let i = 0; i < tags.length; i++) {
@@ -16,9 +21,15 @@ export function readGrid(values, tags) {
       const where = `Cell (true ${tags[i]}, given ${tags[j]})`;
       if (i !== j && (text === "" || !Number.isFinite(cost))) return { error: `${where} is not a number.`, cell: [i, j] };
       if (cost < 0) return { error: `${where} is negative: a cost is 0 or more.`, cell: [i, j] };
+      if (cost > MAX_COST) {
+        return { error: `${where} is more than 1,000,000, the most a cost may be: only the ratios between costs matter, so divide them all by the same number.`, cell: [i, j] };
+      }
       row.push(cost);
     }
     matrix.push(row);
+  }
+  if (tags.length > 1 && matrix.every((row) => row.every((cost) => cost === 0))) {
+    return { error: "Every cost is 0, so every tag would be as good a decision as any other: give the errors that matter a cost above 0." };
   }
   return { matrix };
 }
@@ -32,6 +43,19 @@ export function topShares(share, n = 3) {
     .map(([tag, s]) => `${tag} ${pct(s)}`)
     .join(", ");
 }
+
+// Whether the latest report is already in the currency of matrix `revision` (a report of no
+// cost yet, or of an older matrix, is not).
+export function rescored(report, revision) {
+  return Boolean(report && report.cost && report.cost.revision >= revision);
+}
+
+// Seconds to wait before the `attempt`-th look at a re-scoring: soon, then less often.
+export function rescoreDelay(attempt) {
+  return Math.min(0.5 * 1.5 ** attempt, 5);
+}
+
+const RESCORE_LOOKS = 30; // about two minutes in all
 
 export function mountCosts({ base, store }) {
   let tags = [];
@@ -81,12 +105,32 @@ export function mountCosts({ base, store }) {
     }
   }
 
+  // The re-scoring the save queued: the latest report, looked at until it is in the new
+  // currency, then given to the store (the summary and every panel of the report follow).
+  let following = 0;
+  async function followRescore(revision) {
+    const mine = ++following;
+    for (let attempt = 0; attempt < RESCORE_LOOKS && mine === following; attempt++) {
+      const report = await getOrNull(`${base}/reports/latest/`).catch(() => null);
+      if (mine !== following) return;
+      if (!report) return; // no model yet: nothing to re-score
+      if (rescored(report, revision)) {
+        store.set("report", report);
+        return;
+      }
+      if (attempt === 0) $("cost-report").textContent = `Model v${report.version}: re-scoring in the new costs…`;
+      await new Promise((done) => setTimeout(done, rescoreDelay(attempt) * 1000));
+    }
+  }
+
   async function save(body) {
     try {
-      render(await api("PUT", `${base}/cost-matrix/${body instanceof FormData ? "csv" : ""}`, body));
+      const setting = await api("PUT", `${base}/cost-matrix/${body instanceof FormData ? "csv" : ""}`, body);
+      render(setting);
       message("");
       markCell(null);
-      toast("Cost matrix saved: reports are re-scored now, and the next model is made for it.");
+      toast("Cost matrix saved: every model's report is re-scored in it (nothing is retrained).");
+      followRescore(setting.revision);
     } catch (failure) {
       const fields = failure.fields || {};
       message([].concat(fields.matrix || fields.file || fields.tags || fields.preset || []).join(" ") || describe(failure));

@@ -9,6 +9,13 @@ export function connectLive({ base, version, refresh }) {
   if (!window.EventSource) return;
   const live = $("live");
   const source = new EventSource(`${base}/events/`);
+  // A refused stream (429: too many open; 503: the event server is full) is not reconnected by
+  // EventSource: try again a while later.
+  source.addEventListener("error", () => {
+    if (source.readyState !== EventSource.CLOSED) return;
+    live.textContent = "Not live";
+    setTimeout(() => connectLive({ base, version, refresh }), 30000 + Math.random() * 30000);
+  });
   source.addEventListener("open", () => {
     live.textContent = "Live";
     live.classList.add("on");
