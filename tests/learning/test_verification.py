@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 
 from annotation import scheduler
-from annotation.models import Observation, Project, Sentence, Task
+from annotation.models import Assignment, Observation, Project, Sentence, Task
 from learning import adapter
 from learning.models import AnnotatorQuality
 from tests.support.crowd import add_annotators, answer_tasks
@@ -96,10 +96,11 @@ def test_a_yes_sayer_is_flagged_and_truthful_verifiers_are_not(project, crowd):
     quality = AnnotatorQuality.objects.get(project=project, annotator=yes_sayer)
     assert quality.flagged and quality.verification_answers == flagged["verification_answers"]
     assert quality.verification_yes_rate == 1.0
-    # Flagged: from now on only gold checks (none in this project), so nothing is served.
+    # Flagged: served as everyone is (decision 044), so nothing tells them; the lease takes no slot.
     project.refresh_from_db()
     lease = scheduler.task_lease_next(project=project, annotator=yes_sayer, flagged=True)
-    assert lease is None
+    assert lease is not None
+    assert not Assignment.objects.get(pk=lease.assignment_id).holds_slot
     assert np.isclose(
         AnnotatorQuality.objects.get(project=project, annotator=crowd[0]).verification_skill,
         rows[crowd[0].pk]["verification_skill"],
