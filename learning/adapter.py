@@ -24,6 +24,7 @@ from __future__ import annotations
 import io
 from collections.abc import Iterator
 from dataclasses import dataclass, field
+from datetime import datetime
 from functools import lru_cache
 from typing import NamedTuple
 
@@ -97,6 +98,8 @@ class TrainingData:
     seconds_per_answer: dict[str, tuple[float | None, int]] | None = None
     # The excluded (flagged) annotators' ids.
     excluded_annotators: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
+    # Per `judged` row: given while the current version was served (None: no version yet).
+    judged_served: np.ndarray | None = None
 
     @property
     def answers_total(self) -> int:
@@ -128,6 +131,7 @@ class TrainingData:
             excluded=self.excluded_annotators,
             gold_sentences=self.evaluation_sentences,
             gold_tags=self.evaluation_tags,
+            served_answers=self.judged_served,
         )
 
 
@@ -173,6 +177,7 @@ def _read_observations(
         k: []
         for k in (
             "id", "sentence", "start", "length", "annotator", "seconds", "tags", "counts", "origin",
+            "submitted_at",
         )
     }  # fmt: skip
     query = Observation.objects.filter(project_id=project_id, id__gt=min_id, kind=TaskKind.COUNT)
@@ -183,7 +188,7 @@ def _read_observations(
         query = query[:limit]
     rows = query.values_list(
         "id", "sentence_id", "start", "length", "annotator_id", "seconds_on_device", "tags",
-        "counts", "assignment__task__origin",
+        "counts", "assignment__task__origin", "submitted_at",
     ).iterator(chunk_size=CHUNK_SIZE)  # fmt: skip
     if newest_first:
         rows = reversed(list(rows))
@@ -199,6 +204,7 @@ def _read_observations(
         [np.nan if s is None else s for s in columns["seconds"]], dtype=np.float64
     )
     out["tags"], out["counts"] = columns["tags"], columns["counts"]
+    out["submitted_at"] = columns["submitted_at"]
     # Drawn as S(o | y) (an answer whose lease is gone counts as uniform, as tasks were before
     # adaptive rounds): what the moments may read (`CountTagger.fit(uniform=...)`).
     out["uniform"] = np.array([origin != TaskOrigin.VALUE for origin in columns["origin"]])
@@ -274,9 +280,13 @@ def evaluation_gold(*, project_id: int) -> tuple[list[list[str]], list[list[str]
     return sentences, tags
 
 
-def training_data_load(*, project_id: int, excluded_annotators: set[int]) -> TrainingData:
+def training_data_load(
+    *, project_id: int, excluded_annotators: set[int], served_since: datetime | None = None
+) -> TrainingData:
     """Everything a retrain of the project needs, as arrays. Observations of
-    `excluded_annotators` (flagged ones) are read for the annotator table but not fitted."""
+    `excluded_annotators` (flagged ones) are read for the annotator table but not fitted; those
+    submitted from `served_since` on (when the current version was stored) are marked as given
+    while it was served, to be tested for giving back its answers (`learning.core.copying`)."""
     tagset = project_tagset(project_id=project_id)
     mechanism = project_mechanism(project_id=project_id, n_tags=len(tagset))
     obs = _read_observations(project_id)
@@ -365,6 +375,11 @@ def training_data_load(*, project_id: int, excluded_annotators: set[int]) -> Tra
         effort=_effort({"count": obs["seconds"], "verify": ver["seconds"]}),
         seconds_per_answer=_median_seconds({"count": obs["seconds"], "verify": ver["seconds"]}),
         excluded_annotators=np.array(sorted(excluded_annotators), dtype=np.int64),
+        judged_served=(
+            None
+            if served_since is None
+            else np.array([at >= served_since for at in obs["submitted_at"]], dtype=bool)[~held]
+        ),
     )
 
 

@@ -180,7 +180,11 @@ def version_learn(*, project_id: int, current: ModelVersion | None) -> Learned:
     retrain policy and build its report; writes nothing."""
     tic = time.perf_counter()
     flagged = selectors.flagged_annotator_ids(project_id)
-    data = adapter.training_data_load(project_id=project_id, excluded_annotators=flagged)
+    data = adapter.training_data_load(
+        project_id=project_id,
+        excluded_annotators=flagged,
+        served_since=current.created_at if current is not None else None,
+    )
     number = (current.number if current else 0) + 1
     facts = adapter.retrain_facts(data, project_id=project_id, number=number)
     share, window, tags_per_task = Project.objects.values_list(

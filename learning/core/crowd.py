@@ -28,9 +28,11 @@ answers that match the model perfectly and about 0 for chance; annotators with a
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
+
+from .copying import ModelFollowing
 
 __all__ = [
     "Reliability",
@@ -52,6 +54,20 @@ class Reliability:
     skill: np.ndarray
     weight: np.ndarray
     flagged: np.ndarray
+    following: ModelFollowing | None = None  # how their answers agree with the served model
+    follows_model: np.ndarray | None = None  # flagged for giving back the served model's answers
+
+    def with_following(self, following: ModelFollowing, follows: np.ndarray) -> Reliability:
+        """These estimates with the annotators who follow the served model (``follows``, one per
+        row of ``following``: :mod:`.copying`) flagged and weighed 0."""
+        mine = np.isin(self.annotators, following.annotators[follows])
+        return replace(
+            self,
+            following=following,
+            follows_model=mine,
+            flagged=self.flagged | mine,
+            weight=np.where(mine, 0.0, self.weight),
+        )
 
     def observation_weights(self, annotator: np.ndarray) -> np.ndarray:
         """ω of each observation's annotator (annotators not estimated get weight 1)."""
@@ -66,7 +82,26 @@ class Reliability:
 
     def as_dict(self) -> dict[int, dict]:
         """JSON-friendly ``{annotator id: {n_observations, noise_variance, skill, weight,
-        flagged}}``."""
+        flagged, follows_model, model_agreement}}``; ``model_agreement`` is None, or
+        ``{entries, agreed, expected}`` (shares) when their answers were tested against the
+        served model (:mod:`.copying`)."""
+        follows = (
+            self.follows_model
+            if self.follows_model is not None
+            else np.zeros(len(self.annotators), dtype=bool)
+        )
+        agreement: dict[int, dict] = {}
+        if self.following is not None:
+            agreed, expected = self.following.rates()
+            for a, n, k, e in zip(
+                self.following.annotators, self.following.entries, agreed, expected, strict=True
+            ):
+                if n:
+                    agreement[int(a)] = {
+                        "entries": int(n),
+                        "agreed": float(k),
+                        "expected": float(e),
+                    }
         return {
             int(a): {
                 "n_observations": int(n),
@@ -74,14 +109,17 @@ class Reliability:
                 "skill": float(k),
                 "weight": float(w),
                 "flagged": bool(f),
+                "follows_model": bool(c),
+                "model_agreement": agreement.get(int(a)),
             }
-            for a, n, s, k, w, f in zip(
+            for a, n, s, k, w, f, c in zip(
                 self.annotators,
                 self.n_observations,
                 self.noise_variance,
                 self.skill,
                 self.weight,
                 self.flagged,
+                follows,
                 strict=True,
             )
         }

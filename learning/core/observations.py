@@ -180,6 +180,15 @@ class Observations:
     def n_tags(self) -> int:
         return int(self.tag_mask.shape[1])
 
+    def joined(self, other: Observations) -> Observations:
+        """These observations followed by ``other``'s (both valid on the same sentences)."""
+        return Observations(
+            **{
+                f.name: np.concatenate([getattr(self, f.name), getattr(other, f.name)])
+                for f in dataclasses.fields(self)
+            }
+        )
+
     def subset(self, index: np.ndarray) -> Observations:
         """The observations selected by an integer or boolean index (already valid)."""
         return rows_of(self, index)

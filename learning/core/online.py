@@ -257,7 +257,7 @@ class OnlineCountTagger(Params):
         sentences, observations, tagset = data.sentences, data.observations, data.tagset
         mechanism = data.mechanism
         stored = self._answers
-        both = _concat(stored, observations)
+        both = stored.joined(observations)
         fit = self._batch_fit(replace(data, observations=both, uniform=None))
         kept = (self.n_blocks_, self.n_answers_, self._answers_counted, self.progressive_)
         self._start(fit, tagset)
@@ -447,7 +447,7 @@ class OnlineCountTagger(Params):
         old_rows = np.flatnonzero(np.isin(stored.sentence, wanted))
         if old_rows.size == 0:
             return block, probs, weights
-        answers = _concat(new, stored.subset(old_rows))
+        answers = new.joined(stored.subset(old_rows))
         # The replayed sentences' features are the stored ones: no tokens needed, none computed.
         ids = np.concatenate([block["sentences"], self._sentence[candidates]])
         lengths = np.concatenate([block["lengths"], self._lengths[candidates]])
@@ -593,11 +593,11 @@ class OnlineCountTagger(Params):
             block_mass += np.where(labelled, self._mass_of(block), 0.0)
         elif not keep.all():  # the labels are replaced, the earlier answers kept for a refit
             earlier = self._answers.subset(np.isin(self._answers.sentence, block["sentences"]))
-            answers = _concat(earlier, answers)
+            answers = earlier.joined(answers)
         if not keep.all():
             rows = np.repeat(keep, self._lengths)
             self._drop(rows, keep)
-        self._answers = _concat(self._answers, answers)
+        self._answers = self._answers.joined(answers)
         self._x = sp.vstack([self._x, block["x"]], format="csr")
         self._labels = np.vstack([self._labels, labels])
         self._token_mass = np.concatenate([self._token_mass, block_mass])
@@ -690,15 +690,6 @@ def _no_answers(n_tags: int) -> Observations:
         sentence=empty, start=empty, length=empty, tag_mask=np.zeros((0, n_tags), dtype=bool),
         counts=np.zeros((0, n_tags), dtype=np.int64), annotator=empty,
     )  # fmt: skip
-
-
-def _concat(first: Observations, second: Observations) -> Observations:
-    return Observations(
-        **{
-            f.name: np.concatenate([getattr(first, f.name), getattr(second, f.name)])
-            for f in _FIELDS
-        }
-    )
 
 
 def _ranges(starts: np.ndarray, lengths: np.ndarray) -> np.ndarray:

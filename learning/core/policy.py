@@ -263,6 +263,7 @@ def plan_version(
         chosen_since=chosen - (previous.full_fit_chosen or 0),
     )
     warm = previous.load() if suits else None
+    data = _with_served_proba(data, previous, warm)
     classes: bool | WordClasses = True
     if previous is not None and previous.text_tokens == facts.text_tokens:
         model = warm if warm is not None else previous.load()
@@ -319,6 +320,18 @@ def plan_version(
         counts=counts,
         timings=timings,
     )
+
+
+def _with_served_proba(data: TrainingSet, previous: PreviousVersion | None, warm) -> TrainingSet:
+    """``data`` with the previous version's probabilities of its sentences, when answers given
+    while it was served are to be tested for giving back its answers (:mod:`.copying`)."""
+    served = data.served_answers
+    if data.served_proba is not None or served is None or not served.any() or previous is None:
+        return data
+    tagger = warm if warm is not None else previous.load()
+    if tagger is None or data.mechanism is not None:
+        return data
+    return replace(data, served_proba=tagger.token_proba(data.sentences))
 
 
 def _probabilities(tagger, served, keys, sentences):

@@ -156,8 +156,18 @@ def annotator_table(
         estimate = estimates.get(int(annotator))
         judged_enough = estimate is not None and estimate["n_observations"] >= min_observations
         flagged = bool(judged_enough and estimate["flagged"])
+        follows = bool(estimate is not None and estimate.get("follows_model"))
         reasons = []
-        if flagged:
+        if follows:
+            flagged = True
+            agreement = estimate["model_agreement"]
+            reasons.append(
+                f"Counts follow the model rather than the words (they match its expected count "
+                f"on {agreement['agreed']:.0%} of {agreement['entries']} words it was unsure of, "
+                f"where true counts match it on about {agreement['expected']:.0%}); their answers "
+                "no longer count."
+            )
+        if flagged and estimate["skill"] < threshold:
             reasons.append(
                 f"Counts no better than chance (skill {estimate['skill']:.2f} < "
                 f"{threshold:.2f} over {estimate['n_observations']} answers); "

@@ -49,6 +49,10 @@ class TrainingSet:
     gold_sentences, gold_tags : gold-tagged sentences (tag names) to calibrate the served
         model's probabilities on when they hold enough tokens
         (:func:`.calibration.gold_calibrates`), instead of held-out answers.
+    served_answers : per count answer, whether it was given while the previous version was
+        served (None: unknown); those are tested for giving back its answers (:mod:`.copying`).
+    served_proba : (tokens of ``sentences``, K) that version's tag probabilities, every token
+        read in its sentence (None: the retrain policy reads them off the previous version).
     """
 
     sentences: Sequence[Sequence[str]]
@@ -61,6 +65,8 @@ class TrainingSet:
     excluded: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
     gold_sentences: Sequence[Sequence[str]] = ()
     gold_tags: Sequence[Sequence[str]] = ()
+    served_answers: np.ndarray | None = None
+    served_proba: np.ndarray | None = None
 
     def __post_init__(self) -> None:
         tagset = tuple(self.tagset)
@@ -88,6 +94,19 @@ class TrainingSet:
         object.__setattr__(self, "excluded", excluded)
         if len(self.gold_sentences) != len(self.gold_tags):
             raise ValueError("gold_sentences and gold_tags must have the same length")
+        if self.served_answers is not None:
+            served = np.asarray(self.served_answers, dtype=bool)
+            if served.shape != (n,):
+                raise ValueError("served_answers must hold one flag per observation")
+            object.__setattr__(self, "served_answers", served)
+        if self.served_proba is not None:
+            tokens = sum(len(s) for s in self.sentences)
+            proba = np.asarray(self.served_proba, dtype=np.float64)
+            if proba.shape != (tokens, len(tagset)):
+                raise ValueError(
+                    f"served_proba must be ({tokens} tokens, {len(tagset)} tags), not {proba.shape}"
+                )
+            object.__setattr__(self, "served_proba", proba)
 
     @property
     def answers(self) -> int:
@@ -112,4 +131,8 @@ class TrainingSet:
         """The same set with the count answers ``keep`` only (a mask or indices)."""
         keep = np.asarray(keep)
         uniform = None if self.uniform is None else self.uniform[keep]
-        return replace(self, observations=self.observations.subset(keep), uniform=uniform)
+        served = None if self.served_answers is None else self.served_answers[keep]
+        return replace(
+            self, observations=self.observations.subset(keep), uniform=uniform,
+            served_answers=served,
+        )  # fmt: skip

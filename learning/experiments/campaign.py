@@ -301,7 +301,7 @@ def _round(state, plan, policy, round_seconds, count_seconds, settings, rng):
         tag_mask, explore = drawn.tag_mask, drawn.explore
     new = answer_counts(state.crowd, state.gold, sentence, start, length, tag_mask, rng,
                         serving=serving)  # fmt: skip
-    state.observations = _concat(state.observations, new, state.offsets)
+    state.observations = state.observations.joined(new)
     state.explored = np.concatenate([state.explored, explore])
     spent = {"count": n_count * count_seconds, "verify": 0.0}
     if n_verify:
@@ -348,19 +348,6 @@ def _asked(observations: Observations) -> np.ndarray:
             observations.tag_mask,
         ],
         axis=1,
-    )
-
-
-def _concat(old: Observations, new: Observations, offsets: np.ndarray) -> Observations:
-    return Observations.create(
-        sentence=np.concatenate([old.sentence, new.sentence]),
-        start=np.concatenate([old.start, new.start]),
-        length=np.concatenate([old.length, new.length]),
-        tag_mask=np.concatenate([old.tag_mask, new.tag_mask]),
-        counts=np.concatenate([old.counts, new.counts]),
-        annotator=np.concatenate([old.annotator, new.annotator]),
-        sentence_lengths=np.diff(offsets),
-        allow_empty=True,
     )
 
 

@@ -33,7 +33,7 @@ from learning.core.training import TrainingSet
 
 from .agm import adversarial_for
 from .online_report import online_report
-from .simulate import simulate_crowd, simulate_verifications
+from .simulate import answers_copied, simulate_crowd, simulate_verifications
 
 __all__ = ["gold_indices", "simulation_report", "supervised_tagger"]
 
@@ -78,6 +78,7 @@ def simulation_report(
     spam_fraction: float = 0.0,
     noisy_fraction: float = 0.0,
     yes_sayer_fraction: float = 0.0,
+    copier_fraction: float = 0.0,
     verify_per_sentence: int = 0,
     verify_choice: str = "uncertain",
     verify_tap: bool = True,
@@ -100,6 +101,13 @@ def simulation_report(
     model given as many answers in all (``accuracy_counts_only_same_answers``: R more count
     tasks per sentence).
 
+    With ``copier_fraction``, that share of the crowd gives back the served model's answers
+    (:func:`.simulate.answers_copied`): a first model is learned from a first round that the
+    others answer, and served; then everyone answers the run's tasks, and the model is learned
+    from both rounds, the second tested for copying (:mod:`learning.core.copying`). The report
+    then also gives the same answers learned without that test
+    (``accuracy_refined_copiers_not_tested``).
+
     With ``privacy_alpha``, every count answer is released through the local privacy
     ``mechanism`` at that level (:mod:`.privacy`) before learning; the report then also gives the
     same tasks learned without privacy (``accuracy_*_without_privacy``); as in a private
@@ -118,7 +126,7 @@ def simulation_report(
     test_tags = [s.tags(tag_column) for s in test]
     train_tags = [s.tags(tag_column) for s in train]
 
-    def crowd_for(tasks_per_sentence):
+    def crowd_for(tasks_per_sentence, random_state=seed, kinds=None):
         return simulate_crowd(
             gold,
             len(tagset),
@@ -129,7 +137,9 @@ def simulation_report(
             spam_fraction=spam_fraction,
             noisy_fraction=noisy_fraction,
             yes_sayer_fraction=yes_sayer_fraction,
-            random_state=seed,
+            copier_fraction=copier_fraction,
+            kinds=kinds,
+            random_state=random_state,
         )
 
     crowd = crowd_for(obs_per_sentence)
@@ -137,12 +147,28 @@ def simulation_report(
     params = {"random_state": seed, **(model_params or {})}
     privacy_report: dict = {}
     private = None
+    served_answers = served_proba = None
+    copiers = crowd.annotators_of_kind("copier")
+    if copiers.size and privacy_alpha is not None:
+        raise ValueError("copiers are simulated without a privacy mechanism")
+    if copiers.size:  # copiers join once a first model is served
+        first = crowd_for(obs_per_sentence, seed + 5, crowd.annotator_kind).observations
+        first = first.subset(~np.isin(first.annotator, copiers))
+        first_model = served_plan(TrainingSet(sentences, first, tagset), seed, model_params)
+        served_proba = first_model.estimator.token_proba(sentences)
+        lengths = np.array([len(s) for s in sentences])
+        crowd = answers_copied(crowd, served_proba, lengths)
+        observations = first.joined(crowd.observations)
+        served_answers = np.arange(len(observations)) >= len(first)
     if privacy_alpha is not None:
         private = Mechanism(mechanism, privacy_alpha, n_tags=len(tagset))
         public = CountTagger(**params).fit(TrainingSet(sentences, observations, tagset))
         observations = private.released(observations, seed + 2)
         privacy_report = {"privacy_alpha": privacy_alpha, "mechanism": mechanism}
-    data = TrainingSet(sentences, observations, tagset, mechanism=private)
+    data = TrainingSet(
+        sentences, observations, tagset, mechanism=private, served_answers=served_answers,
+        served_proba=served_proba,
+    )  # fmt: skip
     plan = served_plan(data, seed, model_params)
     model = plan.estimator
     if private is not None:
@@ -210,6 +236,23 @@ def simulation_report(
 
     spammers = crowd.annotators_of_kind("spammer")
     flagged = plan.flagged
+    copy_report: dict = {}
+    if copiers.size:
+        untested = served_plan(replace(data, served_answers=None), seed, model_params)
+        weights = {} if model.reliability_ is None else model.reliability_.as_dict()
+        copy_report = {
+            "copier_fraction": copier_fraction,
+            "simulated_copiers": [int(a) for a in copiers],
+            "all_copiers_flagged": bool(np.isin(copiers, flagged).all()),
+            "copier_weight_max": max(weights.get(int(a), {}).get("weight", 1.0) for a in copiers),
+            "honest_flagged_for_copying": [
+                int(a)
+                for a, row in weights.items()
+                if row["follows_model"] and a not in set(copiers.tolist())
+            ],
+            "accuracy_refined_copiers_not_tested": score(untested.estimator.tagger_),
+            "copiers_flagged_not_tested": bool(np.isin(copiers, untested.flagged).all()),
+        }
     exact = crowd.annotators_of_kind("exact")
     report = {
         "tagset": tag_column,
@@ -239,6 +282,7 @@ def simulation_report(
         "simulated_spammers": [int(a) for a in spammers],
         "flagged_annotators": [int(a) for a in flagged],
         "all_spammers_flagged": bool(np.isin(spammers, flagged).all()),
+        **copy_report,
         "exact_annotators_flagged": [int(a) for a in np.intersect1d(exact, flagged)],
         "annotator_skill": {
             int(a): round(float(s), 4)

@@ -10,7 +10,10 @@ annotator drawn uniformly from the crowd, whose kind decides the answer:
   (direction random, kept valid: ``0 ≤ N[b]`` and ``Σ N ≤ w``);
 * ``spammer`` — a count vector drawn uniformly from all valid answers (a uniform composition of
   ``w`` into the asked tags plus "other"), independent of the sentence;
-* ``yes-sayer`` — counts like ``exact``, but answers Yes to every verification question.
+* ``yes-sayer`` — counts like ``exact``, but answers Yes to every verification question;
+* ``copier``  — gives back the served model's expected counts, rounded, without reading the
+  words (:func:`answers_copied`: someone who reads them off predict); until a model is served,
+  their rows hold the true counts and a simulation leaves them out.
 
 A fractional ``obs_per_sentence`` gives that share of the sentences, drawn at random, one more
 task (0.1: a tenth of the sentences get one task each, a small budget).
@@ -24,7 +27,7 @@ No); a yes-sayer always answers Yes.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
@@ -34,12 +37,13 @@ from learning.core.verification import VerificationAnswers, log_sure_by_start
 __all__ = [
     "ANNOTATOR_KINDS",
     "SimulatedCrowd",
+    "answers_copied",
     "simulate_crowd",
     "simulate_verifications",
     "simulated_answer",
 ]
 
-ANNOTATOR_KINDS = ("exact", "noisy", "spammer", "yes-sayer")
+ANNOTATOR_KINDS = ("exact", "noisy", "spammer", "yes-sayer", "copier")
 
 
 @dataclass(frozen=True)
@@ -65,13 +69,17 @@ def simulate_crowd(
     spam_fraction: float = 0.0,
     noisy_fraction: float = 0.0,
     yes_sayer_fraction: float = 0.0,
+    copier_fraction: float = 0.0,
     noise_rate: float = 0.2,
+    kinds: np.ndarray | None = None,
     random_state: int | np.random.Generator | None = None,
 ) -> SimulatedCrowd:
     """Simulate answers. ``gold_tags[s]`` are the tag indices (0..n_tags-1) of sentence ``s``;
     ``tags_per_task=None`` asks all tags. Annotator kinds are assigned at random with
     ``round(spam_fraction · n_annotators)`` spammers, ``round(noisy_fraction · n_annotators)``
-    noisy annotators and ``round(yes_sayer_fraction · n_annotators)`` yes-sayers.
+    noisy annotators, ``round(yes_sayer_fraction · n_annotators)`` yes-sayers and
+    ``round(copier_fraction · n_annotators)`` copiers; ``kinds`` gives them instead (another
+    round of the same crowd: ``crowd.annotator_kind``).
     ``obs_per_sentence``: tasks per sentence; its fractional part is the share of the sentences,
     drawn at random, that get one more (0.1: one task on a tenth of the sentences)."""
     if window < 1:
@@ -82,11 +90,13 @@ def simulate_crowd(
         raise ValueError(f"tags_per_task must be between 1 and {n_tags}")
     if n_annotators < 1:
         raise ValueError("n_annotators must be at least 1")
-    fractions = (spam_fraction, noisy_fraction, yes_sayer_fraction)
+    fractions = (spam_fraction, noisy_fraction, yes_sayer_fraction, copier_fraction)
     if not all(0 <= f <= 1 for f in fractions):
-        raise ValueError("spam_fraction, noisy_fraction and yes_sayer_fraction must be in [0, 1]")
+        raise ValueError("the fractions of spammers, noisy annotators, yes-sayers and copiers "
+                         "must be in [0, 1]")  # fmt: skip
     if sum(fractions) > 1:
-        raise ValueError("spam_fraction + noisy_fraction + yes_sayer_fraction must not exceed 1")
+        raise ValueError("the fractions of spammers, noisy annotators, yes-sayers and copiers "
+                         "must not add up to more than 1")  # fmt: skip
     rng = np.random.default_rng(random_state)
 
     lengths = np.array([len(t) for t in gold_tags], dtype=np.int64)
@@ -116,13 +126,19 @@ def simulate_crowd(
     n_spam = int(round(spam_fraction * n_annotators))
     n_noisy = int(round(noisy_fraction * n_annotators))
     n_yes = int(round(yes_sayer_fraction * n_annotators))
-    kinds = np.array(
+    n_copy = int(round(copier_fraction * n_annotators))
+    drawn = np.array(
         ["spammer"] * n_spam
         + ["noisy"] * n_noisy
         + ["yes-sayer"] * n_yes
-        + ["exact"] * (n_annotators - n_spam - n_noisy - n_yes)
+        + ["exact"] * (n_annotators - n_spam - n_noisy - n_yes - n_copy)
+        + ["copier"] * n_copy
     )
-    kinds = kinds[rng.permutation(n_annotators)]
+    drawn = drawn[rng.permutation(n_annotators)]
+    if kinds is None:
+        kinds = drawn
+    elif len(kinds) != n_annotators or not np.isin(kinds, ANNOTATOR_KINDS).all():
+        raise ValueError(f"kinds must give one of {ANNOTATOR_KINDS} to each of the annotators")
     annotator, counts = _answered(kinds, true_counts, mask, length, rng, noise_rate)
 
     observations = Observations.create(
@@ -136,6 +152,27 @@ def simulate_crowd(
         allow_empty=True,
     )
     return SimulatedCrowd(observations=observations, annotator_kind=kinds)
+
+
+def answers_copied(
+    crowd: SimulatedCrowd, token_proba: np.ndarray, sentence_lengths: np.ndarray
+) -> SimulatedCrowd:
+    """``crowd`` with every copier's answer replaced by the served model's expected counts,
+    rounded (``token_proba``: that model's (tokens, K) probabilities of the sentences of
+    ``sentence_lengths`` tokens, in order), kept valid (at most the window's length in all)."""
+    obs = crowd.observations
+    copies = np.isin(obs.annotator, crowd.annotators_of_kind("copier"))
+    offsets = np.concatenate([[0], np.cumsum(sentence_lengths)])
+    counts = obs.counts.copy()
+    for i in np.flatnonzero(copies):
+        begin = offsets[obs.sentence[i]] + obs.start[i]
+        expected = token_proba[begin : begin + obs.length[i]].sum(axis=0)
+        answer = np.where(obs.tag_mask[i], np.rint(expected), 0).astype(np.int64)
+        while answer.sum() > obs.length[i]:  # rounded up past the window: lower the least sure
+            over = np.where(answer > 0, answer - expected, -np.inf)
+            answer[np.argmax(over)] -= 1
+        counts[i] = answer
+    return replace(crowd, observations=replace(obs, counts=counts))
 
 
 def _window_counts(gold_tags, n_tags, sentence, start, length) -> np.ndarray:

@@ -87,11 +87,27 @@ def true_verification(lease) -> dict:
     return {"answer": not wrong, "wrong": wrong[0] if wrong else None}
 
 
-def answer_tasks(project, annotators, n, *, spammers=(), yes_sayers=(), seed=0) -> int:
+def model_counts(tagger, lease) -> dict[str, int]:
+    """The served model's expected counts of the leased window, rounded: what an annotator who
+    reads them off predict gives back (kept within the window's length)."""
+    names = [t["name"] for t in TAGS]
+    tokens = Sentence.objects.get(pk=lease.sentence_id).tokens
+    proba = tagger.token_proba([tokens])[lease.start : lease.start + lease.length]
+    expected = proba.sum(axis=0)
+    counts = {k: int(np.rint(expected[k])) for k in lease.tags}
+    while sum(counts.values()) > lease.length:
+        counts[max(counts, key=lambda k: counts[k] - expected[k])] -= 1
+    return {names[k]: n for k, n in counts.items()}
+
+
+def answer_tasks(
+    project, annotators, n, *, spammers=(), yes_sayers=(), copiers=(), copy_from=None, seed=0
+) -> int:
     """`n` answers, round-robin over `annotators`, through the scheduler and the submit service
     (exact counts and truthful verification answers; uniformly random ones from `spammers`;
-    Yes to every verification task from `yes_sayers`; in a private project, counts released by
-    its mechanism as the phone does). Returns how many were stored."""
+    Yes to every verification task from `yes_sayers`; the expected counts of the tagger
+    `copy_from` from `copiers`; in a private project, counts released by its mechanism as the
+    phone does). Returns how many were stored."""
     rng = random.Random(seed)
     mechanism = selectors.project_mechanism(project=project)
     stored = 0
@@ -116,11 +132,12 @@ def answer_tasks(project, annotators, n, *, spammers=(), yes_sayers=(), seed=0) 
             )
             stored += 1
             continue
-        counts = (
-            random_counts(project, lease, rng)
-            if annotator in spammers
-            else true_counts(project, lease)
-        )
+        if annotator in spammers:
+            counts = random_counts(project, lease, rng)
+        elif annotator in copiers:
+            counts = model_counts(copy_from, lease)
+        else:
+            counts = true_counts(project, lease)
         answer = {"counts": counts}
         if mechanism is not None:
             answer = {

@@ -18,6 +18,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from ..context_tagger import ContextTagger
+from ..copying import ModelFollowing, model_following
 from ..counts import CountEvidence
 from ..design import Corpus, design_matrix, encode_corpus
 from ..em import window_token_index
@@ -110,6 +111,7 @@ class Problem:
     context: SentenceTokens | None  # the contextual model's view of the covered tokens
     trusted: np.ndarray  # per count answer: 1, or 0 for an excluded annotator's
     verification_trusted: np.ndarray  # likewise per verification answer
+    following: ModelFollowing | None = None  # answers against the served model (copying.py)
     fitted: np.ndarray | None = None  # covered tokens the contextual M-steps fit (fit_sample)
     fit_context: SentenceTokens | None = None  # the contextual view of their sentences
 
@@ -269,6 +271,17 @@ def build_problem(data: TrainingSet, models: Models, watch: Stopwatch) -> Proble
             rows=starts[local.ravel()] + (tokens - corpus.offsets[sentence_of]),
         )
     watch.stop("fit", tic)
+    following = None
+    served = data.served_answers
+    if mechanism is None and served is not None and served.any() and data.served_proba is not None:
+        following = model_following(
+            observations.annotator,
+            observations.tag_mask,
+            observations.counts,
+            windows[0],
+            data.served_proba[tokens],
+            answered=served,
+        )
     return Problem(
         corpus=corpus,
         observations=observations,
@@ -294,4 +307,5 @@ def build_problem(data: TrainingSet, models: Models, watch: Stopwatch) -> Proble
         verification_trusted=(
             data.trusted(verifications.annotator) if verifications is not None else np.zeros(0)
         ),
+        following=following,
     )

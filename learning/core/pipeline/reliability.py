@@ -2,7 +2,8 @@
 
 Count answerers are judged by their residuals against the model's expected counts
 (:func:`..crowd.estimate_reliability`; a privacy mechanism's releases debiased and its known
-noise taken out, here and nowhere else), verification answerers by their Yes / No against the
+noise taken out, here and nowhere else), and tested for giving back the served model's
+answers (:mod:`..copying`), verification answerers by their Yes / No against the
 model's probability that every shown tag is right (:func:`..verification.verification_reliability`).
 Every answer is judged, the excluded annotators' too (``Problem.trusted``), but those weigh 0
 whatever their estimate. The fit's last estimate is what the retrain policy's annotator table
@@ -76,6 +77,8 @@ def judge(
         flag_threshold=crowd.flag_threshold,
         min_observations=min_observations,
     )
+    if problem.following is not None:  # answers that give back the served model's (copying.py)
+        result = result.with_following(problem.following, problem.following.follows())
     table: dict[int, dict] = {}
     weights = problem.verification_trusted
     if problem.verification is not None:

@@ -69,6 +69,13 @@ class Command(BaseCommand):
             help="annotators who count exactly but answer Yes to every verification question",
         )
         parser.add_argument(
+            "--copier-fraction",
+            type=float,
+            default=0.0,
+            help="annotators who give back the served model's expected counts (a first model is "
+            "learned from a first round the others answer)",
+        )
+        parser.add_argument(
             "--verify-per-sentence",
             type=int,
             default=0,
@@ -160,14 +167,17 @@ class Command(BaseCommand):
             raise CommandError("--verify-per-sentence must be 0 or more")
         if options["annotators"] < 1:
             raise CommandError("--annotators must be at least 1")
-        fractions = ("spam_fraction", "noisy_fraction", "yes_sayer_fraction")
+        fractions = ("spam_fraction", "noisy_fraction", "yes_sayer_fraction", "copier_fraction")
         for name in fractions:
             if not 0.0 <= options[name] <= 1.0:
                 raise CommandError(f"--{name.replace('_', '-')} must be between 0 and 1")
         if sum(options[name] for name in fractions) > 1.0:
             raise CommandError(
-                "--spam-fraction, --noisy-fraction and --yes-sayer-fraction must not exceed 1"
+                "--spam-fraction, --noisy-fraction, --yes-sayer-fraction and --copier-fraction "
+                "must not add up to more than 1"
             )
+        if options["copier_fraction"] > 0 and options["privacy_alpha"] is not None:
+            raise CommandError("--copier-fraction is simulated without --privacy-alpha")
         if options["online"] is not None and options["online"] < 1:
             raise CommandError("--online must be a number of blocks, at least 1")
         if options["online"] is not None and options["verify_per_sentence"] > 0:
@@ -200,6 +210,7 @@ class Command(BaseCommand):
                 spam_fraction=options["spam_fraction"],
                 noisy_fraction=options["noisy_fraction"],
                 yes_sayer_fraction=options["yes_sayer_fraction"],
+                copier_fraction=options["copier_fraction"],
                 verify_per_sentence=options["verify_per_sentence"],
                 verify_choice=options["verify_choice"],
                 verify_tap=not options["no_verify_tap"],

@@ -17,7 +17,7 @@ import { mountProgress } from "./progress.js";
 import { mountRetraining } from "./retraining.js";
 import { createStore } from "./store.js";
 import { mountTaskMix } from "./taskmix.js";
-import { mountTry } from "./try.js";
+import { mountPredictAccess, mountTry } from "./try.js";
 import { mountVersions } from "./versions.js";
 import { mountWebhooks } from "./webhooks.js";
 
@@ -37,6 +37,7 @@ const versions = mountVersions({ base });
 const retraining = mountRetraining({ base });
 const webhooks = mountWebhooks({ base, fail });
 mountTry({ base });
+mountPredictAccess({ base, store });
 mountTaskMix({ base, store });
 mountForecast({ base, store });
 const costs = mountCosts({ base, store });
