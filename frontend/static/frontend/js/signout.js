@@ -6,10 +6,24 @@
 // when that account signs in here again (`outbox=kept` asks the server to leave the storage).
 // docs/decisions/045-shared-phone.md.
 import { createOutbox, createSender } from "./annotate/outbox.js";
-import { forget, forgetOfflineCopies, heldKeys, signedIn } from "./lib/device.js";
+import { forget, heldKeys, signedIn } from "./lib/device.js";
 import { api } from "./lib/http.js";
 
 const SEND_FOR_MS = 8000; // the longest a sign-out waits on a poor connection
+
+// The annotator page's copies on this device: the service worker's caches and the worker.
+async function forgetOfflineCopies() {
+  try {
+    for (const name of await caches.keys()) if (name.startsWith("tally-")) await caches.delete(name);
+  } catch {
+    /* no Cache API (insecure origin) */
+  }
+  try {
+    for (const registration of await navigator.serviceWorker.getRegistrations()) await registration.unregister();
+  } catch {
+    /* no service worker */
+  }
+}
 
 async function sendAndForget(form) {
   const me = signedIn();

@@ -38,17 +38,3 @@ export function forget(storage, keys) {
     }
   }
 }
-
-// The annotator page's copies on this device: the service worker's caches and the worker.
-export async function forgetOfflineCopies() {
-  try {
-    for (const name of await caches.keys()) if (name.startsWith("tally-")) await caches.delete(name);
-  } catch {
-    /* no Cache API (insecure origin) */
-  }
-  try {
-    for (const registration of await navigator.serviceWorker.getRegistrations()) await registration.unregister();
-  } catch {
-    /* no service worker */
-  }
-}
