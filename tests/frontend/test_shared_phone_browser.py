@@ -231,3 +231,20 @@ def test_an_answer_queued_by_a_and_replayed_under_bs_session_is_refused(new_cont
     assert shown_lease(page).annotator == b
     assert len(page.evaluate(f"() => JSON.parse(localStorage.getItem('tally.outbox.{a.pk}'))")) == 1
     assert not Observation.objects.filter(annotator=a).exists()
+
+
+def test_a_page_left_open_stops_when_a_signs_out_in_another_tab(new_context, project, a):
+    context = new_context(**PHONE)
+    page = context.new_page()
+    sign_in(page, a, project)
+    shown_lease(page)
+    wait_for_lookahead(page, a, project)
+    other = context.new_page()
+    sign_out(other)
+    page.bring_to_front()
+    page.wait_for_selector("text=Your session has ended")
+    assert page.is_hidden("#task") and page.is_disabled("#submit")
+    page.keyboard.press("Enter")
+    # Nothing kept as A, nothing held for A written back.
+    assert keys_of(page, a) == []
+    assert Observation.objects.count() == 0

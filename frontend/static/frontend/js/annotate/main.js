@@ -373,6 +373,10 @@ setInterval(() => {
 document.addEventListener("visibilitychange", () => {
   if (document.visibilityState === "visible") leaseExpired();
 });
+// Signed out (or someone else signed in) in another tab: this page stops at once.
+const sessionChanged = () => !signedOut && !isMine() && sessionExpired();
+window.cookieStore?.addEventListener("change", sessionChanged);
+window.addEventListener("focus", sessionChanged);
 
 if (isMine()) {
   forget(storage, heldKeys(storage, USER, { others: true })); // another account's, left behind
