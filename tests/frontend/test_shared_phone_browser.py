@@ -248,3 +248,18 @@ def test_a_page_left_open_stops_when_a_signs_out_in_another_tab(new_context, pro
     # Nothing kept as A, nothing held for A written back.
     assert keys_of(page, a) == []
     assert Observation.objects.count() == 0
+
+
+def test_a_page_of_an_earlier_session_of_a_kept_offline_shows_nothing(new_context, project, a):
+    """A signed out (somewhere the device did not hear of) and in again: the copy of the page
+    is of the session that ended, and answers given there would be of no session."""
+    context = new_context(**PHONE)
+    page = context.new_page()
+    open_a_page_kept_for_offline(page, a, project)
+    as_session_of(context, a)
+    context.set_offline(True)
+    page.reload()
+    page.wait_for_selector("text=This page is from an earlier sign-in")
+    assert page.is_hidden("#task") and page.is_disabled("#submit")
+    assert not [key for key in keys_of(page, a) if key.startswith("tally.held.")]
+    context.set_offline(False)

@@ -331,8 +331,10 @@ function sessionExpired() {
   $("kind-dock").replaceChildren();
   if (!isMine()) {
     forget(storage, heldKeys(storage, USER)); // their leases go back to the others in time
-    if (signedIn() !== null) {
-      setState("session", ...t("otherSignIn"), { label: t("reload"), onClick: () => window.location.reload() });
+    const now = signedIn();
+    if (now !== null) {
+      const why = now.user === USER ? "newSession" : "otherSignIn"; // signed in again, or as another
+      setState("session", ...t(why), { label: t("reload"), onClick: () => window.location.reload() });
       return;
     }
   }
