@@ -61,6 +61,13 @@ class LeaseLimit(Conflict):
     code = "lease_limit"
 
 
+class AnsweredAsAnother(Conflict):
+    """The answer says it was given on its device by another account than the caller's (an
+    outbox filled by one annotator, sent by someone else's session): never stored as theirs."""
+
+    code = "answered_as_another"
+
+
 class ImportQueueFull(Conflict):
     """The project has `TALLY_IMPORT_JOBS_PER_PROJECT` import jobs queued or running already."""
 

@@ -55,7 +55,8 @@ def next_task(request: HttpRequest, caller: Caller, project_id: int) -> HttpResp
         404: OpenApiResponse(ErrorSerializer, description="No such lease of yours."),
         409: OpenApiResponse(
             ErrorSerializer,
-            description="Answered already, the lease expired, or the key was used for another.",
+            description="Answered already, the lease expired, the key was used for another, or "
+            "the answer was given on the device as another account.",
         ),
     },
 )

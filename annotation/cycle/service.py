@@ -20,7 +20,7 @@ from annotation import hotpath, kinds, scheduler, selectors, services
 from annotation.cycle.submission import NextTaskRequest, Submission
 from annotation.kinds import KINDS
 from annotation.scheduler import Lease
-from common.exceptions import AuthenticationFailed, DomainError, NotFound
+from common.exceptions import AnsweredAsAnother, AuthenticationFailed, DomainError, NotFound
 from learning.core.privacy import Mechanism
 
 if TYPE_CHECKING:
@@ -93,6 +93,7 @@ def answer_submit(*, caller: Caller, submission: Submission, now: datetime | Non
     answer's errors are the submission service's (`services.observation_submit`); the next
     task's never undo the answer, and come back in `next_error`."""
     now = now or timezone.now()
+    _check_device_user(caller=caller, submission=submission)
     if _on_postgresql():
         stored = _stored_by_statement(caller=caller, submission=submission, now=now)
         if stored is not None:
@@ -111,6 +112,22 @@ def answer_submit(*, caller: Caller, submission: Submission, now: datetime | Non
             caller=caller, project_id=observation.project_id, request=submission.next
         ),
     )
+
+
+def _check_device_user(*, caller: Caller, submission: Submission) -> None:
+    """An answer given on its device as another account than the caller's is not theirs to
+    send: refused before anything is stored (docs/decisions/045-shared-phone.md)."""
+    if submission.device_user is None:
+        return
+    user_id = caller.user_id
+    if user_id is None:  # a token: its owner, looked up only when the answer names an account
+        user = caller.user()
+        user_id = None if user is None else user.pk
+    if submission.device_user != user_id:
+        raise AnsweredAsAnother(
+            "This answer was given on this device by another account, so it is not stored as "
+            "yours. Sign in as that account to send it."
+        )
 
 
 @dataclass(frozen=True, slots=True)

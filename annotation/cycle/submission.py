@@ -76,7 +76,8 @@ class Submission:
     """An answer to a lease, as sent: the `counts` of a count task, or a private project's
     `released` values with their `privacy` ({"mechanism", "alpha"}); or a verification task's
     `answer` (`is_verification`) and optional `wrong` word. `next`: the phone asks for its next
-    task with this answer (one round trip instead of two)."""
+    task with this answer (one round trip instead of two). `device_user`: the account the
+    answer was given under on the device (the page's outbox says), which must be the caller."""
 
     assignment_id: int
     idempotency_key: str
@@ -87,6 +88,7 @@ class Submission:
     answer: bool | None = None
     wrong: int | None = None
     seconds_on_device: float | None = None
+    device_user: int | None = None
     next: NextTaskRequest | None = None
 
     @classmethod
@@ -139,6 +141,9 @@ class Submission:
             or not 0 <= seconds < MAX_SECONDS
         ):
             errors["seconds_on_device"] = ["A non-negative number of seconds, or null."]
+        device_user = data.get("device_user")
+        if device_user is not None and not _is_id(device_user):
+            errors["device_user"] = ["The id (integer) of the account the answer was given as."]
         following = None
         if data.get("next") is not None:
             try:
@@ -159,6 +164,7 @@ class Submission:
             answer=answer if is_verification else None,
             wrong=wrong if is_verification else None,
             seconds_on_device=None if seconds is None else float(seconds),
+            device_user=device_user,
             next=following,
         )
 
@@ -215,6 +221,14 @@ class _AnswerSerializer(serializers.Serializer):
 
     assignment = serializers.IntegerField(min_value=1, max_value=MAX_ID)
     seconds_on_device = _SecondsField(required=False, allow_null=True)
+    device_user = serializers.IntegerField(
+        min_value=1,
+        max_value=MAX_ID,
+        required=False,
+        allow_null=True,
+        help_text="The account the answer was given as on the device (the annotator page sends "
+        "it from its outbox). Refused (409 `answered_as_another`) when it is not the caller.",
+    )
     idempotency_key = serializers.CharField(min_length=1, max_length=MAX_KEY)
     next = NextTaskSerializer(
         required=False,

@@ -51,7 +51,23 @@ class TallyLoginView(LoginView):
 
 
 class TallyLogoutView(LogoutView):
+    """Sign out, and have the browser forget what this site kept on the device: its HTTP cache,
+    and its storage (the annotator page's held tasks and outbox, the service worker and its
+    copies of the pages), so that the next person to use the phone finds nothing of the last
+    annotator's (docs/decisions/045-shared-phone.md).
+
+    The sign-out form's script (signout.js) sends the outbox first, while still signed in. When
+    some answers could not be sent it clears the rest itself and says `outbox=kept`: the storage
+    is then left alone, those answers bound to their annotator (the server takes them from no
+    one else)."""
+
     next_page = "/login/"
+
+    def post(self, request, *args, **kwargs):
+        kept = request.POST.get("outbox") == "kept"
+        response = super().post(request, *args, **kwargs)
+        response["Clear-Site-Data"] = '"cache"' if kept else '"cache", "storage"'
+        return response
 
 
 class SignupForm(forms.Form):

@@ -12,6 +12,7 @@ from django.template.loader import render_to_string
 from django.views.decorators.gzip import gzip_page
 from django.views.decorators.http import require_GET
 
+from accounts import device
 from annotation import selectors
 from annotation.models import DEFAULT_EVALUATION_FRACTION, Membership
 from annotation.scheduler import MAX_LEASES
@@ -60,6 +61,7 @@ def annotate(request: HttpRequest, project_id: int) -> HttpResponse:
             "project": membership.project,
             "membership": membership,
             "max_leases": MAX_LEASES,
+            "device_session": device.session_tag(request.session.session_key),
             "lang": lang,
             "text": ANNOTATE_TEXT[lang],
         },

@@ -237,7 +237,9 @@ def test_states_no_tasks_paused_and_session_expired(new_context, project, annota
     page.tap("text=Look again")
     page.wait_for_selector("text=No tasks for you right now")
 
-    page.context.clear_cookies()
+    # The session ends on the server's side: the page learns it from the server's answer. (The
+    # browser's own sign-out stops it at once: test_shared_phone_browser.py.)
+    page.context.clear_cookies(name="sessionid")
     page.tap("text=Look again")
     page.wait_for_selector("text=Your session has ended")
     assert page.inner_text("#state-action") == "Sign in again"
@@ -313,8 +315,10 @@ def test_page_weight_and_no_third_party_requests(new_context, live_server, proje
     # with issue 29's answer that asks for the next task. What a phone downloads in production
     # is the compressed figure (23.4 KB). 62 KB since the state screens' words moved into the
     # page's catalogue (text.js) to speak the project's language: 60.4 KB, the keys and lookups
-    # adding 830 B uncompressed, 250 B compressed (23.7 KB); privacy.js's load with it.
-    assert transferred <= 62 * 1024, transferred
+    # adding 830 B uncompressed, 250 B compressed (23.7 KB); privacy.js's load with it. 65 KB
+    # since the page checks it is still its session's before it shows or keeps anything (issue
+    # 44, item 1, lib/device.js): 64.6 KB, 4.2 KB more uncompressed (24.5 KB compressed).
+    assert transferred <= 65 * 1024, transferred
     assert compressed <= 25 * 1024, compressed
     print(f"annotator page: {transferred} B transferred here, {compressed} B gzip-compressed")
 

@@ -257,3 +257,19 @@ test("a lost response: the answer is resent with its key until one reply arrives
   assert.equal(box.size(), 0);
   assert.deepEqual([...stored], [["k1", { NOUN: 1 }]]);
 });
+
+test("a sender sends only its owner's answers, without the session they were given in", async () => {
+  const box = createOutbox(new Storage(), "tally.outbox.7");
+  box.add({ ...answer(1), device_user: 7, device_session: "s1" });
+  box.add({ ...answer(2), device_user: 8, device_session: "s2" }); // given as another account
+  box.add(answer(3)); // kept before answers named their account: the outbox's owner's
+  const posted = [];
+  const timers = manualTimers();
+  const sender = createSender({ outbox: box, owner: "7", post: async (body) => posted.push(body), timers });
+  assert.equal(await sender.flush(), true, "nothing of the owner's is left");
+  assert.deepEqual(posted.map((b) => b.assignment), [1, 3]);
+  assert.equal(posted[0].device_user, 7, "the server checks it against the caller");
+  assert.ok(posted.every((b) => !("device_session" in b)));
+  assert.deepEqual(box.all().map((a) => a.assignment), [2], "the other account's answer stays, unsent");
+  assert.equal(timers.pending, null, "and is not retried");
+});

@@ -5,8 +5,11 @@
 // kind (kinds/); Submit takes the answer only once every question has been on screen (reach.js);
 // in a private project each count is randomized before anything keeps it (privacy.js); the tasks
 // held are kept on the device and a service worker serves the page without a connection, so a
-// reload offline goes on with them (shelf.js).
-import { api, serverNow } from "../lib/http.js";
+// reload offline goes on with them (shelf.js). The page is its signed-in account's and session's
+// only: when the browser is signed out, or signed in as someone else, it shows no task, keeps no
+// answer and forgets the tasks it held (lib/device.js; docs/decisions/045-shared-phone.md).
+import { ApiError, api, serverNow } from "../lib/http.js";
+import { forget, heldKeys, signedIn } from "../lib/device.js";
 import { $ } from "../lib/dom.js";
 import { kindOf, loadKind } from "./kinds/index.js";
 import { createLookahead } from "./lookahead.js";
@@ -22,6 +25,15 @@ await setLanguage(document.documentElement.lang);
 const PROJECT = Number(app.dataset.project);
 const LOGIN_URL = app.dataset.login;
 const MAX_HELD = Number(app.dataset.maxLeases) || 3; // the server's cap on live leases
+const USER = app.dataset.user;
+const SESSION = app.dataset.session; // the session this page was rendered for
+
+// True while the browser is still signed in as the session this page was rendered for (a page
+// served by the service worker may be older than a sign-out, or than someone else's sign-in).
+function isMine() {
+  const now = signedIn();
+  return now !== null && now.user === USER && now.session === SESSION;
+}
 
 let storage = null;
 try {
@@ -29,8 +41,8 @@ try {
 } catch {
   /* no storage in some private modes: the outbox keeps answers in memory */
 }
-const outbox = createOutbox(storage, `tally.outbox.${app.dataset.user}`);
-const shelf = createShelf(storage, `tally.held.${app.dataset.user}.${PROJECT}`);
+const outbox = createOutbox(storage, `tally.outbox.${USER}`);
+const shelf = createShelf(storage, `tally.held.${USER}.${PROJECT}`);
 const progress = createProgress();
 let online = navigator.onLine !== false;
 let signedOut = false;
@@ -85,10 +97,12 @@ function labelSubmit(unseen) {
 
 // The tasks held (on screen first), kept for a reload without a connection.
 function shelve(ahead = lookahead.tasks) {
+  if (!isMine()) return;
   shelf.save(task ? [task, ...ahead] : ahead);
 }
 
 function show(next) {
+  if (!isMine()) return sessionExpired();
   reach?.stop();
   task = next;
   shelve();
@@ -147,6 +161,7 @@ function submit() {
 // anything is sent; then the next task.
 function keep(answer) {
   if (!task || signedOut) return;
+  if (!isMine()) return sessionExpired(); // never kept as the account the page was for
   outbox.add({
     project: PROJECT,
     assignment: task.assignment,
@@ -154,6 +169,8 @@ function keep(answer) {
     ...answer,
     seconds_on_device: Math.round((performance.now() - shownAt) / 100) / 10,
     idempotency_key: newKey(),
+    device_user: Number(USER), // the server stores it for this account only
+    device_session: SESSION, // kept on the device, not sent
   });
   $("kind-dock").replaceChildren();
   showPending(outbox.size(), online);
@@ -174,6 +191,7 @@ function setOnline(value) {
 
 // The last answer waiting asks for the next task: one round trip per answer.
 async function postAnswer(body, item) {
+  if (!isMine()) throw new ApiError(401, null);
   const holding = item.project === PROJECT && outbox.size() === 1 && lookahead.holdingForNext(task);
   const reply = await api("POST", "/api/observations/", holding ? { ...body, next: { holding } } : body);
   const next = reply?.next;
@@ -184,6 +202,7 @@ const answered = (assignment) => outbox.has(assignment);
 
 const sender = createSender({
   outbox,
+  owner: USER,
   post: postAnswer,
   on: {
     reached: () => setOnline(true),
@@ -200,6 +219,7 @@ const sender = createSender({
 
 // A leased task's kind is loaded with it, while the page is online.
 async function lease(holding) {
+  if (!isMine()) throw new ApiError(401, null);
   const next = await api("POST", `/api/projects/${PROJECT}/tasks/next/`, holding ? { holding } : undefined);
   if (next) {
     await checkPrivacy(next);
@@ -307,6 +327,17 @@ function sessionExpired() {
   signedOut = true;
   sender.stop();
   task = null;
+  clearTimeout(expiryTimer);
+  $("kind-dock").replaceChildren();
+  if (!isMine()) {
+    forget(storage, heldKeys(storage, USER)); // their leases go back to the others in time
+    const now = signedIn();
+    if (now !== null) {
+      const why = now.user === USER ? "newSession" : "otherSignIn"; // signed in again, or as another
+      setState("session", ...t(why), { label: t("reload"), onClick: () => window.location.reload() });
+      return;
+    }
+  }
   const n = outbox.size();
   const note = n ? ` ${t("signInKept", { kept: kept(n) })}` : "";
   setState("session", t("ended"), t("signIn") + note, { label: t("signInAgain"), href: LOGIN_URL });
@@ -344,9 +375,18 @@ setInterval(() => {
 document.addEventListener("visibilitychange", () => {
   if (document.visibilityState === "visible") leaseExpired();
 });
+// Signed out (or someone else signed in) in another tab: this page stops at once.
+const sessionChanged = () => !signedOut && !isMine() && sessionExpired();
+window.cookieStore?.addEventListener("change", sessionChanged);
+window.addEventListener("focus", sessionChanged);
 
-showPending(outbox.size(), online);
-restoreHeld()
-  .then(advance)
-  .then(loadStats) // the task first: it is what the annotator waits for
-  .then(() => keepForOffline(app.dataset.worker));
+if (isMine()) {
+  forget(storage, heldKeys(storage, USER, { others: true })); // another account's, left behind
+  showPending(outbox.size(), online);
+  restoreHeld()
+    .then(advance)
+    .then(loadStats) // the task first: it is what the annotator waits for
+    .then(() => keepForOffline(app.dataset.worker));
+} else {
+  sessionExpired(); // a copy of the page from before a sign-out, or of another account's
+}

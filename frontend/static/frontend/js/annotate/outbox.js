@@ -61,6 +61,11 @@ export function outcome(error) {
   return "refused";
 }
 
+// An answer kept before answers named their account (`device_user`) is its outbox's owner's.
+export function ownedBy(item, owner) {
+  return owner === null || item.device_user === undefined || String(item.device_user) === String(owner);
+}
+
 export const FIRST_RETRY_MS = 2000;
 export const LAST_RETRY_MS = 30000;
 
@@ -68,8 +73,9 @@ export const LAST_RETRY_MS = 30000;
 // wait. `post(body, item)` sends one answer and resolves to the server's reply or rejects with
 // an ApiError. Callbacks (all optional): sent(item, reply), reached() (the server answered),
 // offline(), signedOut(), refused(item, error), changed() (the number waiting may have changed),
-// retried() (a retry emptied the outbox).
-export function createSender({ outbox, post, on = {}, timers = globalThis }) {
+// retried() (a retry emptied the outbox). `owner`: the account the page is signed in as; an
+// answer given as another (its `device_user`) is left where it is, never sent as this one's.
+export function createSender({ outbox, post, owner = null, on = {}, timers = globalThis }) {
   const emit = (name, ...args) => on[name] && on[name](...args);
   let flushing = null;
   let timer = 0;
@@ -79,7 +85,8 @@ export function createSender({ outbox, post, on = {}, timers = globalThis }) {
   // True when the outbox is empty afterwards.
   async function sendAll() {
     for (const item of outbox.all()) {
-      const { project, kind, ...body } = item; // kept on the device, not sent
+      if (!ownedBy(item, owner)) continue;
+      const { project, kind, device_session, ...body } = item; // kept on the device, not sent
       try {
         const reply = await post(body, item);
         outbox.remove(item.idempotency_key);
@@ -102,7 +109,7 @@ export function createSender({ outbox, post, on = {}, timers = globalThis }) {
       }
       emit("changed");
     }
-    return outbox.size() === 0;
+    return outbox.all().every((item) => !ownedBy(item, owner));
   }
 
   function schedule() {
@@ -124,7 +131,7 @@ export function createSender({ outbox, post, on = {}, timers = globalThis }) {
       flushing = sendAll().finally(() => {
         flushing = null;
         emit("changed");
-        if (outbox.size()) schedule();
+        if (outbox.all().some((item) => ownedBy(item, owner))) schedule();
       });
     }
     return flushing;

@@ -57,6 +57,8 @@ export const MESSAGES = {
   signIn: "Reconnectez-vous pour continuer.",
   signInKept: "{kept} ; l’envoi se fera après la connexion.",
   signInAgain: "Se reconnecter",
+  otherSignIn: ["Cette page était celle d’un autre compte", "Un autre compte est connecté sur cet appareil. Rechargez avec une connexion pour voir vos propres tâches."],
+  newSession: ["Cette page date d’une connexion précédente", "Rechargez-la avec une connexion pour continuer."],
   // privacy.js's (its English is there)
   pMech: "elle indique un mécanisme de confidentialité inconnu ({mechanism})",
   pAlpha: "son niveau de confidentialité α = {alpha} n’est pas entre 0 et {max}",

@@ -64,6 +64,8 @@ export const MESSAGES = {
     signIn: "Sign in again to go on.",
     signInKept: "{kept} and will be sent after you sign in.",
     signInAgain: "Sign in again",
+    otherSignIn: ["This page was someone else’s", "This device is signed in as another account now. Reload with a connection to see your own tasks."],
+    newSession: ["This page is from an earlier sign-in", "Reload it with a connection to go on."],
   },
 };
 
