@@ -20,13 +20,6 @@ pytestmark = pytest.mark.django_db
 
 
 @pytest.fixture
-def trained(project, crowd):
-    answer_tasks(project, crowd, 80)
-    services.retrain_run(project_id=project.pk, trigger="manual")
-    return project
-
-
-@pytest.fixture
 def hook(trained, settings):
     settings.TALLY_WEBHOOK_ALLOW_INTERNAL = True
     return webhook_services.webhook_create(project=trained, url="http://127.0.0.1:9/hook")

@@ -12,7 +12,7 @@ import numpy as np
 
 from annotation import scheduler, selectors, services
 from annotation.models import Project, Sentence
-from tests.support.factories import TAGS, jsonl, member
+from tests.support.factories import jsonl, make_project, member
 
 LEXICON = {
     "DET": ["the", "a", "every", "this", "that"],
@@ -38,6 +38,14 @@ def toy_sentences(n: int, seed: int = 0) -> list[tuple[list[str], list[str]]]:
     return out
 
 
+def toy_project(owner, sentences: int = 80):
+    """A project of the toy language: `sentences` gold-tagged sentences (a quarter held out for
+    evaluation), windows of 3 words, every tag asked, 3 answers a task."""
+    project = make_project(owner=owner, name="Toy", window_size=3, redundancy=3, tags_per_task=None)
+    import_corpus(project, owner, toy_sentences(sentences))
+    return project
+
+
 def import_corpus(
     project: Project, user, sentences, evaluation_fraction=0.25, seed=1, gold_check_fraction=0.0
 ):
@@ -54,15 +62,18 @@ def import_corpus(
     )
 
 
-def true_counts(project: Project, lease) -> dict[str, int]:
-    names = [t["name"] for t in TAGS]
+def tag_names(project: Project) -> list[str]:
+    """The project's tag names in its tag order (a lease names tags by their position)."""
+    return list(project.tags.order_by("position").values_list("name", flat=True))
+
+
+def true_counts(names: list[str], lease) -> dict[str, int]:
     gold = Sentence.objects.get(pk=lease.sentence_id).gold_tags
     window = gold[lease.start : lease.start + lease.length]
     return {names[k]: sum(1 for g in window if g == k) for k in lease.tags}
 
 
-def random_counts(project: Project, lease, rng: random.Random) -> dict[str, int]:
-    names = [t["name"] for t in TAGS]
+def random_counts(names: list[str], lease, rng: random.Random) -> dict[str, int]:
     left, counts = lease.length, {}
     for k in lease.tags:
         counts[names[k]] = rng.randint(0, left)
@@ -93,6 +104,7 @@ def answer_tasks(project, annotators, n, *, spammers=(), yes_sayers=(), seed=0) 
     Yes to every verification task from `yes_sayers`; in a private project, counts released by
     its mechanism as the phone does). Returns how many were stored."""
     rng = random.Random(seed)
+    names = tag_names(project)
     mechanism = selectors.project_mechanism(project=project)
     stored = 0
     for i in range(n):
@@ -117,9 +129,7 @@ def answer_tasks(project, annotators, n, *, spammers=(), yes_sayers=(), seed=0) 
             stored += 1
             continue
         counts = (
-            random_counts(project, lease, rng)
-            if annotator in spammers
-            else true_counts(project, lease)
+            random_counts(names, lease, rng) if annotator in spammers else true_counts(names, lease)
         )
         answer = {"counts": counts}
         if mechanism is not None:

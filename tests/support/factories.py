@@ -102,9 +102,13 @@ def client_for(user=None) -> APIClient:
     return client
 
 
-def next_task(client, project):
-    """The annotator's "next task" request, with no body."""
-    return client.post(f"/api/projects/{project.pk}/tasks/next/")
+def next_task(client, project, holding=None, **extra):
+    """The annotator's "next task" request: with no body, or naming the leases it is `holding`
+    (`{"holding": [...]}`, to lease one more ahead)."""
+    if holding is None:
+        return client.post(f"/api/projects/{project.pk}/tasks/next/", **extra)
+    url = f"/api/projects/{project.pk}/tasks/next/"
+    return client.post(url, {"holding": holding}, format="json", **extra)
 
 
 def answer(client, task, key="key-1", **overrides):
