@@ -1,10 +1,13 @@
 """Test data every test package uses: users, projects, small gold-tagged corpora, API clients."""
 
+import gzip
+import io
 import json
 from types import SimpleNamespace
 
 import factory
 from django.contrib.auth import get_user_model
+from django.core.files.uploadedfile import SimpleUploadedFile
 from rest_framework.test import APIClient
 
 from accounts.models import ApiToken, token_digest
@@ -92,6 +95,23 @@ SENTENCES = [
 def jsonl(sentences=SENTENCES) -> bytes:
     """A corpus file in the JSON lines format: one `{"tokens", "tags"}` object a sentence."""
     return "".join(json.dumps({"tokens": t, "tags": g}) + "\n" for t, g in sentences).encode()
+
+
+def gzipped(chunk: bytes, times: int = 1, tail: bytes = b"") -> bytes:
+    """gzip (level 9, no timestamp) of `chunk` `times` over and then `tail`, written a chunk at a
+    time: a bomb's inflated text is never held."""
+    out = io.BytesIO()
+    with gzip.GzipFile(fileobj=out, mode="wb", compresslevel=9, mtime=0) as compressed:
+        for _ in range(times):
+            compressed.write(chunk)
+        compressed.write(tail)
+    return out.getvalue()
+
+
+def corpus_upload(client, project, data: bytes, name="c.jsonl", format="jsonl", **fields):
+    """A corpus file `data` sent to the project's corpus endpoint as a multipart upload."""
+    body = {"file": SimpleUploadedFile(name, data), "format": format, **fields}
+    return client.post(f"/api/projects/{project.pk}/corpus/", body, format="multipart")
 
 
 def client_for(user=None) -> APIClient:
