@@ -40,9 +40,9 @@ SENTENCES = [
 ]
 
 
-@pytest.fixture
-def project(manager):
-    project = make_project(owner=manager, name="Pets & <b>things</b>", tags_per_task=2)
+def pets_project(manager, **settings):
+    """A project of `manager`'s (made with `settings`) holding SENTENCES."""
+    project = make_project(owner=manager, **settings)
     services.corpus_import(
         project=project,
         user=manager,
@@ -53,6 +53,11 @@ def project(manager):
         seed=3,
     )
     return project
+
+
+@pytest.fixture
+def project(manager):
+    return pets_project(manager, name="Pets & <b>things</b>", tags_per_task=2)
 
 
 def session_client_for(user=None) -> Client:

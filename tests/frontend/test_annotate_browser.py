@@ -57,6 +57,21 @@ def answer_by_taps(page, counts: dict[str, int]) -> None:
     page.tap("#submit")
 
 
+def answer_offline(page, n: int) -> dict[int, dict[str, int]]:
+    """Answer the `n` tasks the page shows one after another, offline, by taps with their gold
+    counts, each counted as waiting to be sent; the counts by assignment id."""
+    expected = {}
+    for i in range(n):
+        lease = shown_lease(page)
+        assert lease.pk not in expected
+        expected[lease.pk] = gold_counts(lease)
+        answer_by_taps(page, expected[lease.pk])
+        noun = "answer" if i == 0 else "answers"
+        page.wait_for_selector(f"text=Offline · {i + 1} {noun} waiting to be sent")
+    page.wait_for_selector("text=You are offline")
+    return expected
+
+
 def wait_for_new_task(page, previous: int) -> Assignment:
     """Until a task other than `previous` is on screen and nothing waits to be sent."""
     page.wait_for_function(
@@ -116,15 +131,7 @@ def test_three_answers_made_offline_are_stored_exactly_once(new_context, project
     wait_for_lookahead(page, annotator, project)
 
     context.set_offline(True)
-    expected = {}
-    for i in range(3):
-        lease = shown_lease(page)
-        assert lease.pk not in expected
-        expected[lease.pk] = gold_counts(lease)
-        answer_by_taps(page, expected[lease.pk])
-        noun = "answer" if i == 0 else "answers"
-        page.wait_for_selector(f"text=Offline · {i + 1} {noun} waiting to be sent")
-    page.wait_for_selector("text=You are offline")
+    expected = answer_offline(page, 3)
     assert Observation.objects.count() == 0
 
     context.set_offline(False)

@@ -20,12 +20,8 @@ pytestmark = [
     pytest.mark.browser,
     pytest.mark.django_db(transaction=True),
     pytest.mark.usefixtures("short_event_streams"),
+    pytest.mark.usefixtures("tokenizer_loaded"),  # "try the model" cuts text with spaCy
 ]
-
-
-@pytest.fixture(autouse=True, scope="module")
-def _tokenizer(tokenizer_loaded):
-    """Try the model: its text is cut by spaCy, whose first load takes seconds."""
 
 
 def test_manager_creates_project_from_conllu_and_sees_new_report_live(
