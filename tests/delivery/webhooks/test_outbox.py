@@ -22,10 +22,15 @@ pytestmark = pytest.mark.django_db
 SECRET = "a-shared-secret-of-some-length"
 
 
-def retrain_with_hook(project, crowd, url):
-    webhook_services.webhook_create(project=project, url=url, secret=SECRET)
+def answer_and_push(project, crowd):
+    """60 exact answers by `crowd`, then a retrain and its push (its webhook deliveries)."""
     answer_tasks(project, crowd, 60)
     return tasks.retrain_and_push(project_id=project.pk, trigger="manual")
+
+
+def retrain_with_hook(project, crowd, url):
+    webhook_services.webhook_create(project=project, url=url, secret=SECRET)
+    return answer_and_push(project, crowd)
 
 
 def test_delivery_is_signed_and_verifies(project, crowd, allow_internal, eager, receiver):
@@ -113,8 +118,7 @@ def test_internal_target_is_refused_again_at_delivery(project, crowd, settings, 
         project=project, url=target.url.replace("127.0.0.1", "localhost")
     )
     settings.TALLY_WEBHOOK_ALLOW_INTERNAL = False
-    answer_tasks(project, crowd, 60)
-    tasks.retrain_and_push(project_id=project.pk, trigger="manual")
+    answer_and_push(project, crowd)
     assert target.requests == []
     delivery = WebhookDelivery.objects.get()
     assert delivery.status == "failed" and "internal address" in delivery.error
@@ -148,8 +152,7 @@ def test_the_connected_address_is_checked_at_delivery(
     settings.TALLY_WEBHOOK_ALLOW_INTERNAL = False
     # The pre-connection check passes (as if the name had resolved to a public address).
     monkeypatch.setattr(transport, "target_check", lambda url, **kwargs: ["127.0.0.1"])
-    answer_tasks(project, crowd, 60)
-    tasks.retrain_and_push(project_id=project.pk, trigger="manual")
+    answer_and_push(project, crowd)
     assert target.requests == []
     delivery = WebhookDelivery.objects.get()
     assert delivery.status == "failed"
