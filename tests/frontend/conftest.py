@@ -4,15 +4,13 @@
 The browser is Debian's Chromium driven by Playwright (downloading a browser does not work here).
 """
 
-import io
 import os
 import shutil
 
 import pytest
 from django.test import Client
 
-from annotation import services
-from tests.support.factories import jsonl, make_project
+from tests.support.factories import import_jsonl, jsonl, make_project
 
 PASSWORD = "correct horse battery"
 CHROMIUM = "/usr/bin/chromium"
@@ -43,15 +41,7 @@ SENTENCES = [
 def pets_project(manager, **settings):
     """A project of `manager`'s (made with `settings`) holding SENTENCES."""
     project = make_project(owner=manager, **settings)
-    services.corpus_import(
-        project=project,
-        user=manager,
-        file=io.BytesIO(jsonl(SENTENCES)),
-        filename="pets.jsonl",
-        format="jsonl",
-        max_bytes=10**6,
-        seed=3,
-    )
+    import_jsonl(project, manager, jsonl(SENTENCES), filename="pets.jsonl", max_bytes=10**6, seed=3)
     return project
 
 

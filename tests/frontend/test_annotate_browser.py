@@ -72,6 +72,19 @@ def answer_offline(page, n: int) -> dict[int, dict[str, int]]:
     return expected
 
 
+def sent_once(page, project, user, expected: dict[int, dict[str, int]]) -> None:
+    """Back online, the page sends what waited (`expected`, as `answer_offline` gave it) and
+    shows a new task: each answer is stored once, with its counts, on its own lease."""
+    page.wait_for_selector("#pending", state="hidden", timeout=15_000)
+    wait_for_new_task(page, max(expected))
+    stored = Observation.objects.filter(annotator=user)
+    assert sorted(stored.values_list("assignment_id", flat=True)) == sorted(expected)
+    names = list(project.tags.order_by("position").values_list("name", flat=True))
+    for observation in stored:
+        asked = {names[t]: c for t, c in zip(observation.tags, observation.counts, strict=True)}
+        assert asked == expected[observation.assignment_id]
+
+
 def wait_for_new_task(page, previous: int) -> Assignment:
     """Until a task other than `previous` is on screen and nothing waits to be sent."""
     page.wait_for_function(
@@ -135,14 +148,7 @@ def test_three_answers_made_offline_are_stored_exactly_once(new_context, project
     assert Observation.objects.count() == 0
 
     context.set_offline(False)
-    page.wait_for_selector("#pending", state="hidden", timeout=15_000)
-    wait_for_new_task(page, max(expected))
-    stored = Observation.objects.filter(annotator=annotator)
-    assert sorted(stored.values_list("assignment_id", flat=True)) == sorted(expected)
-    names = list(project.tags.order_by("position").values_list("name", flat=True))
-    for observation in stored:
-        asked = {names[t]: c for t, c in zip(observation.tags, observation.counts, strict=True)}
-        assert asked == expected[observation.assignment_id]
+    sent_once(page, project, annotator, expected)
     assert page.evaluate(f"localStorage.getItem('tally.outbox.{annotator.pk}')") == "[]"
     assert page.inner_text("#today") == "3"
 

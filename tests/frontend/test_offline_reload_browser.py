@@ -8,9 +8,9 @@ from annotation.models import Observation
 from tests.frontend.conftest import PHONE
 from tests.frontend.test_annotate_browser import (
     answer_offline,
+    sent_once,
     shown_lease,
     wait_for_lookahead,
-    wait_for_new_task,
 )
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
@@ -60,11 +60,4 @@ def test_a_reload_offline_goes_on_with_the_tasks_held(new_context, project, anno
     page.wait_for_selector("text=Offline · 3 answers waiting to be sent")
 
     context.set_offline(False)
-    page.wait_for_selector("#pending", state="hidden", timeout=15_000)
-    wait_for_new_task(page, max(expected))
-    stored = Observation.objects.filter(annotator=annotator)
-    assert sorted(stored.values_list("assignment_id", flat=True)) == sorted(expected)
-    names = list(project.tags.order_by("position").values_list("name", flat=True))
-    for observation in stored:
-        asked = {names[t]: c for t, c in zip(observation.tags, observation.counts, strict=True)}
-        assert asked == expected[observation.assignment_id]
+    sent_once(page, project, annotator, expected)

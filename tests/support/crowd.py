@@ -4,7 +4,6 @@ The language has determiners, adjectives, nouns and verbs: fast to learn (every 
 under a second).
 """
 
-import io
 import random
 import uuid
 
@@ -12,7 +11,7 @@ import numpy as np
 
 from annotation import scheduler, selectors, services
 from annotation.models import Project, Sentence
-from tests.support.factories import jsonl, make_project, member
+from tests.support.factories import import_jsonl, jsonl, make_project, member
 
 LEXICON = {
     "DET": ["the", "a", "every", "this", "that"],
@@ -49,12 +48,11 @@ def toy_project(owner, sentences: int = 80):
 def import_corpus(
     project: Project, user, sentences, evaluation_fraction=0.25, seed=1, gold_check_fraction=0.0
 ):
-    return services.corpus_import(
-        project=project,
-        user=user,
-        file=io.BytesIO(jsonl(sentences)),
+    return import_jsonl(
+        project,
+        user,
+        jsonl(sentences),
         filename="toy.jsonl",
-        format="jsonl",
         evaluation_fraction=evaluation_fraction,
         gold_check_fraction=gold_check_fraction,
         max_bytes=10**7,

@@ -97,6 +97,13 @@ def jsonl(sentences=SENTENCES) -> bytes:
     return "".join(json.dumps({"tokens": t, "tags": g}) + "\n" for t, g in sentences).encode()
 
 
+def import_jsonl(project, user, data: bytes | None = None, **options):
+    """`data` (by default `jsonl()`, the 12 SENTENCES) imported into `project` by `user` through
+    the service, as a JSON lines file; `options` as `services.corpus_import` takes them."""
+    file = io.BytesIO(jsonl() if data is None else data)
+    return services.corpus_import(project=project, user=user, file=file, format="jsonl", **options)
+
+
 def gzipped(chunk: bytes, times: int = 1, tail: bytes = b"") -> bytes:
     """gzip (level 9, no timestamp) of `chunk` `times` over and then `tail`, written a chunk at a
     time: a bomb's inflated text is never held."""
