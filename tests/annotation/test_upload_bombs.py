@@ -7,7 +7,6 @@ inflating to 1 GiB without a newline raised the worker's peak by 2.2 GB.
 """
 
 import json
-import sys
 import time
 from pathlib import Path
 
@@ -15,7 +14,7 @@ import httpx
 import pytest
 
 from tests.support.factories import gzipped
-from tests.support.servers import free_port, proc_status, scratch_env, serving
+from tests.support.servers import gunicorn_scratch, proc_status
 
 MiB = 1024 * 1024
 
@@ -61,18 +60,7 @@ BOMBS = {
 def web(tmp_path_factory):
     """gunicorn with gunicorn.conf.py, one worker process, on a scratch SQLite database."""
     tmp = tmp_path_factory.mktemp("bombs")
-    port = free_port()
-    env = scratch_env(
-        tmp / "data",
-        TALLY_BIND=f"127.0.0.1:{port}",
-        WEB_WORKERS="1",
-        WEB_THREADS="4",
-        TALLY_LOGIN_RATE="1000/min",
-        TALLY_LOG_LEVEL="WARNING",
-    )
-    url = f"http://127.0.0.1:{port}"
-    command = [sys.executable, "-m", "gunicorn", "config.wsgi"]
-    with serving(command, env, url, tmp / "web.log") as master:
+    with gunicorn_scratch(tmp, TALLY_LOGIN_RATE="1000/min") as (url, master):
         children = Path(f"/proc/{master}/task/{master}/children").read_text().split()
         assert len(children) == 1
         yield url, int(children[0])
