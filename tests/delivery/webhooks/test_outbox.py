@@ -14,9 +14,10 @@ from config.celery import app as celery_app
 from delivery.models import WebhookDelivery
 from delivery.webhooks import outbox, transport
 from delivery.webhooks import services as webhook_services
-from learning import services, tasks
+from learning import tasks
 from tests.support.crowd import answer_tasks
 from tests.support.factories import client_for
+from tests.support.learning import retrain
 
 pytestmark = pytest.mark.django_db
 SECRET = "a-shared-secret-of-some-length"
@@ -129,7 +130,7 @@ def test_overdue_delivery_is_requeued_by_the_sweep(project, crowd, allow_interna
     target = receiver([200])
     webhook_services.webhook_create(project=project, url=target.url, secret=SECRET)
     answer_tasks(project, crowd, 60)
-    services.retrain_run(project_id=project.pk, trigger="manual")  # no push: task "lost"
+    retrain(project)  # no push: task "lost"
     WebhookDelivery.objects.update(next_attempt_at=timezone.now() - timedelta(minutes=5))
     celery_app.conf.update(CELERY_TASK_ALWAYS_EAGER=True)
     try:
