@@ -19,7 +19,7 @@ import httpx
 import pytest
 
 from tests.conftest import REQUIRE_SERVICES
-from tests.support.servers import ROOT, free_port, scratch_env, serving
+from tests.support.servers import ROOT, gunicorn_scratch
 
 pytestmark = pytest.mark.slow
 
@@ -60,17 +60,7 @@ def live(tmp_path_factory):
     """gunicorn serving a scratch SQLite platform whose Celery tasks run in the web process (a
     retrain is done when its request has been answered)."""
     tmp = tmp_path_factory.mktemp("schema-client")
-    port = free_port()
-    env = scratch_env(
-        tmp / "data",
-        TALLY_BIND=f"127.0.0.1:{port}",
-        WEB_WORKERS="1",
-        WEB_THREADS="4",
-        CELERY_TASK_ALWAYS_EAGER="1",
-        TALLY_LOG_LEVEL="WARNING",
-    )
-    url = f"http://127.0.0.1:{port}"
-    with serving([sys.executable, "-m", "gunicorn", "config.wsgi"], env, url, tmp / "web.log"):
+    with gunicorn_scratch(tmp, CELERY_TASK_ALWAYS_EAGER="1") as (url, _):
         yield url
 
 

@@ -19,7 +19,7 @@ import httpx
 import pytest
 
 from tests.conftest import REQUIRE_SERVICES
-from tests.support.servers import free_port, scratch_env, serving
+from tests.support.servers import gunicorn_scratch
 from tests.test_schema_client import _conllu_sentences
 
 pytestmark = pytest.mark.slow
@@ -122,20 +122,13 @@ def run_schemathesis(world: World, persona: str, *, examples: int, report: Path)
 @pytest.fixture(scope="module")
 def world(tmp_path_factory):
     tmp = tmp_path_factory.mktemp("schemathesis")
-    port = free_port()
-    env = scratch_env(
-        tmp / "data",
-        TALLY_BIND=f"127.0.0.1:{port}",
-        WEB_WORKERS="1",
-        WEB_THREADS="4",
+    with gunicorn_scratch(
+        tmp,
         CELERY_TASK_ALWAYS_EAGER="1",
-        TALLY_LOG_LEVEL="WARNING",
         # The run signs in and registers far more often than a person: not what it tests.
         TALLY_LOGIN_RATE="100000/min",
         TALLY_REGISTER_RATE="100000/min",
-    )
-    url = f"http://127.0.0.1:{port}"
-    with serving([sys.executable, "-m", "gunicorn", "config.wsgi"], env, url, tmp / "web.log"):
+    ) as (url, _):
         yield build_world(url)
 
 

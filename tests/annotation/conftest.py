@@ -1,12 +1,9 @@
 """Fixtures of the annotation tests: a project with a small gold-tagged corpus (the personas
 are in tests/conftest.py)."""
 
-import io
-
 import pytest
 
-from annotation import services
-from tests.support.factories import jsonl, make_project
+from tests.support.factories import import_jsonl, make_project
 
 
 @pytest.fixture
@@ -16,12 +13,4 @@ def project(manager):
 
 @pytest.fixture
 def corpus(project, manager):
-    return services.corpus_import(
-        project=project,
-        user=manager,
-        file=io.BytesIO(jsonl()),
-        filename="c.jsonl",
-        format="jsonl",
-        max_bytes=10**6,
-        seed=1,
-    )
+    return import_jsonl(project, manager, filename="c.jsonl", max_bytes=10**6, seed=1)

@@ -1,6 +1,5 @@
 """The annotator's own score on gold check tasks (`stats/me/`), delayed so it reveals no task."""
 
-import io
 import random
 import uuid
 from datetime import timedelta
@@ -11,14 +10,13 @@ from django.utils import timezone
 from annotation import scheduler, selectors, services
 from annotation.models import Sentence
 from tests.support.crowd import toy_sentences
-from tests.support.factories import jsonl, make_project, member
+from tests.support.factories import import_jsonl, jsonl, make_project, member
 
 
 def _answer_checks(project, manager, annotator, *, n_right: int, n_wrong: int, now):
-    services.corpus_import(
-        project=project, user=manager, file=io.BytesIO(jsonl()), filename="c.jsonl",
-        format="jsonl", gold_check_fraction=1.0, max_bytes=10**6, seed=3,
-    )  # fmt: skip
+    import_jsonl(
+        project, manager, filename="c.jsonl", gold_check_fraction=1.0, max_bytes=10**6, seed=3
+    )
     project.gold_fraction = 1.0
     project.save(update_fields=["gold_fraction"])
     names = selectors.project_tag_names(project=project)
@@ -75,10 +73,15 @@ def test_stats_me_serves_the_score_to_the_annotator_only(project, manager, annot
 def _answer_private_checks(project, manager, annotator, n, *, now, wrong=False):
     """`n` honest check answers of a private project, released as the phone does (or, `wrong`,
     the true count of another tag released instead)."""
-    services.corpus_import(
-        project=project, user=manager, file=io.BytesIO(jsonl(toy_sentences(200))),
-        filename="c.jsonl", format="jsonl", gold_check_fraction=1.0, max_bytes=10**6, seed=3,
-    )  # fmt: skip
+    import_jsonl(
+        project,
+        manager,
+        jsonl(toy_sentences(200)),
+        filename="c.jsonl",
+        gold_check_fraction=1.0,
+        max_bytes=10**6,
+        seed=3,
+    )
     project.gold_fraction = 1.0
     project.save(update_fields=["gold_fraction"])
     names = selectors.project_tag_names(project=project)

@@ -3,7 +3,6 @@ an answer take one statement each, each kind's statement stores exactly what its
 (`kinds.count.counts_check`, `kinds.verify.verification_check`) accept, and the statements name
 the models' tables."""
 
-import io
 import random
 import re
 
@@ -25,7 +24,7 @@ from annotation.models import (
     Tag,
     Task,
 )
-from tests.support.factories import answer, client_for, jsonl, make_project, next_task
+from tests.support.factories import answer, client_for, import_jsonl, make_project, next_task
 
 pytestmark = pytest.mark.postgres
 
@@ -71,10 +70,7 @@ def random_counts(rng: random.Random, asked: list[str], others: list[str], lengt
 def test_the_statement_stores_exactly_what_the_service_accepts(manager, annotator):
     project = make_project(owner=manager, name="Two tags a task", tags_per_task=2)
     Membership.objects.create(project=project, user=annotator, role=Membership.Role.ANNOTATOR)
-    services.corpus_import(
-        project=project, user=manager, file=io.BytesIO(jsonl()), format="jsonl",
-        max_bytes=10**6, seed=1,
-    )  # fmt: skip
+    import_jsonl(project, manager, max_bytes=10**6, seed=1)
     lease = scheduler.task_lease_next(project=project, annotator=annotator)
     assert len(lease.tags) == 2
     names = selectors.project_tag_names(project=project)
@@ -109,10 +105,7 @@ def test_the_statement_stores_exactly_what_the_service_accepts_in_a_private_proj
     their sum is not bounded by the window (each tag's release is drawn on its own)."""
     project = make_project(owner=manager, name="Private", tags_per_task=2, private=True, alpha=2.0)
     Membership.objects.create(project=project, user=annotator, role=Membership.Role.ANNOTATOR)
-    services.corpus_import(
-        project=project, user=manager, file=io.BytesIO(jsonl()), format="jsonl",
-        max_bytes=10**6, seed=1,
-    )  # fmt: skip
+    import_jsonl(project, manager, max_bytes=10**6, seed=1)
     lease = scheduler.task_lease_next(project=project, annotator=annotator)
     names = selectors.project_tag_names(project=project)
     asked = [names[i] for i in lease.tags]

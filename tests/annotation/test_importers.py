@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from annotation import importers
+from tests.support.factories import gzipped
 
 CONLLU = """# sent_id = a
 # text = The dog barks.
@@ -156,15 +157,6 @@ class _ReadCounter(io.BytesIO):
             yield line
 
 
-def _gzip_of_repeats(chunk: bytes, times: int) -> bytes:
-    """gzip of `chunk * times` without holding the inflated text."""
-    out = io.BytesIO()
-    with gzip.GzipFile(fileobj=out, mode="wb", compresslevel=9) as compressed:
-        for _ in range(times):
-            compressed.write(chunk)
-    return out.getvalue()
-
-
 @pytest.mark.parametrize("newline", [b"", b"\n"])
 def test_a_line_longer_than_the_bound_is_refused_when_the_bound_is_crossed(newline):
     """Regression (issue 16, finding 4): a 45 MiB single line was read whole (45 s, 600 MB in a
@@ -181,7 +173,7 @@ def test_a_gzip_bomb_without_newline_is_refused_without_inflating_it():
     raised a worker's peak memory by 1.5 GB before the size check."""
     import tracemalloc
 
-    bomb = _gzip_of_repeats(b"\0" * (1 << 20), 64)  # 64 MiB of text in about 64 KB
+    bomb = gzipped(b"\0" * (1 << 20), 64)  # 64 MiB of text in about 64 KB
     tracemalloc.start()
     try:
         with pytest.raises(importers.CorpusError, match="longer than"):
@@ -193,7 +185,7 @@ def test_a_gzip_bomb_without_newline_is_refused_without_inflating_it():
 
 
 def test_a_gzip_bomb_with_newlines_stops_at_the_total_bound():
-    bomb = _gzip_of_repeats(b"a " * 500 + b"\n", 100_000)  # 100 MB of valid-looking lines
+    bomb = gzipped(b"a " * 500 + b"\n", 100_000)  # 100 MB of valid-looking lines
     with pytest.raises(importers.CorpusTooLarge):
         for _ in importers.read_lines(io.BytesIO(bomb), max_bytes=10**6):
             pass

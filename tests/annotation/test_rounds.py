@@ -62,7 +62,7 @@ def plan_for(project, n, *, seed=0):
     return planned
 
 
-def lease(project, user, **kwargs):
+def next_lease(project, user, **kwargs):
     """A new lease for `user` (naming every live lease they hold, so none is handed back), with
     the project as a request reads it."""
     project.refresh_from_db()
@@ -78,7 +78,7 @@ def region(task_or_lease):
 def test_a_project_without_a_model_leases_uniformly_as_before():
     project = corpus_project()
     user = member(project)
-    first = lease(project, user)
+    first = next_lease(project, user)
     assert Task.objects.get(pk=first.task_id).origin == TaskOrigin.UNIFORM
     assert set(Task.objects.values_list("origin", flat=True)) == {TaskOrigin.UNIFORM}
     project.refresh_from_db()
@@ -88,8 +88,8 @@ def test_a_project_without_a_model_leases_uniformly_as_before():
 def test_a_versions_round_replaces_the_never_leased_tasks_and_is_served_in_its_order():
     project = corpus_project(redundancy=2)
     early = member(project)
-    partly = lease(project, early)  # one slot of two taken: the task stays
-    answered = lease(project, early)
+    partly = next_lease(project, early)  # one slot of two taken: the task stays
+    answered = next_lease(project, early)
     Assignment.objects.filter(pk=answered.assignment_id).update(status="submitted")
     never = set(Task.objects.values_list("id", flat=True)) - {partly.task_id, answered.task_id}
     plan = plan_for(project, 10)
@@ -115,7 +115,7 @@ def test_a_versions_round_replaces_the_never_leased_tasks_and_is_served_in_its_o
     newcomer = member(project)
     served = []
     for _ in range(6):
-        got = lease(project, newcomer)
+        got = next_lease(project, newcomer)
         Assignment.objects.filter(pk=got.assignment_id).update(status="submitted")
         served.append(region(got))
     assert served == [region(partly), region(answered)] + [region(t) for t in plan[:4]]
@@ -124,7 +124,7 @@ def test_a_versions_round_replaces_the_never_leased_tasks_and_is_served_in_its_o
 def test_a_round_skips_regions_still_being_answered():
     project = corpus_project()
     user = member(project)
-    held = Task.objects.get(pk=lease(project, user).task_id)
+    held = Task.objects.get(pk=next_lease(project, user).task_id)
     again = services.PlannedTask(held.sentence_id, held.start, held.length, held.tags)
     withdrawn, created = services.value_round_create(
         project_id=project.pk, tasks=[again, *plan_for(project, 3)], verification_share_auto=0.0
@@ -141,7 +141,7 @@ def test_the_pool_run_dry_falls_back_to_a_uniform_round():
     user = member(project)
     origins = []
     for _ in range(3):
-        got = lease(project, user)
+        got = next_lease(project, user)
         Assignment.objects.filter(pk=got.assignment_id).update(status="submitted")
         origins.append(Task.objects.get(pk=got.task_id).origin)
     assert origins == ["value", "value", "uniform"]
@@ -162,7 +162,7 @@ def test_the_exploration_share_holds_in_what_is_leased():
     users = annotators(project, 3)
     origins = []
     for i in range(300):
-        got = lease(project, users[i % 3])
+        got = next_lease(project, users[i % 3])
         Assignment.objects.filter(pk=got.assignment_id).update(status="submitted")
         origins.append(Task.objects.get(pk=got.task_id).origin)
     uniform = origins.count("uniform")
@@ -181,11 +181,11 @@ def test_the_managers_fixed_share_wins_over_the_versions():
 
     Project.objects.filter(pk=project.pk).update(verification_share=0.0)
     project.refresh_from_db()
-    assert lease(project, fixed, kind_draw=0.5).kind == "count"
+    assert next_lease(project, fixed, kind_draw=0.5).kind == "count"
 
     Project.objects.filter(pk=project.pk).update(verification_share=None)  # automatic
     project.refresh_from_db()
-    assert lease(project, automatic, kind_draw=0.5).kind == "verify"
+    assert next_lease(project, automatic, kind_draw=0.5).kind == "verify"
 
 
 def test_a_withdrawal_between_leases_keeps_redundancy_and_every_lease():
@@ -204,7 +204,7 @@ def test_a_withdrawal_between_leases_keeps_redundancy_and_every_lease():
             continue
         user = rng.choice(users)
         try:
-            got = lease(project, user)
+            got = next_lease(project, user)
         except LeaseLimit:
             Assignment.objects.filter(annotator=user, status="leased").update(status="submitted")
             continue

@@ -1,7 +1,6 @@
 """The scheduler: S(o|y) sampling, redundancy, no repeats, which task a lease takes, leases held
 ahead, gold tasks, rounds. Runs on SQLite and PostgreSQL."""
 
-import io
 import json
 import random
 import threading
@@ -20,6 +19,7 @@ from tests.support.factories import (
     annotators,
     answer,
     client_for,
+    import_jsonl,
     jsonl,
     member,
     next_task,
@@ -134,15 +134,7 @@ def test_no_sentences_no_task(project, annotator):
 
 
 def test_gold_tasks_at_the_project_rate(project, manager):
-    services.corpus_import(
-        project=project,
-        user=manager,
-        file=io.BytesIO(jsonl() * 4),
-        format="jsonl",
-        gold_check_fraction=0.5,
-        max_bytes=10**6,
-        seed=3,
-    )
+    import_jsonl(project, manager, jsonl() * 4, gold_check_fraction=0.5, max_bytes=10**6, seed=3)
     project = services.project_update(project=project, gold_fraction=0.3, tags_per_task=1)
     project.refresh_from_db()
     (user,) = annotators(project, 1)
@@ -159,15 +151,7 @@ def test_gold_tasks_at_the_project_rate(project, manager):
 
 
 def test_evaluation_sentences_are_never_served(project, manager, annotator):
-    services.corpus_import(
-        project=project,
-        user=manager,
-        file=io.BytesIO(jsonl()),
-        format="jsonl",
-        evaluation_fraction=0.5,
-        max_bytes=10**6,
-        seed=2,
-    )
+    import_jsonl(project, manager, evaluation_fraction=0.5, max_bytes=10**6, seed=2)
     evaluation = set(
         Sentence.objects.filter(project=project, split="evaluation").values_list("id", flat=True)
     )
@@ -236,15 +220,7 @@ def test_a_region_reopened_behind_is_served_once_nothing_is_ahead(route, project
 
 @pytest.mark.parametrize("route", ["api", "scheduler"])
 def test_a_gold_check_does_not_move_the_annotators_mark(route, project, manager):
-    services.corpus_import(
-        project=project,
-        user=manager,
-        file=io.BytesIO(jsonl() * 2),
-        format="jsonl",
-        gold_check_fraction=0.5,
-        max_bytes=10**6,
-        seed=3,
-    )
+    import_jsonl(project, manager, jsonl() * 2, gold_check_fraction=0.5, max_bytes=10**6, seed=3)
     user = member(project, username="first")
     task_ids = training_task_ids(project)
     assert lease_and_answer(route, project, user) == task_ids[0]
@@ -260,14 +236,7 @@ def test_a_lone_annotators_lease_looks_at_a_few_tasks_however_many_they_answered
     """Regression: the scan used to start at the project's first open task, and pass every task
     the annotator had answered that nobody else had yet (a lone annotator's leases grew with
     their answers)."""
-    services.corpus_import(
-        project=project,
-        user=manager,
-        file=io.BytesIO(jsonl(SENTENCES * 13)),
-        format="jsonl",
-        max_bytes=10**6,
-        seed=1,
-    )
+    import_jsonl(project, manager, jsonl(SENTENCES * 13), max_bytes=10**6, seed=1)
     user = member(project, username="lone")
     for _ in range(150):
         assert lease_and_answer("api", project, user) is not None
@@ -325,10 +294,7 @@ def test_a_flagged_annotator_is_served_as_everyone_and_takes_no_slot(project, ma
     flagged account learnt which sentences are gold. Now the same draws give the same kinds of
     lease, gold checks at the project's rate among ordinary tasks, in the same shape through the
     API; only the slot is not taken, and an expired lease gives none back."""
-    services.corpus_import(
-        project=project, user=manager, file=io.BytesIO(jsonl() * 4), format="jsonl",
-        gold_check_fraction=0.5, max_bytes=10**6, seed=3,
-    )  # fmt: skip
+    import_jsonl(project, manager, jsonl() * 4, gold_check_fraction=0.5, max_bytes=10**6, seed=3)
     project = services.project_update(project=project, gold_fraction=0.3, tags_per_task=1)
     project.refresh_from_db()
     honest, flagged = annotators(project, 2)

@@ -17,7 +17,7 @@ from common.exceptions import (
     PayloadTooLarge,
     ProjectNotActive,
 )
-from tests.support.factories import UserFactory, jsonl
+from tests.support.factories import UserFactory, import_jsonl, jsonl
 
 
 @pytest.fixture
@@ -134,13 +134,7 @@ def test_removed_member_cannot_submit(project, annotator, lease):
 def test_import_is_all_or_nothing(project, manager):
     broken = jsonl() + b'{"tokens": ["x"], "tags": ["NOPE"]}\n'
     with pytest.raises(InvalidCorpus) as error:
-        services.corpus_import(
-            project=project,
-            user=manager,
-            file=io.BytesIO(broken),
-            format="jsonl",
-            max_bytes=10**6,
-        )
+        import_jsonl(project, manager, broken, max_bytes=10**6)
     assert error.value.line_number == 13
     assert "NOPE" in error.value.message
     assert not Sentence.objects.exists() and not CorpusImport.objects.exists()
@@ -149,13 +143,7 @@ def test_import_is_all_or_nothing(project, manager):
 
 def test_import_over_the_size_limit_imports_nothing(project, manager):
     with pytest.raises(PayloadTooLarge):
-        services.corpus_import(
-            project=project,
-            user=manager,
-            file=io.BytesIO(jsonl()),
-            format="jsonl",
-            max_bytes=100,
-        )
+        import_jsonl(project, manager, max_bytes=100)
     assert not Sentence.objects.exists()
 
 
@@ -167,11 +155,10 @@ def test_empty_file_is_rejected(project, manager):
 
 
 def test_import_splits_gold_sentences(project, manager):
-    record = services.corpus_import(
-        project=project,
-        user=manager,
-        file=io.BytesIO(jsonl() * 10),
-        format="jsonl",
+    record = import_jsonl(
+        project,
+        manager,
+        jsonl() * 10,
         evaluation_fraction=0.2,
         gold_check_fraction=0.1,
         seed=0,

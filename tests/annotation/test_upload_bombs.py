@@ -6,17 +6,15 @@ a 45 MiB line is refused within 2 s. Before reading became bounded per line, a 1
 inflating to 1 GiB without a newline raised the worker's peak by 2.2 GB.
 """
 
-import gzip
-import io
 import json
-import sys
 import time
 from pathlib import Path
 
 import httpx
 import pytest
 
-from tests.support.servers import free_port, proc_status, scratch_env, serving
+from tests.support.factories import gzipped
+from tests.support.servers import gunicorn_scratch, proc_status
 
 MiB = 1024 * 1024
 
@@ -24,15 +22,6 @@ pytestmark = [
     pytest.mark.slow,
     pytest.mark.skipif(not Path("/proc/self/clear_refs").exists(), reason="needs Linux /proc"),
 ]
-
-
-def _gzip_of(chunk: bytes, times: int, tail: bytes = b"") -> bytes:
-    out = io.BytesIO()
-    with gzip.GzipFile(fileobj=out, mode="wb", compresslevel=9) as compressed:
-        for _ in range(times):
-            compressed.write(chunk)
-        compressed.write(tail)
-    return out.getvalue()
 
 
 def _conllu_endless_sentence(size: int) -> bytes:
@@ -47,17 +36,17 @@ def _conllu_endless_sentence(size: int) -> bytes:
 
 BOMBS = {
     # name: (format, file bytes, the refusal's status)
-    "gzip 1 GiB, no newline": ("text", lambda: _gzip_of(b"\0" * MiB, 1024), 400),
+    "gzip 1 GiB, no newline": ("text", lambda: gzipped(b"\0" * MiB, 1024), 400),
     "gzip 1 GiB, a newline every 100 MiB": (
         "jsonl",
-        lambda: _gzip_of(b"x" * (100 * MiB) + b"\n", 10),
+        lambda: gzipped(b"x" * (100 * MiB) + b"\n", 10),
         400,
     ),
     # Over the 50 MB cap once inflated: refused by the scan before any line is parsed (issue 24).
-    "gzip 1 GiB of 1 MiB lines": ("text", lambda: _gzip_of(b"x" * (MiB - 1) + b"\n", 1024), 413),
+    "gzip 1 GiB of 1 MiB lines": ("text", lambda: gzipped(b"x" * (MiB - 1) + b"\n", 1024), 413),
     "gzip 45 MiB, one CoNLL-U sentence": (
         "conllu",
-        lambda: _gzip_of(_conllu_endless_sentence(45 * MiB), 1),
+        lambda: gzipped(_conllu_endless_sentence(45 * MiB), 1),
         400,
     ),
     "plain 45 MiB, one line": ("text", lambda: b"x" * (45 * MiB), 400),
@@ -71,18 +60,7 @@ BOMBS = {
 def web(tmp_path_factory):
     """gunicorn with gunicorn.conf.py, one worker process, on a scratch SQLite database."""
     tmp = tmp_path_factory.mktemp("bombs")
-    port = free_port()
-    env = scratch_env(
-        tmp / "data",
-        TALLY_BIND=f"127.0.0.1:{port}",
-        WEB_WORKERS="1",
-        WEB_THREADS="4",
-        TALLY_LOGIN_RATE="1000/min",
-        TALLY_LOG_LEVEL="WARNING",
-    )
-    url = f"http://127.0.0.1:{port}"
-    command = [sys.executable, "-m", "gunicorn", "config.wsgi"]
-    with serving(command, env, url, tmp / "web.log") as master:
+    with gunicorn_scratch(tmp, TALLY_LOGIN_RATE="1000/min") as (url, master):
         children = Path(f"/proc/{master}/task/{master}/children").read_text().split()
         assert len(children) == 1
         yield url, int(children[0])

@@ -3,8 +3,6 @@ a real server (issue 24 item 1: five later uploads queued behind a 7-minute impo
 project's row lock). Each upload answers within 2 s; another user's requests keep p99 <= 150 ms.
 """
 
-import gzip
-import io
 import threading
 import time
 
@@ -12,23 +10,16 @@ import httpx
 import pytest
 
 from tests.support.crowd import import_corpus, toy_sentences
-from tests.support.factories import UserFactory, make_project
+from tests.support.factories import UserFactory, gzipped, make_project
 
 pytestmark = [pytest.mark.postgres, pytest.mark.django_db(transaction=True)]
 
 
-def _gzip(data: bytes) -> bytes:
-    out = io.BytesIO()
-    with gzip.GzipFile(fileobj=out, mode="wb", compresslevel=9) as compressed:
-        compressed.write(data)
-    return out.getvalue()
-
-
 BOMBS = [
-    _gzip(b"a .\n" * 262_144),  # the issue's 1,059 bytes: refused
-    _gzip(b"a .\n" * (12 * 1024 * 1024)),  # 13 million sentences: refused
-    _gzip(b"\n" * (49 * 1024 * 1024)),  # 49 MB read through: a job
-    _gzip(b"w .\n" * 90_000),  # under the caps: a job
+    gzipped(b"a .\n" * 262_144),  # the issue's 1,059 bytes: refused
+    gzipped(b"a .\n" * (12 * 1024 * 1024)),  # 13 million sentences: refused
+    gzipped(b"\n" * (49 * 1024 * 1024)),  # 49 MB read through: a job
+    gzipped(b"w .\n" * 90_000),  # under the caps: a job
 ]
 
 

@@ -11,7 +11,7 @@ import pytest
 
 from annotation import scheduler, selectors, services
 from annotation.models import Observation, Project, Sentence, Task
-from tests.support.factories import client_for, member, next_task
+from tests.support.factories import client_for, import_jsonl, member, next_task
 
 NAMES = ["NOUN", "VERB", "DET", "ADJ"]
 
@@ -191,17 +191,8 @@ def test_a_held_verification_lease_comes_back_through_the_one_statement_path(
 
 
 def test_gold_check_verification_has_a_known_answer(project, manager, annotator):
-    from tests.support.factories import jsonl
-
-    services.corpus_import(
-        project=project,
-        user=manager,
-        file=io.BytesIO(jsonl()),
-        filename="c.jsonl",
-        format="jsonl",
-        max_bytes=10**6,
-        gold_check_fraction=0.5,
-        seed=1,
+    import_jsonl(
+        project, manager, filename="c.jsonl", max_bytes=10**6, gold_check_fraction=0.5, seed=1
     )
     Project.objects.filter(pk=project.pk).update(gold_fraction=1.0, verification_share=1.0)
     make_round(project, wrong_first=True, gold=True)

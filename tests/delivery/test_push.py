@@ -4,9 +4,10 @@ import time
 
 import pytest
 
-from learning import services, tasks
+from learning import tasks
 from tests.support.crowd import answer_tasks
 from tests.support.factories import client_for
+from tests.support.learning import retrain
 
 
 def open_stream(project, manager, **headers):
@@ -58,9 +59,9 @@ def test_reconnect_with_last_event_id_gets_the_missed_report(project, crowd, man
     settings.REDIS_URL = ""
     settings.TALLY_SSE_STREAM_SECONDS = 1
     answer_tasks(project, crowd, 60)
-    services.retrain_run(project_id=project.pk, trigger="manual")
+    retrain(project)
     answer_tasks(project, crowd, 10, seed=2)
-    services.retrain_run(project_id=project.pk, trigger="manual")
+    retrain(project)
     text = b"".join(open_stream(project, manager, HTTP_LAST_EVENT_ID="1")).decode()
     assert "event: report\nid: 2\n" in text
     up_to_date = b"".join(open_stream(project, manager, HTTP_LAST_EVENT_ID="2")).decode()

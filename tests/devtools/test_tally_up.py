@@ -2,7 +2,6 @@
 
 import os
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -12,14 +11,9 @@ import httpx
 import pytest
 
 from tests.support.processes import child_env
+from tests.support.servers import free_port
 
 ROOT = Path(__file__).resolve().parents[2]
-
-
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
 
 
 def _children(pid: int) -> list[str]:
@@ -29,7 +23,7 @@ def _children(pid: int) -> list[str]:
 
 @pytest.mark.slow
 def test_starts_everything_prints_logins_and_stops_cleanly_on_ctrl_c(tmp_path):
-    port = _free_port()
+    port = free_port()
     env = child_env(TALLY_DATA_DIR=str(tmp_path))
     log = (tmp_path / "up.log").open("w+b")
     up = subprocess.Popen(
@@ -77,7 +71,7 @@ def test_a_signal_to_tally_up_alone_stops_every_child(tmp_path, signum):
     """Issue 17: `kill PID` (SIGTERM) left runserver, the worker and beat running, and the next
     `./tally up` failed with "port is already in use". Here only tally_up gets the signal (not
     its process group, as a terminal's Ctrl-C would): it must stop its children itself."""
-    port = _free_port()
+    port = free_port()
     log_path = tmp_path / "up.log"
     up = subprocess.Popen(
         [sys.executable, "manage.py", "tally_up", "--port", str(port), "--no-demo"],

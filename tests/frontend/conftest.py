@@ -4,15 +4,13 @@
 The browser is Debian's Chromium driven by Playwright (downloading a browser does not work here).
 """
 
-import io
 import os
 import shutil
 
 import pytest
 from django.test import Client
 
-from annotation import services
-from tests.support.factories import jsonl, make_project
+from tests.support.factories import import_jsonl, jsonl, make_project
 
 PASSWORD = "correct horse battery"
 CHROMIUM = "/usr/bin/chromium"
@@ -40,23 +38,21 @@ SENTENCES = [
 ]
 
 
-@pytest.fixture
-def project(manager):
-    project = make_project(owner=manager, name="Pets & <b>things</b>", tags_per_task=2)
-    services.corpus_import(
-        project=project,
-        user=manager,
-        file=io.BytesIO(jsonl(SENTENCES)),
-        filename="pets.jsonl",
-        format="jsonl",
-        max_bytes=10**6,
-        seed=3,
-    )
+def pets_project(manager, **settings):
+    """A project of `manager`'s (made with `settings`) holding SENTENCES."""
+    project = make_project(owner=manager, **settings)
+    import_jsonl(project, manager, jsonl(SENTENCES), filename="pets.jsonl", max_bytes=10**6, seed=3)
     return project
 
 
-def client_for(user=None) -> Client:
-    """A page client signed in as `user` (with a session, as a browser is)."""
+@pytest.fixture
+def project(manager):
+    return pets_project(manager, name="Pets & <b>things</b>", tags_per_task=2)
+
+
+def session_client_for(user=None) -> Client:
+    """A page client signed in as `user` with a session, as a browser is (the API's token
+    client is `tests.support.factories.client_for`)."""
     client = Client()
     if user is not None:
         client.force_login(user)
@@ -65,7 +61,7 @@ def client_for(user=None) -> Client:
 
 @pytest.fixture
 def persona_client():
-    return client_for
+    return session_client_for
 
 
 # --- Browser ------------------------------------------------------------------------------------
@@ -88,6 +84,15 @@ def browser():
         browser.close()
 
 
+@pytest.fixture
+def short_event_streams(settings):
+    """Event streams end (and EventSource reconnects) sooner than in production, so that no
+    stream outlives the test's database. Modules of live pages use it for every test:
+    `pytest.mark.usefixtures("short_event_streams")`."""
+    settings.TALLY_SSE_STREAM_SECONDS = 4
+    settings.TALLY_SSE_POLL_SECONDS = 1
+
+
 @pytest.fixture(scope="module")
 def tokenizer_loaded():
     """spaCy's and Punkt's first load takes seconds (more on a busy machine): done before a page
@@ -107,7 +112,7 @@ def new_context(browser, live_server):
         context = browser.new_context(base_url=live_server.url, **options)
         context.set_default_timeout(10_000)
         if user is not None:
-            session = client_for(user).cookies["sessionid"].value
+            session = session_client_for(user).cookies["sessionid"].value
             context.add_cookies([{"name": "sessionid", "value": session, "url": live_server.url}])
         contexts.append(context)
         return context

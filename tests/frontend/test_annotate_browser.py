@@ -57,6 +57,34 @@ def answer_by_taps(page, counts: dict[str, int]) -> None:
     page.tap("#submit")
 
 
+def answer_offline(page, n: int) -> dict[int, dict[str, int]]:
+    """Answer the `n` tasks the page shows one after another, offline, by taps with their gold
+    counts, each counted as waiting to be sent; the counts by assignment id."""
+    expected = {}
+    for i in range(n):
+        lease = shown_lease(page)
+        assert lease.pk not in expected
+        expected[lease.pk] = gold_counts(lease)
+        answer_by_taps(page, expected[lease.pk])
+        noun = "answer" if i == 0 else "answers"
+        page.wait_for_selector(f"text=Offline · {i + 1} {noun} waiting to be sent")
+    page.wait_for_selector("text=You are offline")
+    return expected
+
+
+def sent_once(page, project, user, expected: dict[int, dict[str, int]]) -> None:
+    """Back online, the page sends what waited (`expected`, as `answer_offline` gave it) and
+    shows a new task: each answer is stored once, with its counts, on its own lease."""
+    page.wait_for_selector("#pending", state="hidden", timeout=15_000)
+    wait_for_new_task(page, max(expected))
+    stored = Observation.objects.filter(annotator=user)
+    assert sorted(stored.values_list("assignment_id", flat=True)) == sorted(expected)
+    names = list(project.tags.order_by("position").values_list("name", flat=True))
+    for observation in stored:
+        asked = {names[t]: c for t, c in zip(observation.tags, observation.counts, strict=True)}
+        assert asked == expected[observation.assignment_id]
+
+
 def wait_for_new_task(page, previous: int) -> Assignment:
     """Until a task other than `previous` is on screen and nothing waits to be sent."""
     page.wait_for_function(
@@ -116,26 +144,11 @@ def test_three_answers_made_offline_are_stored_exactly_once(new_context, project
     wait_for_lookahead(page, annotator, project)
 
     context.set_offline(True)
-    expected = {}
-    for i in range(3):
-        lease = shown_lease(page)
-        assert lease.pk not in expected
-        expected[lease.pk] = gold_counts(lease)
-        answer_by_taps(page, expected[lease.pk])
-        noun = "answer" if i == 0 else "answers"
-        page.wait_for_selector(f"text=Offline · {i + 1} {noun} waiting to be sent")
-    page.wait_for_selector("text=You are offline")
+    expected = answer_offline(page, 3)
     assert Observation.objects.count() == 0
 
     context.set_offline(False)
-    page.wait_for_selector("#pending", state="hidden", timeout=15_000)
-    wait_for_new_task(page, max(expected))
-    stored = Observation.objects.filter(annotator=annotator)
-    assert sorted(stored.values_list("assignment_id", flat=True)) == sorted(expected)
-    names = list(project.tags.order_by("position").values_list("name", flat=True))
-    for observation in stored:
-        asked = {names[t]: c for t, c in zip(observation.tags, observation.counts, strict=True)}
-        assert asked == expected[observation.assignment_id]
+    sent_once(page, project, annotator, expected)
     assert page.evaluate(f"localStorage.getItem('tally.outbox.{annotator.pk}')") == "[]"
     assert page.inner_text("#today") == "3"
 

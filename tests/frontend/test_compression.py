@@ -9,7 +9,7 @@ import pytest
 from django.core.management import call_command
 from django.test import Client
 
-from tests.frontend.conftest import client_for
+from tests.frontend.conftest import session_client_for
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -33,14 +33,14 @@ IMPORT = re.compile(r"""\bfrom\s*["'](\.{1,2}/[^"']+)["']""")
 
 
 def test_annotator_first_load_is_small_when_compressed(production_static, project, annotator):
-    client = client_for(annotator)
+    client = session_client_for(annotator)
     page = client.get(f"/annotate/{project.pk}/", HTTP_ACCEPT_ENCODING="gzip, br")
     assert page.status_code == 200
     assert page["Content-Encoding"] == "gzip"
     total = len(page.content)
     # The asset URLs (hashed names), from the uncompressed page: the stylesheet, the page's
     # module and, preloaded, every module it imports.
-    plain = client_for(annotator).get(f"/annotate/{project.pk}/").content.decode()
+    plain = session_client_for(annotator).get(f"/annotate/{project.pk}/").content.decode()
     assets = ASSET.findall(plain)
     assert len(assets) == len(set(assets)), assets
     assert sum(a.endswith(".css") for a in assets) == 1, assets

@@ -5,12 +5,12 @@ and the report re-scored in the new currency, its summary following without a re
 import numpy as np
 import pytest
 
-from learning import costs, services
+from learning import costs
 from learning.core.cost import cost_matrix_preset
 from learning.models import CostReport, ModelVersion
 from tests.frontend.conftest import DESKTOP
-from tests.support.crowd import add_annotators, answer_tasks, import_corpus, toy_sentences
-from tests.support.factories import make_project
+from tests.support.crowd import add_annotators, toy_project
+from tests.support.learning import trained
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
@@ -18,13 +18,10 @@ TAGS = ["NOUN", "VERB", "DET", "ADJ"]
 
 
 @pytest.fixture
-def trained(manager):
-    project = make_project(owner=manager, name="Toy", window_size=3, redundancy=3,
-                           tags_per_task=None)  # fmt: skip
-    import_corpus(project, manager, toy_sentences(80))
-    answer_tasks(project, add_annotators(project, 3), 80)
-    services.retrain_run(project_id=project.pk, trigger="manual")
-    return project
+def toy_trained(manager):
+    """A project of the toy language after 80 exact answers by three annotators and a retrain."""
+    project = toy_project(manager)
+    return trained(project, add_annotators(project, 3))
 
 
 def wait_for_summary(page, version, *, revision):
@@ -45,10 +42,10 @@ def cell(page, i, j):
 
 
 def test_manager_edits_the_cost_matrix_and_the_report_is_rescored(
-    new_context, manager, trained, eager
+    new_context, manager, toy_trained, eager
 ):
     page = new_context(manager, **DESKTOP).new_page()
-    page.goto(f"/projects/{trained.pk}/")
+    page.goto(f"/projects/{toy_trained.pk}/")
     page.wait_for_selector("#cost-grid table.cost-grid")
     assert page.locator("#cost-grid tbody tr").count() == 4
     assert page.locator("#cost-grid input").count() == 16
@@ -67,7 +64,7 @@ def test_manager_edits_the_cost_matrix_and_the_report_is_rescored(
     page.wait_for_selector("#cost-error:not([hidden])")
     assert "Cell (true VERB, given DET) is negative" in page.inner_text("#cost-error")
     assert cell(page, 1, 2).get_attribute("aria-invalid") == "true"
-    assert not costs.CostMatrix.objects.filter(project=trained).exists()
+    assert not costs.CostMatrix.objects.filter(project=toy_trained).exists()
     # So is one in an uploaded CSV file, by the server, in plain numbers (it said
     # "np.float64(-1.0)").
     bad = "t,NOUN,VERB,DET,ADJ\nNOUN,0,1,1,1\nVERB,1,0,-1,1\nDET,1,1,0,1\nADJ,1,1,1,0\n"
@@ -79,7 +76,7 @@ def test_manager_edits_the_cost_matrix_and_the_report_is_rescored(
         ".textContent)"
     )
     assert "np." not in page.inner_text("#cost-error")
-    assert not costs.CostMatrix.objects.filter(project=trained).exists()
+    assert not costs.CostMatrix.objects.filter(project=toy_trained).exists()
 
     # Fixed and saved: stored in the project's order, every version re-scored at once.
     cell(page, 1, 2).fill("3")
@@ -87,12 +84,12 @@ def test_manager_edits_the_cost_matrix_and_the_report_is_rescored(
     page.click("#cost-form button[type=submit]")
     page.wait_for_function("() => document.getElementById('cost-error').hidden")
     page.wait_for_function("() => /own/.test(document.getElementById('cost-state').textContent)")
-    saved = costs.cost_matrix_get(project_id=trained.pk)
+    saved = costs.cost_matrix_get(project_id=toy_trained.pk)
     expected = 1 - np.eye(4)
     expected[1, 2], expected[0, 3] = 3, 0.25
     np.testing.assert_allclose(saved.matrix, expected)
     assert saved.revision == 1
-    first = ModelVersion.objects.get(project=trained, number=1)
+    first = ModelVersion.objects.get(project=toy_trained, number=1)
     assert CostReport.objects.get(version=first).revision == 1
     # The summary follows the re-scoring without a reload (issue 46.12: it stayed stale).
     wait_for_summary(page, first, revision=1)

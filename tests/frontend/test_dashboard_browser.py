@@ -5,82 +5,29 @@ The corpus slice comes from UD English EWT (Universal Dependencies English Web T
 © its authors, CC BY-SA 4.0; see data/README.md).
 """
 
-import importlib
 import re
-from pathlib import Path
 
 import pytest
 
-from annotation import scheduler, services
 from annotation.models import Membership, Project
 from tests.frontend.conftest import DESKTOP
-from tests.support.ewt import ewt_slice as ewt_text
+from tests.support.crowd import answer_tasks
+from tests.support.ewt import ewt_file
 from tests.support.factories import UserFactory
+from tests.support.learning import retrain_job
 
-pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
-
-
-def ewt_slice(path: Path, n_sentences: int) -> Path:
-    """The first `n_sentences` sentences of EWT's training file, as a CoNLL-U file."""
-    path.write_text(ewt_text(n_sentences), encoding="utf-8")
-    return path
-
-
-def answer_tasks(project: Project, annotators, per_annotator: int) -> int:
-    """Simulated exact annotators: each answers the tasks it is given with the gold counts."""
-    answered = 0
-    names = list(project.tags.order_by("position").values_list("name", flat=True))
-    for user in annotators:
-        for _ in range(per_annotator):
-            lease = scheduler.task_lease_next(project=project, annotator=user)
-            if lease is None:
-                break
-            gold = project.sentences.get(pk=lease.sentence_id).gold_tags
-            window = gold[lease.start : lease.start + lease.length]
-            answer = (
-                {"answer": window == lease.shown_tags}  # a verification task (issue 15)
-                if lease.kind == "verify"
-                else {"counts": {names[t]: window.count(t) for t in lease.tags}}
-            )
-            services.observation_submit(
-                annotator=user,
-                assignment_id=lease.assignment_id,
-                idempotency_key=f"sim-{lease.assignment_id}",
-                seconds_on_device=3.0 if lease.kind == "count" else 1.5,
-                **answer,
-            )
-            answered += 1
-    return answered
-
-
-def retrain(project_id: int) -> dict:
-    """Run the retraining Celery task in this process, as a worker would (then it pushes)."""
-    try:
-        tasks = importlib.import_module("learning.tasks")
-    except ImportError:
-        pytest.skip("the retraining job (learning.tasks) is not here yet")
-    outcome = tasks.retrain_project.apply(args=[project_id], kwargs={"trigger": "manual"}).get()
-    assert outcome["version"] is not None, outcome
-    return outcome
-
-
-@pytest.fixture(autouse=True, scope="module")
-def _tokenizer(tokenizer_loaded):
-    """Try the model: its text is cut by spaCy, whose first load takes seconds."""
-
-
-@pytest.fixture(autouse=True)
-def _short_event_streams(settings):
-    # Streams end (and EventSource reconnects) sooner than in production, so that no stream
-    # outlives the test's database.
-    settings.TALLY_SSE_STREAM_SECONDS = 4
-    settings.TALLY_SSE_POLL_SECONDS = 1
+pytestmark = [
+    pytest.mark.browser,
+    pytest.mark.django_db(transaction=True),
+    pytest.mark.usefixtures("short_event_streams"),
+    pytest.mark.usefixtures("tokenizer_loaded"),  # "try the model" cuts text with spaCy
+]
 
 
 def test_manager_creates_project_from_conllu_and_sees_new_report_live(
     new_context, tmp_path, manager
 ):
-    corpus = ewt_slice(tmp_path / "ewt-slice.conllu", 120)
+    corpus = ewt_file(tmp_path / "ewt-slice.conllu", 120)
     page = new_context(manager, **DESKTOP).new_page()
     page.goto("/projects/new/")
     page.fill("#name", "EWT <slice>")
@@ -111,13 +58,13 @@ def test_manager_creates_project_from_conllu_and_sees_new_report_live(
     annotators = [UserFactory(username=f"sim{i}") for i in range(2)]
     for user in annotators:
         Membership.objects.create(project=project, user=user, role=Membership.Role.ANNOTATOR)
-    assert answer_tasks(project, annotators, per_annotator=60) == 120
+    assert answer_tasks(project, annotators, 120) == 120
 
     page.wait_for_selector("#live.on", timeout=15_000)
     page.evaluate("window.__notReloaded = true")
     assert "No model yet" in page.inner_text("#curve")
 
-    retrain(project.pk)
+    retrain_job(project.pk)
 
     page.wait_for_selector("#curve svg", timeout=20_000)
     page.wait_for_selector("#f1 table")

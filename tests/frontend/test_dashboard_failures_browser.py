@@ -13,17 +13,16 @@ from delivery.models import Webhook, WebhookDelivery
 from learning import services as learning_services
 from learning.models import AnnotatorQuality, RetrainSchedule
 from tests.frontend.conftest import DESKTOP, PHONE
-from tests.frontend.test_dashboard_browser import answer_tasks, retrain
+from tests.support.crowd import answer_tasks
 from tests.support.factories import UserFactory
+from tests.support.learning import retrain_job
 from tests.support.receivers import start_receiver
 
-pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
-
-
-@pytest.fixture(autouse=True)
-def _short_event_streams(settings):
-    settings.TALLY_SSE_STREAM_SECONDS = 4
-    settings.TALLY_SSE_POLL_SECONDS = 1
+pytestmark = [
+    pytest.mark.browser,
+    pytest.mark.django_db(transaction=True),
+    pytest.mark.usefixtures("short_event_streams"),
+]
 
 
 @pytest.fixture
@@ -82,8 +81,8 @@ def test_webhook_refused_then_added_and_its_failed_delivery_shown(
     assert page.is_hidden("#new-secret") and page.input_value("#new-secret-value") == ""
 
     # A retrain makes a new version; its delivery fails every attempt against the receiver.
-    assert answer_tasks(project, crowd, per_annotator=12) > 0
-    retrain(project.pk)
+    assert answer_tasks(project, crowd, 12 * len(crowd)) > 0
+    retrain_job(project.pk)
     assert len(failing_receiver.requests) == 6
     delivery = WebhookDelivery.objects.get(webhook=hook)
     assert delivery.status == "failed" and delivery.response_code == 500
@@ -117,9 +116,9 @@ def test_webhook_refused_then_added_and_its_failed_delivery_shown(
 def test_failed_retrain_error_and_schedule_on_a_phone(new_context, manager, project, crowd):
     # The first retrain works; then every answer comes from a flagged annotator: nothing is left
     # to fit and the next retrain fails for real.
-    answer_tasks(project, crowd, per_annotator=8)
-    retrain(project.pk)
-    answer_tasks(project, crowd, per_annotator=4)
+    answer_tasks(project, crowd, 8 * len(crowd))
+    retrain_job(project.pk)
+    answer_tasks(project, crowd, 4 * len(crowd))
     for user in crowd:
         AnnotatorQuality.objects.update_or_create(
             project=project, annotator=user, defaults={"flagged": True, "version_number": 1}

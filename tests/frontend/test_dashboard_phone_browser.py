@@ -9,25 +9,23 @@ one with a long name, and a careless one who ends up flagged, retrained twice.
 import pytest
 
 from tests.frontend.conftest import PHONE
-from tests.frontend.test_dashboard_browser import ewt_slice
 from tests.frontend.test_screenshots import crowd_project
+from tests.support.ewt import ewt_file
 from tests.support.factories import UserFactory
 
-pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
+pytestmark = [
+    pytest.mark.browser,
+    pytest.mark.django_db(transaction=True),
+    pytest.mark.usefixtures("short_event_streams"),
+]
 
 LONG_NAME = "annotator_with_a_rather_long_name"
-
-
-@pytest.fixture(autouse=True)
-def _short_event_streams(settings):
-    settings.TALLY_SSE_STREAM_SECONDS = 4
-    settings.TALLY_SSE_POLL_SECONDS = 1
 
 
 @pytest.fixture
 def dashboard(new_context, tmp_path, manager):
     """The dashboard of a project with two model versions, open on a phone."""
-    corpus = ewt_slice(tmp_path / "ewt.conllu", 300)
+    corpus = ewt_file(tmp_path / "ewt.conllu", 300)
     crowd = [UserFactory(username=name) for name in ("ana", "bo", "chen", LONG_NAME)]
     project = crowd_project(manager, corpus, name="EWT on a phone", crowd=crowd, rounds=(40, 40))
     page = new_context(manager, **PHONE).new_page()

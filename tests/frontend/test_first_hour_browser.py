@@ -11,12 +11,11 @@ from playwright.sync_api import expect
 from annotation.models import CorpusImport, Project
 from tests.frontend.conftest import DESKTOP, PHONE
 
-pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
-
-
-@pytest.fixture(autouse=True, scope="module")
-def _tokenizer(tokenizer_loaded):
-    pass
+pytestmark = [
+    pytest.mark.browser,
+    pytest.mark.django_db(transaction=True),
+    pytest.mark.usefixtures("tokenizer_loaded"),
+]
 
 
 LICENCE = """Permission is hereby granted, free of charge, to any person obtaining a copy

@@ -11,8 +11,9 @@ from annotation.models import Membership, Observation, Task
 from tests.frontend.conftest import DESKTOP, PHONE
 from tests.frontend.test_annotate_browser import shown_lease
 from tests.frontend.test_annotate_phone_browser import no_more_tasks, submit_says
-from tests.frontend.test_dashboard_browser import answer_tasks, retrain
+from tests.support.crowd import answer_tasks
 from tests.support.factories import UserFactory
+from tests.support.learning import retrain_job
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
@@ -130,8 +131,8 @@ def test_try_the_model_cuts_text_as_the_corpus_was_cut(
     annotators = [UserFactory(username=f"sim{i}") for i in range(2)]
     for user in annotators:
         Membership.objects.create(project=french, user=user, role=Membership.Role.ANNOTATOR)
-    assert answer_tasks(french, annotators, per_annotator=40) > 0
-    retrain(french.pk)
+    assert answer_tasks(french, annotators, 40 * len(annotators)) > 0
+    retrain_job(french.pk)
 
     page = new_context(manager, **DESKTOP).new_page()
     page.goto(f"/projects/{french.pk}/")
@@ -152,8 +153,8 @@ def test_try_the_model_shows_its_work_and_takes_one_call_at_a_time(
     annotators = [UserFactory(username=f"sim{i}") for i in range(2)]
     for user in annotators:
         Membership.objects.create(project=french, user=user, role=Membership.Role.ANNOTATOR)
-    answer_tasks(french, annotators, per_annotator=40)
-    retrain(french.pk)
+    answer_tasks(french, annotators, 40 * len(annotators))
+    retrain_job(french.pk)
 
     page = new_context(manager, **DESKTOP).new_page()
     held = []

@@ -7,11 +7,10 @@ import pytest
 from annotation.models import Observation
 from tests.frontend.conftest import PHONE
 from tests.frontend.test_annotate_browser import (
-    answer_by_taps,
-    gold_counts,
+    answer_offline,
+    sent_once,
     shown_lease,
     wait_for_lookahead,
-    wait_for_new_task,
 )
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
@@ -52,15 +51,7 @@ def test_a_reload_offline_goes_on_with_the_tasks_held(new_context, project, anno
     # reload is on screen again, and the two held ahead follow it.
     assert shown_lease(page).pk == first.pk
     assert "offline" in page.inner_text("#pending") or page.is_hidden("#pending")
-    expected = {}
-    for i in range(3):
-        lease = shown_lease(page)
-        assert lease.pk not in expected
-        expected[lease.pk] = gold_counts(lease)
-        answer_by_taps(page, expected[lease.pk])
-        noun = "answer" if i == 0 else "answers"
-        page.wait_for_selector(f"text=Offline · {i + 1} {noun} waiting to be sent")
-    page.wait_for_selector("text=You are offline")
+    expected = answer_offline(page, 3)
     assert Observation.objects.count() == 0
 
     # Reloaded again offline with nothing left to answer: the answers are still waiting.
@@ -69,11 +60,4 @@ def test_a_reload_offline_goes_on_with_the_tasks_held(new_context, project, anno
     page.wait_for_selector("text=Offline · 3 answers waiting to be sent")
 
     context.set_offline(False)
-    page.wait_for_selector("#pending", state="hidden", timeout=15_000)
-    wait_for_new_task(page, max(expected))
-    stored = Observation.objects.filter(annotator=annotator)
-    assert sorted(stored.values_list("assignment_id", flat=True)) == sorted(expected)
-    names = list(project.tags.order_by("position").values_list("name", flat=True))
-    for observation in stored:
-        asked = {names[t]: c for t, c in zip(observation.tags, observation.counts, strict=True)}
-        assert asked == expected[observation.assignment_id]
+    sent_once(page, project, annotator, expected)

@@ -2,16 +2,14 @@
 means before joining, each count is randomized in the browser with crypto.getRandomValues, and
 no request body nor anything stored on the device holds the true count."""
 
-import io
 import json
 
 import pytest
 
-from annotation import services
 from annotation.models import DEFAULT_MECHANISM, Observation, Project
-from tests.frontend.conftest import PHONE, SENTENCES
+from tests.frontend.conftest import PHONE, pets_project
 from tests.frontend.test_annotate_browser import answer_by_taps, gold_counts, shown_lease
-from tests.support.factories import UserFactory, make_project, member
+from tests.support.factories import UserFactory, member
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
@@ -33,15 +31,9 @@ Storage.prototype.setItem = function (key, value) {
 def private(manager):
     # A low level (α = 0.5 for one tag, window 3): a release equals the true count about one
     # time in three, so a run of answers that all came back true would be the true counts sent.
-    project = make_project(
-        owner=manager, name="Private pets", tags_per_task=1, redundancy=3, private=True, alpha=0.5
+    return pets_project(
+        manager, name="Private pets", tags_per_task=1, redundancy=3, private=True, alpha=0.5
     )
-    services.corpus_import(
-        project=project, user=manager, file=io.BytesIO(
-            "".join(json.dumps({"tokens": t, "tags": g}) + "\n" for t, g in SENTENCES).encode()
-        ), filename="pets.jsonl", format="jsonl", max_bytes=10**6, seed=3,
-    )  # fmt: skip
-    return project
 
 
 def test_the_true_count_never_leaves_the_page(new_context, private):
@@ -184,12 +176,7 @@ def test_answers_from_before_the_switch_to_private_are_never_sent(new_context, m
     deletes them unsent, says so, and goes on with private tasks, whose answers are released.
     The service refuses that switch once a task is out (test_concurrency); the switch here is
     made on the project's row, to test the phone's own guard."""
-    project = make_project(owner=manager, name="Soon private", tags_per_task=1, redundancy=3)
-    services.corpus_import(
-        project=project, user=manager, file=io.BytesIO(
-            "".join(json.dumps({"tokens": t, "tags": g}) + "\n" for t, g in SENTENCES).encode()
-        ), filename="pets.jsonl", format="jsonl", max_bytes=10**6, seed=3,
-    )  # fmt: skip
+    project = pets_project(manager, name="Soon private", tags_per_task=1, redundancy=3)
     user = member(project, username="phone")
     context = new_context(user, **PHONE)
     page = context.new_page()

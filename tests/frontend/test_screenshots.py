@@ -14,50 +14,22 @@ from pathlib import Path
 
 import pytest
 
-from annotation import scheduler, services
+from annotation import services
 from annotation.models import Membership, Project
 from devtools.seeding import conllu_import
 from tests.frontend.conftest import DESKTOP, PHONE
-from tests.frontend.test_dashboard_browser import answer_tasks, ewt_slice, retrain
+from tests.support.crowd import answer_tasks
+from tests.support.ewt import ewt_file
 from tests.support.factories import UserFactory
+from tests.support.learning import retrain_job
 
-pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
+pytestmark = [
+    pytest.mark.browser,
+    pytest.mark.django_db(transaction=True),
+    pytest.mark.usefixtures("short_event_streams"),
+]
 
 DOCS = Path(__file__).resolve().parents[2] / "docs" / "screenshots"
-
-
-@pytest.fixture(autouse=True)
-def _short_event_streams(settings):
-    settings.TALLY_SSE_STREAM_SECONDS = 4
-    settings.TALLY_SSE_POLL_SECONDS = 1
-
-
-def careless_answers(project, user, n: int, rng: random.Random) -> None:
-    """An annotator who taps at random."""
-    for _ in range(n):
-        lease = scheduler.task_lease_next(project=project, annotator=user)
-        if lease is None:
-            return
-        if lease.kind == "verify":  # a Yes or a No at random (issue 15)
-            services.observation_submit(
-                annotator=user,
-                assignment_id=lease.assignment_id,
-                answer=rng.random() < 0.5,
-                idempotency_key=f"careless-{lease.assignment_id}",
-            )
-            continue
-        names = [project.tags.get(position=t).name for t in lease.tags]
-        left, counts = lease.length, {}
-        for name in names:
-            counts[name] = rng.randint(0, left)
-            left -= counts[name]
-        services.observation_submit(
-            annotator=user,
-            assignment_id=lease.assignment_id,
-            counts=counts,
-            idempotency_key=f"careless-{lease.assignment_id}",
-            seconds_on_device=0.6,
-        )
 
 
 def crowd_project(manager, corpus: Path, *, name: str, crowd: list, rounds) -> Project:
@@ -73,16 +45,16 @@ def crowd_project(manager, corpus: Path, *, name: str, crowd: list, rounds) -> P
     for user in [*crowd, careless]:
         Membership.objects.create(project=project, user=user, role=Membership.Role.ANNOTATOR)
     for per_annotator in rounds:
-        answer_tasks(project, crowd, per_annotator=per_annotator)
-        careless_answers(project, careless, 25, rng)
-        retrain(project.pk)
+        answer_tasks(project, crowd, per_annotator * len(crowd))
+        answer_tasks(project, [careless], 25, spammers={careless}, seed=rng.getrandbits(32))
+        retrain_job(project.pk)
     return project
 
 
 def test_screenshots(new_context, tmp_path, manager):
     out = DOCS if os.environ.get("TALLY_SCREENSHOTS") == "1" else tmp_path
     out.mkdir(parents=True, exist_ok=True)
-    corpus = ewt_slice(tmp_path / "en_ewt-train-300.conllu", 300)
+    corpus = ewt_file(tmp_path / "en_ewt-train-300.conllu", 300)
     crowd = [UserFactory(username=name) for name in ["ana", "bo", "chen", "dev"]]
     project = crowd_project(
         manager, corpus, name="EWT part of speech", crowd=crowd, rounds=(15, 30, 60)
@@ -105,7 +77,7 @@ def test_screenshots(new_context, tmp_path, manager):
     conllu_import(two_tags, manager, corpus, seed=5)
     annotator = crowd[0]
     Membership.objects.create(project=two_tags, user=annotator, role=Membership.Role.ANNOTATOR)
-    answer_tasks(two_tags, [annotator], per_annotator=12)
+    answer_tasks(two_tags, [annotator], 12)
     for size, options in (("phone", {**PHONE, "device_scale_factor": 2}), ("desktop", DESKTOP)):
         page = new_context(annotator, **options).new_page()
         page.goto(f"/annotate/{two_tags.pk}/")

@@ -8,7 +8,7 @@ import pytest
 
 from frontend.storage import blank_comment_lines
 from frontend.templatetags.modules import module_graph, module_script
-from tests.frontend.conftest import client_for
+from tests.frontend.conftest import session_client_for
 
 JS = Path(__file__).resolve().parents[2] / "frontend" / "static" / "frontend" / "js"
 
@@ -49,7 +49,7 @@ def test_module_script_preloads_then_runs_the_entry():
 
 @pytest.mark.django_db
 def test_annotator_page_preloads_its_modules(project, annotator):
-    html = client_for(annotator).get(f"/annotate/{project.pk}/").content.decode()
+    html = session_client_for(annotator).get(f"/annotate/{project.pk}/").content.decode()
     preloaded = re.findall(r'<link rel="modulepreload" href="/static/([^"]+)">', html)
     assert set(preloaded) == set(module_graph("frontend/js/annotate/main.js"))
     assert 'src="/static/frontend/js/annotate/main.js"' in html

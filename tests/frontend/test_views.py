@@ -5,7 +5,7 @@ import pytest
 from django.contrib.auth import get_user_model
 
 from annotation.models import Membership
-from tests.frontend.conftest import PASSWORD, client_for
+from tests.frontend.conftest import PASSWORD, session_client_for
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -81,7 +81,7 @@ def test_annotate_page_is_gzipped_and_small(personas, project):
 
 
 def test_sign_in_and_out(annotator):
-    client = client_for(None)
+    client = session_client_for(None)
     page = client.get("/login/?next=/annotate/1/")
     assert page.status_code == 200
     response = client.post(
@@ -95,7 +95,7 @@ def test_sign_in_and_out(annotator):
 
 
 def test_sign_in_refuses_foreign_redirects(annotator):
-    response = client_for(None).post(
+    response = session_client_for(None).post(
         "/login/", {"username": "annotator", "password": PASSWORD, "next": "https://evil.example/"}
     )
     assert response["Location"] == "/"
@@ -103,7 +103,7 @@ def test_sign_in_refuses_foreign_redirects(annotator):
 
 def test_sign_in_is_rate_limited_with_the_api_budget(annotator):
     """The form and `POST /api/auth/login/` spend one budget (10 a minute by default)."""
-    client = client_for(None)
+    client = session_client_for(None)
     for _ in range(5):
         bad = client.post("/login/", {"username": "annotator", "password": "wrong"})
         assert bad.status_code == 200
@@ -121,7 +121,7 @@ def test_sign_in_is_rate_limited_with_the_api_budget(annotator):
 
 
 def test_signup_creates_account_signs_in_and_follows_next(transactional_db):
-    client = client_for(None)
+    client = session_client_for(None)
     response = client.post(
         "/signup/", {"username": "newbie", "password": PASSWORD, "next": "/join/abc"}
     )
@@ -135,7 +135,7 @@ def test_signup_creates_account_signs_in_and_follows_next(transactional_db):
     "target", ["https://evil.example/", "//evil.example/", "/\\evil.example", "inf", "0", "<b>"]
 )
 def test_signup_goes_home_for_a_next_that_is_not_a_path_here(transactional_db, target):
-    client = client_for(None)
+    client = session_client_for(None)
     response = client.post("/signup/", {"username": "newbie", "password": PASSWORD, "next": target})
     assert response.status_code == 302
     assert response["Location"] == "/"
@@ -144,7 +144,7 @@ def test_signup_goes_home_for_a_next_that_is_not_a_path_here(transactional_db, t
 
 @pytest.mark.parametrize("target", ["//evil.example/", "inf", "<b>"])
 def test_sign_in_goes_home_for_a_next_that_is_not_a_path_here(annotator, target):
-    response = client_for(None).post(
+    response = session_client_for(None).post(
         "/login/", {"username": "annotator", "password": PASSWORD, "next": target}
     )
     assert response.status_code == 302
@@ -152,7 +152,7 @@ def test_sign_in_goes_home_for_a_next_that_is_not_a_path_here(annotator, target)
 
 
 def test_signup_rejects_weak_password_and_taken_name(annotator):
-    client = client_for(None)
+    client = session_client_for(None)
     weak = client.post("/signup/", {"username": "someone", "password": "123"})
     assert weak.status_code == 400
     assert not get_user_model().objects.filter(username="someone").exists()
@@ -162,7 +162,7 @@ def test_signup_rejects_weak_password_and_taken_name(annotator):
 
 
 def test_join_page_offers_sign_in_or_sign_up_when_signed_out(project):
-    page = client_for(None).get(f"/join/{project.invite_code}")
+    page = session_client_for(None).get(f"/join/{project.invite_code}")
     assert page.status_code == 200
     html = page.content.decode()
     assert f'value="/join/{project.invite_code}"' in html  # both forms come back here
@@ -187,14 +187,15 @@ def test_the_invite_page_says_what_the_privacy_level_means(manager, alpha, true_
     from tests.support.factories import make_project
 
     project = make_project(owner=manager, private=True, alpha=alpha, tags_per_task=1, window_size=5)
-    html = client_for(None).get(f"/join/{project.invite_code}").content.decode()
+    html = session_client_for(None).get(f"/join/{project.invite_code}").content.decode()
     assert f"α = {alpha:g}</b> per answer" in html
     assert f"sends your true count about <b>{true_percent} of the time</b>" in html
     assert f"at most {odds} likelier under your true answer" in html
     assert ("very likely your true count" in html) == (alpha == 8.0)
     assert "can be traced back to you" not in html  # the old promise, whatever the level
     plain = make_project(owner=manager, window_size=5)
-    assert "private" not in client_for(None).get(f"/join/{plain.invite_code}").content.decode()
+    page = session_client_for(None).get(f"/join/{plain.invite_code}")
+    assert "private" not in page.content.decode()
 
 
 def test_join_code_box_goes_to_the_invite_link(personas):

@@ -6,13 +6,14 @@ from delivery.webhooks import services as webhook_services
 from learning import services
 from tests.support.crowd import answer_tasks
 from tests.support.factories import UserFactory
+from tests.support.learning import retrain
 
 pytestmark = pytest.mark.django_db
 
 
 def test_admin_pages(client, project, crowd, settings):
     answer_tasks(project, crowd, 40)
-    version = services.retrain_run(project_id=project.pk, trigger="manual").version
+    version = retrain(project).version
     settings.TALLY_WEBHOOK_ALLOW_INTERNAL = True
     hook = webhook_services.webhook_create(project=project, url="http://127.0.0.1:9/x")
     services.retrain_schedule_set(project=project, interval_minutes=5)

@@ -11,19 +11,12 @@ from annotation.models import Sentence
 from common.api.output import iso
 from delivery.models import Webhook, WebhookDelivery
 from delivery.webhooks import services as webhook_services
-from learning import services
 from learning.models import ModelVersion
 from tests.support.crowd import add_annotators, answer_tasks, import_corpus, toy_sentences
 from tests.support.factories import client_for, make_project
+from tests.support.learning import retrain
 
 pytestmark = pytest.mark.django_db
-
-
-@pytest.fixture
-def trained(project, crowd):
-    answer_tasks(project, crowd, 80)
-    services.retrain_run(project_id=project.pk, trigger="manual")
-    return project
 
 
 @pytest.fixture
@@ -352,7 +345,7 @@ def test_report_without_an_evaluation_set(manager, db):
     import_corpus(project, manager, toy_sentences(40), evaluation_fraction=0.0)
     crowd = add_annotators(project, 2)
     answer_tasks(project, crowd, 30)
-    services.retrain_run(project_id=project.pk, trigger="manual")
+    retrain(project)
     report = client_for(manager).get(f"/api/projects/{project.pk}/reports/latest/").json()
     assert report["tags"] == ["NOUN", "VERB", "DET", "ADJ"]
     assert report["accuracy"] is None and report["evaluation"] is None
@@ -438,7 +431,7 @@ def test_predictions_of_a_conllu_corpus_diff_against_its_source_line_by_line(man
         evaluation_fraction=0.25, max_bytes=10**7, seed=1,
     )  # fmt: skip
     answer_tasks(project, add_annotators(project, 3), 80)
-    services.retrain_run(project_id=project.pk, trigger="manual")
+    retrain(project)
     client = client_for(manager)
     url = f"/api/projects/{project.pk}/exports/predictions.conllu"
     predicted = b"".join(client.get(url).streaming_content).decode()

@@ -9,7 +9,7 @@ from django.core.management import call_command
 from django.core.management.base import CommandError
 
 from learning.experiments.campaign import error_oracle
-from tests.support.ewt import ewt_slice
+from tests.support.ewt import ewt_file
 
 
 @pytest.fixture(scope="module")
@@ -17,8 +17,8 @@ def corpora(tmp_path_factory):
     directory = tmp_path_factory.mktemp("ewt")
     train = directory / "train.conllu"
     test = directory / "test.conllu"
-    train.write_text(ewt_slice(300, "train"), encoding="utf-8")
-    test.write_text(ewt_slice(100, "test"), encoding="utf-8")
+    ewt_file(train, 300, "train")
+    ewt_file(test, 100, "test")
     return str(train), str(test)
 
 

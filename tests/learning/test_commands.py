@@ -1,25 +1,19 @@
 import io
 import itertools
 import json
-from pathlib import Path
 
 import pytest
 from django.core.management import call_command
 from django.core.management.base import CommandError
 
-from tests.support.ewt import ewt_slice
-
-
-def _slice(target: Path, n_sentences: int, split: str) -> Path:
-    target.write_text(ewt_slice(n_sentences, split), encoding="utf-8")
-    return target
+from tests.support.ewt import ewt_file
 
 
 @pytest.fixture(scope="module")
 def corpora(tmp_path_factory):
     directory = tmp_path_factory.mktemp("ewt")
-    train = _slice(directory / "train.conllu", 600, "train")
-    test = _slice(directory / "test.conllu", 150, "test")
+    train = ewt_file(directory / "train.conllu", 600, "train")
+    test = ewt_file(directory / "test.conllu", 150, "test")
     return train, test
 
 

@@ -29,13 +29,6 @@ pytestmark = pytest.mark.django_db
 TAGS = ["NOUN", "VERB", "DET", "ADJ"]
 
 
-@pytest.fixture
-def trained(project, crowd):
-    answer_tasks(project, crowd, 80)
-    services.retrain_run(project_id=project.pk, trigger="manual")
-    return project
-
-
 def url(project, tail=""):
     return f"/api/projects/{project.pk}/cost-matrix/{tail}"
 

@@ -4,13 +4,9 @@ from django.db.models import Sum
 
 from annotation import scheduler, services
 from annotation.models import Assignment, Membership, Task
-from learning import services as learning_services
 from tests.support.crowd import add_annotators, answer_tasks, import_corpus, toy_sentences
 from tests.support.factories import client_for
-
-
-def _retrain(project):
-    return learning_services.retrain_run(project_id=project.pk, trigger="manual")
+from tests.support.learning import retrain
 
 
 def _membership(project, user) -> Membership:
@@ -27,7 +23,7 @@ def test_a_flagged_spammer_gets_only_checks_and_its_regions_reopen(project, mana
     )
     slots_before = Task.objects.filter(pk__in=answered).aggregate(n=Sum("open_slots"))["n"]
 
-    _retrain(project)
+    retrain(project)
 
     membership = _membership(project, spammer)
     assert membership.flagged and "chance" in membership.flag_reason

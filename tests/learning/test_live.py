@@ -13,9 +13,10 @@ from django.db import connection
 
 from annotation.models import Observation, TaskKind
 from devtools.live_check import live_model_check
-from learning import live, predictions, selectors, services, tasks
+from learning import live, predictions, selectors, tasks
 from learning.models import LiveModel
 from tests.support.crowd import answer_tasks
+from tests.support.learning import retrain
 from tests.support.workers import Worker, purge_queue, rows_held, wait_for
 
 
@@ -48,7 +49,7 @@ def _checked_from_outside() -> list[dict]:
 @pytest.mark.django_db
 def test_live_model_follows_the_answers_and_predictions_use_it(project, crowd):
     answer_tasks(project, crowd, 90)
-    services.retrain_run(project_id=project.pk, trigger="manual")
+    retrain(project)
     version = selectors.current_version(project_id=project.pk)
     row = LiveModel.objects.get(project=project)  # the retrain reset it to its result
     assert (row.base_version, row.number, row.watermark) == (1, 0, version.newest_observation)
@@ -81,7 +82,7 @@ def test_live_model_follows_the_answers_and_predictions_use_it(project, crowd):
     assert len(row.progressive) == 2
 
     # The batch retrain consolidates and resets the live model to its result.
-    services.retrain_run(project_id=project.pk, trigger="manual")
+    retrain(project)
     row.refresh_from_db()
     assert (row.base_version, row.number, row.answers_applied, row.progressive) == (2, 0, 0, [])
     assert (
@@ -93,7 +94,7 @@ def test_live_model_follows_the_answers_and_predictions_use_it(project, crowd):
 def test_live_model_is_off_without_its_interval(project, crowd, settings):
     settings.TALLY_LIVE_MODEL_SECONDS = 0
     answer_tasks(project, crowd, 60)
-    services.retrain_run(project_id=project.pk, trigger="manual")
+    retrain(project)
     answer_tasks(project, crowd, 20, seed=1)
     assert live.live_model_update(project_id=project.pk) == {"status": "off"}
 
@@ -102,7 +103,7 @@ def test_live_model_is_off_without_its_interval(project, crowd, settings):
 def test_the_sweep_finds_projects_with_answers_after_the_watermark(project, crowd):
     answer_tasks(project, crowd, 60)
     assert selectors.projects_live_due() == []  # no model yet: the retrain comes first
-    services.retrain_run(project_id=project.pk, trigger="manual")
+    retrain(project)
     assert selectors.projects_live_due() == []
     answer_tasks(project, crowd, 10, seed=1)
     assert selectors.projects_live_due() == [project.pk]
@@ -116,7 +117,7 @@ def test_an_update_failing_after_its_learner_stepped_applies_nothing_and_the_ret
     project, crowd, monkeypatch
 ):
     answer_tasks(project, crowd, 60)
-    services.retrain_run(project_id=project.pk, trigger="manual")
+    retrain(project)
     answer_tasks(project, crowd, 30, seed=1)
     assert live.live_model_update(project_id=project.pk)["status"] == "published"
     first = LiveModel.objects.get(project=project)
@@ -163,7 +164,7 @@ def test_the_outside_check_reads_again_when_a_file_goes_between_its_look_and_its
     from devtools import live_check
 
     answer_tasks(project, crowd, 60)
-    services.retrain_run(project_id=project.pk, trigger="manual")
+    retrain(project)
     answer_tasks(project, crowd, 30, seed=1)
     assert live.live_model_update(project_id=project.pk)["status"] == "published"
     row = LiveModel.objects.get(project=project)
@@ -203,7 +204,7 @@ def test_a_worker_killed_mid_update_leaves_watermark_and_model_consistent(
     project, crowd, tmp_path, transactional_db
 ):
     answer_tasks(project, crowd, 60)
-    services.retrain_run(project_id=project.pk, trigger="manual")
+    retrain(project)
     answer_tasks(project, crowd, 40, seed=7)
     before = LiveModel.objects.get(project=project)
     purge_queue()

@@ -5,11 +5,12 @@ so that the noise alone flags no honest annotator while spammers are still found
 import pytest
 
 from annotation.models import Observation
-from learning import adapter, services
+from learning import adapter
 from learning.core.pipeline import CountTagger
 from learning.core.privacy import Mechanism
 from tests.support.crowd import add_annotators, answer_tasks, import_corpus, toy_sentences
 from tests.support.factories import make_project
+from tests.support.learning import retrain
 
 pytestmark = pytest.mark.django_db
 
@@ -58,7 +59,7 @@ def test_the_retrain_fits_through_the_mechanism(manager, monkeypatch):
         return fit(self, data, **kwargs)
 
     monkeypatch.setattr(CountTagger, "fit", recording_fit)
-    outcome = services.retrain_run(project_id=project.pk, trigger="manual")
+    outcome = retrain(project)
     assert outcome.status == "succeeded"
     assert seen == [Mechanism("geometric", 3.0, 4)]
     assert outcome.version.hyperparameters["privacy"] == {"mechanism": "geometric", "alpha": 3.0}
@@ -70,7 +71,7 @@ def test_the_mechanisms_noise_alone_flags_no_honest_annotator(manager, alpha):
     project = private_project(manager, alpha=alpha)
     crowd = add_annotators(project, 4)
     answer_tasks(project, crowd, 240)
-    outcome = services.retrain_run(project_id=project.pk, trigger="manual")
+    outcome = retrain(project)
     rows = outcome.version.report.annotators
     assert len(rows) == 4
     assert not any(row["flagged"] for row in rows), rows
@@ -81,6 +82,6 @@ def test_a_spammer_is_still_flagged_under_privacy(manager):
     crowd = add_annotators(project, 3)
     spammer = add_annotators(project, 1, prefix="spam")[0]
     answer_tasks(project, [*crowd, spammer], 240, spammers={spammer})
-    outcome = services.retrain_run(project_id=project.pk, trigger="manual")
+    outcome = retrain(project)
     flagged = {row["annotator"] for row in outcome.version.report.annotators if row["flagged"]}
     assert flagged == {spammer.pk}

@@ -380,7 +380,7 @@ def test_learning_a_version_writes_nothing_and_storing_it_writes_it_whole(projec
     assert learned.number == 1 and learned.evaluation["accuracy"] is not None
     assert not ModelVersion.objects.exists() and not RetrainRun.objects.exists()
     assert not default_storage.exists(f"models/project-{project.pk}")
-    assert services.retrain_run(project_id=project.pk, trigger="manual").version.number == 1
+    assert retrain(project).version.number == 1
 
 
 def test_a_retrain_after_many_more_answers_fits_afresh(project, crowd):

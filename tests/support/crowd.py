@@ -4,7 +4,6 @@ The language has determiners, adjectives, nouns and verbs: fast to learn (every 
 under a second).
 """
 
-import io
 import random
 import uuid
 
@@ -12,7 +11,7 @@ import numpy as np
 
 from annotation import scheduler, selectors, services
 from annotation.models import Project, Sentence
-from tests.support.factories import TAGS, jsonl, member
+from tests.support.factories import import_jsonl, jsonl, make_project, member
 
 LEXICON = {
     "DET": ["the", "a", "every", "this", "that"],
@@ -38,15 +37,22 @@ def toy_sentences(n: int, seed: int = 0) -> list[tuple[list[str], list[str]]]:
     return out
 
 
+def toy_project(owner, sentences: int = 80):
+    """A project of the toy language: `sentences` gold-tagged sentences (a quarter held out for
+    evaluation), windows of 3 words, every tag asked, 3 answers a task."""
+    project = make_project(owner=owner, name="Toy", window_size=3, redundancy=3, tags_per_task=None)
+    import_corpus(project, owner, toy_sentences(sentences))
+    return project
+
+
 def import_corpus(
     project: Project, user, sentences, evaluation_fraction=0.25, seed=1, gold_check_fraction=0.0
 ):
-    return services.corpus_import(
-        project=project,
-        user=user,
-        file=io.BytesIO(jsonl(sentences)),
+    return import_jsonl(
+        project,
+        user,
+        jsonl(sentences),
         filename="toy.jsonl",
-        format="jsonl",
         evaluation_fraction=evaluation_fraction,
         gold_check_fraction=gold_check_fraction,
         max_bytes=10**7,
@@ -54,15 +60,18 @@ def import_corpus(
     )
 
 
-def true_counts(project: Project, lease) -> dict[str, int]:
-    names = [t["name"] for t in TAGS]
+def tag_names(project: Project) -> list[str]:
+    """The project's tag names in its tag order (a lease names tags by their position)."""
+    return list(project.tags.order_by("position").values_list("name", flat=True))
+
+
+def true_counts(names: list[str], lease) -> dict[str, int]:
     gold = Sentence.objects.get(pk=lease.sentence_id).gold_tags
     window = gold[lease.start : lease.start + lease.length]
     return {names[k]: sum(1 for g in window if g == k) for k in lease.tags}
 
 
-def random_counts(project: Project, lease, rng: random.Random) -> dict[str, int]:
-    names = [t["name"] for t in TAGS]
+def random_counts(names: list[str], lease, rng: random.Random) -> dict[str, int]:
     left, counts = lease.length, {}
     for k in lease.tags:
         counts[names[k]] = rng.randint(0, left)
@@ -87,10 +96,9 @@ def true_verification(lease) -> dict:
     return {"answer": not wrong, "wrong": wrong[0] if wrong else None}
 
 
-def model_counts(tagger, lease) -> dict[str, int]:
+def model_counts(tagger, names, lease) -> dict[str, int]:
     """The served model's expected counts of the leased window, rounded: what an annotator who
     reads them off predict gives back (kept within the window's length)."""
-    names = [t["name"] for t in TAGS]
     tokens = Sentence.objects.get(pk=lease.sentence_id).tokens
     proba = tagger.token_proba([tokens])[lease.start : lease.start + lease.length]
     expected = proba.sum(axis=0)
@@ -109,6 +117,7 @@ def answer_tasks(
     `copy_from` from `copiers`; in a private project, counts released by its mechanism as the
     phone does). Returns how many were stored."""
     rng = random.Random(seed)
+    names = tag_names(project)
     mechanism = selectors.project_mechanism(project=project)
     stored = 0
     for i in range(n):
@@ -133,11 +142,11 @@ def answer_tasks(
             stored += 1
             continue
         if annotator in spammers:
-            counts = random_counts(project, lease, rng)
+            counts = random_counts(names, lease, rng)
         elif annotator in copiers:
-            counts = model_counts(copy_from, lease)
+            counts = model_counts(copy_from, names, lease)
         else:
-            counts = true_counts(project, lease)
+            counts = true_counts(names, lease)
         answer = {"counts": counts}
         if mechanism is not None:
             answer = {

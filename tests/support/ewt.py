@@ -13,6 +13,12 @@ def ewt_slice(n_sentences: int, split: str = "train") -> str:
     return conllu_head(EWT_DIR / f"en_ewt-ud-{split}.conllu.gz", n_sentences)
 
 
+def ewt_file(path: Path, n_sentences: int, split: str = "train") -> Path:
+    """``path`` holding the first `n_sentences` of an EWT split as a CoNLL-U file (an upload)."""
+    path.write_text(ewt_slice(n_sentences, split), encoding="utf-8")
+    return path
+
+
 def ewt_folder(folder: Path, *, train: int, dev: int, test: int) -> Path:
     """``folder`` holding the first sentences of each split as en_ewt-ud-{split}.conllu.gz, as
     the benchmarks' `--data` reads them."""

@@ -1,10 +1,13 @@
 """Test data every test package uses: users, projects, small gold-tagged corpora, API clients."""
 
+import gzip
+import io
 import json
 from types import SimpleNamespace
 
 import factory
 from django.contrib.auth import get_user_model
+from django.core.files.uploadedfile import SimpleUploadedFile
 from rest_framework.test import APIClient
 
 from accounts.models import ApiToken, token_digest
@@ -94,6 +97,30 @@ def jsonl(sentences=SENTENCES) -> bytes:
     return "".join(json.dumps({"tokens": t, "tags": g}) + "\n" for t, g in sentences).encode()
 
 
+def import_jsonl(project, user, data: bytes | None = None, **options):
+    """`data` (by default `jsonl()`, the 12 SENTENCES) imported into `project` by `user` through
+    the service, as a JSON lines file; `options` as `services.corpus_import` takes them."""
+    file = io.BytesIO(jsonl() if data is None else data)
+    return services.corpus_import(project=project, user=user, file=file, format="jsonl", **options)
+
+
+def gzipped(chunk: bytes, times: int = 1, tail: bytes = b"") -> bytes:
+    """gzip (level 9, no timestamp) of `chunk` `times` over and then `tail`, written a chunk at a
+    time: a bomb's inflated text is never held."""
+    out = io.BytesIO()
+    with gzip.GzipFile(fileobj=out, mode="wb", compresslevel=9, mtime=0) as compressed:
+        for _ in range(times):
+            compressed.write(chunk)
+        compressed.write(tail)
+    return out.getvalue()
+
+
+def corpus_upload(client, project, data: bytes, name="c.jsonl", format="jsonl", **fields):
+    """A corpus file `data` sent to the project's corpus endpoint as a multipart upload."""
+    body = {"file": SimpleUploadedFile(name, data), "format": format, **fields}
+    return client.post(f"/api/projects/{project.pk}/corpus/", body, format="multipart")
+
+
 def client_for(user=None) -> APIClient:
     """An API client that sends `user`'s token (anonymous without a user)."""
     client = APIClient()
@@ -102,9 +129,13 @@ def client_for(user=None) -> APIClient:
     return client
 
 
-def next_task(client, project):
-    """The annotator's "next task" request, with no body."""
-    return client.post(f"/api/projects/{project.pk}/tasks/next/")
+def next_task(client, project, holding=None, **extra):
+    """The annotator's "next task" request: with no body, or naming the leases it is `holding`
+    (`{"holding": [...]}`, to lease one more ahead)."""
+    if holding is None:
+        return client.post(f"/api/projects/{project.pk}/tasks/next/", **extra)
+    url = f"/api/projects/{project.pk}/tasks/next/"
+    return client.post(url, {"holding": holding}, format="json", **extra)
 
 
 def answer(client, task, key="key-1", **overrides):

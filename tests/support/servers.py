@@ -75,6 +75,26 @@ def serving(command: list[str], env: dict[str, str], url: str, log: Path) -> Ite
                 process.wait()
 
 
+@contextlib.contextmanager
+def gunicorn_scratch(tmp: Path, **variables: str) -> Iterator[tuple[str, int]]:
+    """gunicorn with gunicorn.conf.py, one worker process of four threads, logging warnings, on
+    a scratch SQLite platform in `tmp` (its data in data/, its log web.log) and `variables`, for
+    the block: its URL and the master's pid."""
+    port = free_port()
+    env = scratch_env(
+        tmp / "data",
+        TALLY_BIND=f"127.0.0.1:{port}",
+        WEB_WORKERS="1",
+        WEB_THREADS="4",
+        TALLY_LOG_LEVEL="WARNING",
+        **variables,
+    )
+    url = f"http://127.0.0.1:{port}"
+    command = [sys.executable, "-m", "gunicorn", "config.wsgi"]
+    with serving(command, env, url, tmp / "web.log") as pid:
+        yield url, pid
+
+
 def proc_status(pid: int, field: str) -> int:
     """A number from /proc/PID/status (`VmHWM`, `VmRSS` in kB, `Threads`)."""
     for line in Path(f"/proc/{pid}/status").read_text().splitlines():

@@ -9,35 +9,30 @@ from django.core.files.uploadedfile import SimpleUploadedFile
 
 from annotation.models import CorpusImport
 from tests.support.ewt import ewt_slice
-from tests.support.factories import client_for, jsonl, make_project
+from tests.support.factories import client_for, corpus_upload, jsonl, make_project
 
 pytestmark = pytest.mark.django_db
 
 
-def _upload(client, project, data: bytes, name="c.jsonl", **fields):
-    body = {"file": SimpleUploadedFile(name, data), "format": "jsonl", **fields}
-    return client.post(f"/api/projects/{project.pk}/corpus/", body, format="multipart")
-
-
 def test_the_same_file_sent_twice_is_asked_about(project, manager):
     client = client_for(manager)
-    assert _upload(client, project, jsonl()).status_code == 201
-    again = _upload(client, project, gzip.compress(jsonl()), name="copy.jsonl.gz")
+    assert corpus_upload(client, project, jsonl()).status_code == 201
+    again = corpus_upload(client, project, gzip.compress(jsonl()), name="copy.jsonl.gz")
     assert again.status_code == 409
     error = again.json()["error"]
     assert error["code"] == "duplicate_corpus"
     assert "already imported" in error["message"] and "(c.jsonl, 12 sentences)" in error["message"]
     assert project.sentences.count() == 12 and CorpusImport.objects.count() == 1
-    confirmed = _upload(client, project, jsonl(), allow_duplicate="true")
+    confirmed = corpus_upload(client, project, jsonl(), allow_duplicate="true")
     assert confirmed.status_code == 201 and project.sentences.count() == 24
 
 
 def test_other_content_or_another_project_is_no_repeat(project, manager):
     client = client_for(manager)
-    assert _upload(client, project, jsonl()).status_code == 201
-    assert _upload(client, project, jsonl()[:-1] + b" \n").status_code == 201
+    assert corpus_upload(client, project, jsonl()).status_code == 201
+    assert corpus_upload(client, project, jsonl()[:-1] + b" \n").status_code == 201
     other = make_project(owner=manager)
-    assert _upload(client, other, jsonl()).status_code == 201
+    assert corpus_upload(client, other, jsonl()).status_code == 201
 
 
 def test_preview_reads_the_head_of_a_file_as_the_import_would(manager):
@@ -91,8 +86,8 @@ def test_sentences_added_to_a_project_of_one_sentence(project, manager):
     only sentence sat at position 0 put the next one at 0 again and every upload answered 500."""
     client = client_for(manager)
     one = b'{"tokens": ["Hello", "world", "."]}\n'
-    assert _upload(client, project, one).status_code == 201
-    more = _upload(client, project, b'{"tokens": ["Bye", "."]}\n{"tokens": ["Again", "."]}\n')
+    assert corpus_upload(client, project, one).status_code == 201
+    more = corpus_upload(client, project, b'{"tokens": ["Bye", "."]}\n{"tokens": ["Again", "."]}\n')
     assert more.status_code == 201, more.content
     assert list(project.sentences.order_by("position").values_list("position", flat=True)) == [
         0, 1, 2

@@ -130,19 +130,14 @@ def test_a_flagged_member_is_served_as_the_others_through_the_api(project, corpu
 # `scheduler.MAX_LEASES`, so the page can prefetch and a phone can answer offline what it holds.
 
 
-def lease(client, project, holding=None, **kwargs):
-    body = None if holding is None else {"holding": holding}
-    return client.post(f"/api/projects/{project.pk}/tasks/next/", body, format="json", **kwargs)
-
-
 def test_holding_leases_one_more_up_to_the_cap(project, corpus, annotator):
     client = client_for(annotator)
     held = []
     for _ in range(scheduler.MAX_LEASES):
-        task = lease(client, project, held).json()
+        task = next_task(client, project, held).json()
         assert task["assignment"] not in held
         held.append(task["assignment"])
-    response = lease(client, project, held)
+    response = next_task(client, project, held)
     assert response.status_code == 409
     assert response.json()["error"]["code"] == "lease_limit"
     assert "answer one of them first" in response.json()["error"]["message"]
@@ -157,28 +152,28 @@ def test_holding_leases_one_more_up_to_the_cap(project, corpus, annotator):
 def test_a_lease_not_named_is_handed_back_before_a_new_one(project, corpus, annotator):
     """A reloaded page knows of no lease: it gets the ones it held again, oldest first."""
     client = client_for(annotator)
-    first_task = lease(client, project).json()
+    first_task = next_task(client, project).json()
     first = first_task["assignment"]
-    second = lease(client, project, [first]).json()["assignment"]
+    second = next_task(client, project, [first]).json()["assignment"]
     assert second != first
-    assert lease(client, project).json()["assignment"] == first
-    assert lease(client, project, [first]).json()["assignment"] == second
-    assert lease(client, project, [second]).json()["assignment"] == first
+    assert next_task(client, project).json()["assignment"] == first
+    assert next_task(client, project, [first]).json()["assignment"] == second
+    assert next_task(client, project, [second]).json()["assignment"] == first
     # Ids that are not live leases of the caller (answered, someone else's, made up) change
     # nothing: they are only what the caller already has.
     assert answer(client, first_task).status_code == 201
-    assert lease(client, project, [first, 10**9]).json()["assignment"] == second
+    assert next_task(client, project, [first, 10**9]).json()["assignment"] == second
     assert Assignment.objects.filter(annotator=annotator).count() == 2
 
 
 def test_answering_a_held_lease_frees_room_for_another(project, corpus, annotator):
     client = client_for(annotator)
-    held = [lease(client, project, []).json()]
+    held = [next_task(client, project, []).json()]
     while len(held) < scheduler.MAX_LEASES:
-        held.append(lease(client, project, [t["assignment"] for t in held]).json())
+        held.append(next_task(client, project, [t["assignment"] for t in held]).json())
     assert answer(client, held[0], key="a-0").status_code == 201
     ids = [t["assignment"] for t in held[1:]]
-    fourth = lease(client, project, ids)
+    fourth = next_task(client, project, ids)
     assert fourth.status_code == 200
     assert fourth.json()["assignment"] not in [t["assignment"] for t in held]
 
@@ -187,11 +182,11 @@ def test_expired_held_leases_do_not_count(project, corpus, annotator):
     client = client_for(annotator)
     held = []
     for _ in range(scheduler.MAX_LEASES):
-        held.append(lease(client, project, held).json()["assignment"])
+        held.append(next_task(client, project, held).json()["assignment"])
     long_ago = timezone.now() - timedelta(hours=2)
     Assignment.objects.filter(pk__in=held).update(expires_at=long_ago)
     Project.objects.filter(pk=project.pk).update(leases_reclaimed_at=long_ago)
-    response = lease(client, project, held)
+    response = next_task(client, project, held)
     assert response.status_code == 200
     assert response.json()["assignment"] not in held
 
@@ -201,7 +196,7 @@ def test_three_leases_answered_later_are_all_stored_once(project, corpus, annota
     client = client_for(annotator)
     held = []
     for _ in range(scheduler.MAX_LEASES):
-        held.append(lease(client, project, [t["assignment"] for t in held]).json())
+        held.append(next_task(client, project, [t["assignment"] for t in held]).json())
     for attempt in range(2):
         for i, task in enumerate(held):
             assert answer(client, task, key=f"k-{i}").status_code == (201, 200)[attempt]
@@ -211,7 +206,7 @@ def test_three_leases_answered_later_are_all_stored_once(project, corpus, annota
 def test_bad_holding_is_refused_with_what_is_wrong(project, corpus, annotator):
     client = client_for(annotator)
     for holding in ("12", [1, 2, 3, 4], ["1"], [True], [1.5], {"a": 1}, [0], [-1], [2**63]):
-        response = lease(client, project, holding)
+        response = next_task(client, project, holding)
         assert response.status_code == 400, holding
         error = response.json()["error"]
         assert error["code"] == "invalid"
@@ -233,7 +228,7 @@ def test_bad_holding_is_refused_with_what_is_wrong(project, corpus, annotator):
 
 
 def test_holding_is_checked_after_who_is_asking(project, corpus, annotator):
-    response = lease(APIClient(), project, "not a list")
+    response = next_task(APIClient(), project, "not a list")
     assert response.status_code == 401
 
 
@@ -244,7 +239,7 @@ def test_removing_a_member_releases_their_leases_and_a_rejoin_starts_clean(
     invite code submitted the assignment they held before their removal: 201."""
     client = client_for(annotator)
     held = [next_task(client, project).json()]
-    held.append(lease(client, project, holding=[held[0]["assignment"]]).json())
+    held.append(next_task(client, project, holding=[held[0]["assignment"]]).json())
     tasks = [Task.objects.get(assignments__pk=t["assignment"]) for t in held]
     slots_before = [t.open_slots for t in tasks]
     # One of the leases expired (its slot was given back then), the other is live.

@@ -4,8 +4,7 @@ A 1,059-byte gzip file of `a .` x 262,144 as tokenized text wrote 262,144 senten
 held a web thread for minutes; a retry after nginx's 504 imported the file twice.
 """
 
-import gzip
-import io
+import functools
 import time
 
 import pytest
@@ -14,25 +13,17 @@ from django.core.files.uploadedfile import SimpleUploadedFile
 
 from annotation import scheduler, services
 from annotation.models import CorpusImport, ImportJob, Sentence, Task
-from tests.support.factories import client_for
+from tests.support.factories import client_for, corpus_upload, gzipped
 
 pytestmark = pytest.mark.django_db
-
-
-def _gzip(data: bytes) -> bytes:
-    out = io.BytesIO()
-    with gzip.GzipFile(fileobj=out, mode="wb", compresslevel=9, mtime=0) as compressed:
-        compressed.write(data)
-    return out.getvalue()
 
 
 def _tokenized(n: int, word: str = "w") -> bytes:
     return "".join(f"{word}{i} .\n" for i in range(n)).encode()
 
 
-def _upload(client, project, data: bytes, name="c.txt", format="tokenized", **fields):
-    body = {"file": SimpleUploadedFile(name, data), "format": format, **fields}
-    return client.post(f"/api/projects/{project.pk}/corpus/", body, format="multipart")
+# Uploads here are tokenized text unless a test says otherwise.
+_upload = functools.partial(corpus_upload, name="c.txt", format="tokenized")
 
 
 @pytest.fixture
@@ -42,7 +33,7 @@ def small_sync(settings):
 
 
 def test_the_gzip_bomb_of_the_issue_is_refused_at_once(project, manager):
-    bomb = _gzip(b"a .\n" * 262_144)
+    bomb = gzipped(b"a .\n" * 262_144)
     assert len(bomb) < 1100  # the issue's file: 1,059 bytes on the wire
     tic = time.perf_counter()
     response = _upload(client_for(manager), project, bomb, name="bomb.txt.gz")
@@ -57,7 +48,7 @@ def test_the_gzip_bomb_of_the_issue_is_refused_at_once(project, manager):
 
 def test_a_megabyte_of_gzip_on_the_wire_answers_within_two_seconds(project, manager):
     """The issue's second file: 1 MB of gzip, about 13 million sentences under the 50 MB cap."""
-    bomb = _gzip(b"a .\n" * (12 * 1024 * 1024))
+    bomb = gzipped(b"a .\n" * (12 * 1024 * 1024))
     tic = time.perf_counter()
     response = _upload(client_for(manager), project, bomb, name="bomb.txt.gz")
     seconds = time.perf_counter() - tic
@@ -92,7 +83,7 @@ def test_each_cap_names_its_setting(project, manager, settings):
 
 def test_a_large_file_is_a_job_to_follow(project, manager, small_sync):
     client = client_for(manager)
-    response = _upload(client, project, _gzip(_tokenized(5000)), name="big.txt.gz")
+    response = _upload(client, project, gzipped(_tokenized(5000)), name="big.txt.gz")
     assert response.status_code == 202, response.content
     job = response.json()
     assert job["status"] == "queued" and job["sentences_expected"] == 5000
@@ -237,7 +228,7 @@ def test_only_managers_see_and_cancel_jobs(project, manager, annotator, small_sy
 def test_other_megabyte_bombs_answer_within_two_seconds(project, manager, name, text):
     """50 MB of text in under 1 MB of gzip that holds few sentences: read through (a fast
     scan) and accepted as a job, or refused, within 2 s; never parsed in the request."""
-    bomb = _gzip(text)
+    bomb = gzipped(text)
     assert len(bomb) < 1024 * 1024
     tic = time.perf_counter()
     response = _upload(client_for(manager), project, bomb, name="bomb.gz")

@@ -1,8 +1,6 @@
 """Private projects (issue 13), the platform side: the setting and its rules, the release
 distribution each private task carries, and answers that hold released values only."""
 
-import io
-
 import numpy as np
 import pytest
 
@@ -16,16 +14,13 @@ from learning.core.privacy import (
     MECHANISMS,
     Mechanism,
 )
-from tests.support.factories import TAGS, client_for, jsonl, make_project, member, next_task
+from tests.support.factories import TAGS, client_for, import_jsonl, make_project, member, next_task
 
 
 @pytest.fixture
 def private(manager):
     project = make_project(owner=manager, private=True, alpha=2.0, tags_per_task=2)
-    services.corpus_import(
-        project=project, user=manager, file=io.BytesIO(jsonl()), filename="c.jsonl",
-        format="jsonl", max_bytes=10**6, seed=1,
-    )  # fmt: skip
+    import_jsonl(project, manager, filename="c.jsonl", max_bytes=10**6, seed=1)
     return project
 
 

@@ -14,18 +14,24 @@ from config.celery import app as celery_app
 from delivery.models import WebhookDelivery
 from delivery.webhooks import outbox, transport
 from delivery.webhooks import services as webhook_services
-from learning import services, tasks
+from learning import tasks
 from tests.support.crowd import answer_tasks
 from tests.support.factories import client_for
+from tests.support.learning import retrain
 
 pytestmark = pytest.mark.django_db
 SECRET = "a-shared-secret-of-some-length"
 
 
-def retrain_with_hook(project, crowd, url):
-    webhook_services.webhook_create(project=project, url=url, secret=SECRET)
+def answer_and_push(project, crowd):
+    """60 exact answers by `crowd`, then a retrain and its push (its webhook deliveries)."""
     answer_tasks(project, crowd, 60)
     return tasks.retrain_and_push(project_id=project.pk, trigger="manual")
+
+
+def retrain_with_hook(project, crowd, url):
+    webhook_services.webhook_create(project=project, url=url, secret=SECRET)
+    return answer_and_push(project, crowd)
 
 
 def test_delivery_is_signed_and_verifies(project, crowd, allow_internal, eager, receiver):
@@ -113,8 +119,7 @@ def test_internal_target_is_refused_again_at_delivery(project, crowd, settings, 
         project=project, url=target.url.replace("127.0.0.1", "localhost")
     )
     settings.TALLY_WEBHOOK_ALLOW_INTERNAL = False
-    answer_tasks(project, crowd, 60)
-    tasks.retrain_and_push(project_id=project.pk, trigger="manual")
+    answer_and_push(project, crowd)
     assert target.requests == []
     delivery = WebhookDelivery.objects.get()
     assert delivery.status == "failed" and "internal address" in delivery.error
@@ -125,7 +130,7 @@ def test_overdue_delivery_is_requeued_by_the_sweep(project, crowd, allow_interna
     target = receiver([200])
     webhook_services.webhook_create(project=project, url=target.url, secret=SECRET)
     answer_tasks(project, crowd, 60)
-    services.retrain_run(project_id=project.pk, trigger="manual")  # no push: task "lost"
+    retrain(project)  # no push: task "lost"
     WebhookDelivery.objects.update(next_attempt_at=timezone.now() - timedelta(minutes=5))
     celery_app.conf.update(CELERY_TASK_ALWAYS_EAGER=True)
     try:
@@ -148,8 +153,7 @@ def test_the_connected_address_is_checked_at_delivery(
     settings.TALLY_WEBHOOK_ALLOW_INTERNAL = False
     # The pre-connection check passes (as if the name had resolved to a public address).
     monkeypatch.setattr(transport, "target_check", lambda url, **kwargs: ["127.0.0.1"])
-    answer_tasks(project, crowd, 60)
-    tasks.retrain_and_push(project_id=project.pk, trigger="manual")
+    answer_and_push(project, crowd)
     assert target.requests == []
     delivery = WebhookDelivery.objects.get()
     assert delivery.status == "failed"

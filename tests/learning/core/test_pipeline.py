@@ -12,18 +12,8 @@ from learning.core.schedule import EMSchedule, choose_schedule
 from learning.core.settings import CrowdSettings, FeatureSettings
 from learning.core.training import TrainingSet
 from learning.experiments.simulate import simulate_crowd
-from tests.support.synthetic import make_corpus
 
 CONFIG = FeatureConfig(n_features=2**12)
-
-
-@pytest.fixture(scope="module")
-def data():
-    rng = np.random.default_rng(41)
-    sentences, gold, w_star, tagset = make_corpus(
-        rng, n_sentences=1500, n_words=60, concentration=0.15
-    )
-    return sentences, gold, w_star, tagset
 
 
 def _best_tags(sentences, w_star, tagset):
