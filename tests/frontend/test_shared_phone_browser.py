@@ -8,7 +8,7 @@ from urllib.parse import urlsplit
 import pytest
 
 from annotation.models import Observation
-from tests.frontend.conftest import PASSWORD, PHONE, client_for
+from tests.frontend.conftest import PASSWORD, PHONE, session_client_for
 from tests.frontend.test_annotate_browser import (
     answer_by_taps,
     gold_counts,
@@ -81,7 +81,7 @@ def as_session_of(context, user) -> None:
     """The phone's session is `user`'s, without anyone signing out (A's session ended, or was
     replaced): the cookies a browser would have after `user` signed in."""
     context.clear_cookies()
-    session = client_for(user).cookies["sessionid"].value
+    session = session_client_for(user).cookies["sessionid"].value
     parts = urlsplit(context.pages[0].url)
     url = f"{parts.scheme}://{parts.netloc}"
     context.add_cookies([{"name": "sessionid", "value": session, "url": url}])
