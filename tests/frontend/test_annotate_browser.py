@@ -330,8 +330,9 @@ def test_page_weight_and_no_third_party_requests(new_context, live_server, proje
     # page's catalogue (text.js) to speak the project's language: 60.4 KB, the keys and lookups
     # adding 830 B uncompressed, 250 B compressed (23.7 KB); privacy.js's load with it. 65 KB
     # since the page checks it is still its session's before it shows or keeps anything (issue
-    # 44, item 1, lib/device.js): 64.6 KB, 4.2 KB more uncompressed (24.5 KB compressed).
-    assert transferred <= 65 * 1024, transferred
+    # 44, item 1, lib/device.js): 64.6 KB, 4.2 KB more uncompressed (24.5 KB compressed); 67 KB
+    # since a page of an earlier session of the same account says so (65.1 KB).
+    assert transferred <= 67 * 1024, transferred
     assert compressed <= 25 * 1024, compressed
     print(f"annotator page: {transferred} B transferred here, {compressed} B gzip-compressed")
 
